@@ -1,0 +1,71 @@
+package archtest
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/apogeemq/apogee"
+
+// rule says which packages a package (and its subpackages) must never
+// depend on, directly or transitively.
+type rule struct {
+	pkg    string
+	denied []string
+}
+
+// rules mirrors the import table in style.md. Denied entries are package
+// path prefixes; third-party prefixes guard against the store learning about
+// sockets or metrics.
+var rules = []rule{
+	{"internal/protocol", []string{"internal/remoting", "internal/store", "internal/broker", "internal/namesrv", "client"}},
+	{"internal/message", []string{"internal/protocol", "internal/remoting", "internal/store", "internal/broker", "net/http"}},
+	{"internal/store", []string{"internal/remoting", "internal/protocol", "internal/broker", "internal/namesrv", "github.com/prometheus", "net/http"}},
+	{"internal/remoting", []string{"internal/store", "internal/broker", "internal/namesrv", "client"}},
+	{"internal/namesrv", []string{"internal/store", "internal/broker"}},
+	{"internal/broker", []string{"internal/namesrv", "client", "internal/metrics"}},
+	{"internal/ha", []string{"internal/broker", "internal/remoting"}},
+	{"client", []string{"internal/store", "internal/broker", "internal/namesrv", "github.com/prometheus"}},
+	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},
+}
+
+type listed struct {
+	ImportPath string
+	Deps       []string
+}
+
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-json=ImportPath,Deps", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	checked := 0
+	for dec.More() {
+		var p listed
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		for _, r := range rules {
+			if rel != r.pkg && !strings.HasPrefix(rel, r.pkg+"/") {
+				continue
+			}
+			checked++
+			for _, dep := range p.Deps {
+				for _, d := range r.denied {
+					target := d
+					if strings.HasPrefix(d, "internal/") || d == "client" {
+						target = module + "/" + d
+					}
+					if dep == target || strings.HasPrefix(dep, target+"/") {
+						t.Errorf("%s depends on %s (denied by the layout rules in style.md)", p.ImportPath, dep)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("checked %d packages against %d rules", checked, len(rules))
+}
