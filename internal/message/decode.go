@@ -1,0 +1,223 @@
+package message
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+)
+
+// DecodeOptions tunes DecodeStored.
+type DecodeOptions struct {
+	// SkipBody leaves Ext.Body nil (the CRC is still checked if asked).
+	SkipBody bool
+	// Decompress inflates zlib-compressed bodies (SysFlagCompressed with
+	// compression type 0 or ZLIB) and clears SysFlagCompressed in the
+	// result, as RocketMQ consumers do. A body that fails to inflate, or
+	// uses LZ4/ZSTD, is returned as stored with the flag kept.
+	Decompress bool
+	// VerifyCRC checks BODYCRC against the stored body: ErrBadCRC.
+	VerifyCRC bool
+	// MaxDecompressedSize bounds an inflated body; 0 means
+	// DefaultMaxDecompressedSize. A larger body is left compressed.
+	MaxDecompressedSize int
+}
+
+// DefaultMaxDecompressedSize bounds inflated bodies when DecodeOptions does
+// not say otherwise.
+const DefaultMaxDecompressedSize = 64 << 20
+
+// DecodeStored decodes the record at the start of b and returns it with the
+// number of bytes it occupies (TOTALSIZE). The result does not alias b.
+//
+// Errors (errors.Is): ErrShortBuffer when the header or the record extends
+// past b; ErrBlank with n = the blank's TOTALSIZE for an end-of-file
+// record; ErrBadMagic; ErrCorrupt when the field lengths do not add up to
+// TOTALSIZE; ErrBadCRC. It never panics and allocates no more than
+// TOTALSIZE bytes (plus a decompressed body when asked).
+func DecodeStored(b []byte, opt DecodeOptions) (*Ext, int, error) {
+	n, err := storedLen(b)
+	if err != nil {
+		return nil, n, err
+	}
+	m := new(Ext)
+	if err := decodeRecord(m, b[:n], opt, false); err != nil {
+		return nil, n, err
+	}
+	return m, n, nil
+}
+
+// DecodeStoredAll decodes a concatenation of records (a pull or query
+// response body). It stops at the first error and returns the messages
+// decoded before it together with the error. The messages' bodies share one
+// copy of b, made once.
+func DecodeStoredAll(b []byte, opt DecodeOptions) ([]*Ext, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	own := make([]byte, len(b))
+	copy(own, b)
+	var msgs []*Ext
+	for off := 0; off < len(own); {
+		n, err := storedLen(own[off:])
+		if err != nil {
+			return msgs, fmt.Errorf("message: record at %d: %w", off, err)
+		}
+		m := new(Ext)
+		if err := decodeRecord(m, own[off:off+n], opt, true); err != nil {
+			return msgs, fmt.Errorf("message: record at %d: %w", off, err)
+		}
+		msgs = append(msgs, m)
+		off += n
+	}
+	return msgs, nil
+}
+
+// StoredLen reads the header at the start of b and returns the record's
+// TOTALSIZE without decoding it, with DecodeStored's header errors
+// (ErrShortBuffer, ErrBadMagic, ErrBlank with the blank's size, ErrCorrupt
+// for an impossible TOTALSIZE). A nil error means b holds the whole record.
+func StoredLen(b []byte) (int, error) { return storedLen(b) }
+
+func storedLen(b []byte) (int, error) {
+	if len(b) < BlankHeaderSize {
+		return 0, fmt.Errorf("message: %d bytes, need a %d-byte header: %w", len(b), BlankHeaderSize, ErrShortBuffer)
+	}
+	total := int32(binary.BigEndian.Uint32(b[OffsetTotalSize:]))
+	switch magic := binary.BigEndian.Uint32(b[OffsetMagic:]); magic {
+	case MagicV1, MagicV2:
+	case BlankMagic:
+		if total < BlankHeaderSize {
+			return 0, fmt.Errorf("message: blank record of size %d: %w", total, ErrCorrupt)
+		}
+		return int(total), ErrBlank
+	default:
+		return 0, fmt.Errorf("message: magic %#08x (size %d): %w", magic, total, ErrBadMagic)
+	}
+	if total < MinStoredSize {
+		return 0, fmt.Errorf("message: total size %d below minimum %d: %w", total, MinStoredSize, ErrCorrupt)
+	}
+	if int(total) > len(b) {
+		return 0, fmt.Errorf("message: record of %d bytes, %d available: %w", total, len(b), ErrShortBuffer)
+	}
+	return int(total), nil
+}
+
+// decodeRecord decodes rec, which is exactly one record whose header
+// storedLen accepted. With alias the body slices rec.
+func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
+	be := binary.BigEndian
+	total := len(rec)
+	v2 := be.Uint32(rec[OffsetMagic:]) == MagicV2
+	m.StoreSize = int32(total)
+	m.BodyCRC = be.Uint32(rec[OffsetBodyCRC:])
+	m.QueueID = int32(be.Uint32(rec[OffsetQueueID:]))
+	m.Flag = int32(be.Uint32(rec[OffsetFlag:]))
+	m.QueueOffset = int64(be.Uint64(rec[OffsetQueueOffset:]))
+	m.CommitLogOffset = int64(be.Uint64(rec[OffsetPhysicalOffset:]))
+	m.SysFlag = int32(be.Uint32(rec[OffsetSysFlag:]))
+	m.BornTimestamp = int64(be.Uint64(rec[OffsetBornTimestamp:]))
+
+	// Everything up to and including BODYLENGTH, then the two length
+	// prefixes after the body, must fit.
+	bodyLenAt := BodyLengthOffset(m.SysFlag)
+	topicLenSize := 1
+	if v2 {
+		topicLenSize = 2
+	}
+	if bodyLenAt+4+topicLenSize+2 > total {
+		return fmt.Errorf("message: sysflag %#x needs %d fixed bytes, record has %d: %w", m.SysFlag, bodyLenAt+4+topicLenSize+2, total, ErrCorrupt)
+	}
+	var ok bool
+	pos := OffsetBornHost
+	if m.BornHost, pos, ok = readHost(rec, pos, m.SysFlag&SysFlagBornHostV6 != 0); !ok {
+		return fmt.Errorf("message: born host port out of range: %w", ErrCorrupt)
+	}
+	m.StoreTimestamp = int64(be.Uint64(rec[pos:]))
+	pos += 8
+	if m.StoreHost, pos, ok = readHost(rec, pos, m.SysFlag&SysFlagStoreHostV6 != 0); !ok {
+		return fmt.Errorf("message: store host port out of range: %w", ErrCorrupt)
+	}
+	m.ReconsumeTimes = int32(be.Uint32(rec[pos:]))
+	pos += 4
+	m.PreparedTransactionOffset = int64(be.Uint64(rec[pos:]))
+	pos += 8
+
+	bodyLen := int(int32(be.Uint32(rec[pos:])))
+	pos += 4
+	// The topic and properties length prefixes still follow the body.
+	if bodyLen < 0 || bodyLen > total-pos-topicLenSize-2 {
+		return fmt.Errorf("message: body length %d at %d, record has %d: %w", bodyLen, pos-4, total, ErrCorrupt)
+	}
+	body := rec[pos : pos+bodyLen]
+	pos += bodyLen
+
+	var topicLen int
+	if v2 {
+		topicLen = int(int16(be.Uint16(rec[pos:])))
+	} else {
+		topicLen = int(int8(rec[pos]))
+	}
+	pos += topicLenSize
+	if topicLen < 0 || topicLen > total-pos-2 {
+		return fmt.Errorf("message: topic length %d, record has %d: %w", topicLen, total, ErrCorrupt)
+	}
+	topicAt := pos
+	pos += topicLen
+	propsLen := int(int16(be.Uint16(rec[pos:])))
+	pos += 2
+	if propsLen < 0 || pos+propsLen != total {
+		return fmt.Errorf("message: properties length %d ends at %d, total size %d: %w", propsLen, pos+propsLen, total, ErrCorrupt)
+	}
+
+	if opt.VerifyCRC {
+		if crc := BodyCRC(body); crc != m.BodyCRC {
+			return fmt.Errorf("message: body crc %#x, stored %#x at offset %d: %w", crc, m.BodyCRC, m.CommitLogOffset, ErrBadCRC)
+		}
+	}
+
+	// One string holds topic and properties, so both cost a single
+	// allocation and the property values share it.
+	strs := string(rec[topicAt:total])
+	m.Topic = strs[:topicLen]
+	m.Properties = DecodeProperties(strs[topicLen+2:])
+
+	if opt.SkipBody {
+		return nil
+	}
+	if opt.Decompress && IsZlibCompressed(m.SysFlag) {
+		limit := opt.MaxDecompressedSize
+		if limit <= 0 {
+			limit = DefaultMaxDecompressedSize
+		}
+		if out, err := DecompressLimit(body, limit); err == nil {
+			m.Body = out
+			m.SysFlag &^= SysFlagCompressed
+			return nil
+		}
+	}
+	if alias {
+		m.Body = body[:len(body):len(body)]
+	} else {
+		m.Body = append([]byte(nil), body...)
+	}
+	return nil
+}
+
+// readHost reads a host of the stored layout at pos. ok is false when the
+// port does not fit 16 bits.
+func readHost(rec []byte, pos int, v6 bool) (netip.AddrPort, int, bool) {
+	var addr netip.Addr
+	if v6 {
+		addr = netip.AddrFrom16([16]byte(rec[pos : pos+16]))
+		pos += 16
+	} else {
+		addr = netip.AddrFrom4([4]byte(rec[pos : pos+4]))
+		pos += 4
+	}
+	port := binary.BigEndian.Uint32(rec[pos:])
+	pos += 4
+	if port > 0xFFFF {
+		return netip.AddrPort{}, pos, false
+	}
+	return netip.AddrPortFrom(addr, uint16(port)), pos, true
+}
