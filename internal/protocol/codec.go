@@ -1,0 +1,89 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// DefaultMaxFrameSize is the Java default frame limit (16 MiB) including the
+// 4-byte length word, so the largest accepted L is DefaultMaxFrameSize-4
+// (remoting.md §1.7).
+const DefaultMaxFrameSize = 16 << 20
+
+// maxHeaderLength is the largest header the 24-bit header-length field holds.
+const maxHeaderLength = 1<<24 - 1
+
+// AppendFrame appends the whole frame of c (length word, header-length word,
+// header, body) to dst, with the header in c.SerializeType.
+func AppendFrame(dst []byte, c *Command) ([]byte, error) {
+	dst, err := AppendFrameHeader(dst, c)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, c.Body...), nil
+}
+
+// AppendFrameHeader appends everything of c's frame except the body: the
+// length word (which counts the body), the header-length word and the
+// header. Writing the result followed by c.Body gives the frame; remoting
+// uses it to send large bodies without copying them.
+func AppendFrameHeader(dst []byte, c *Command) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
+	var err error
+	switch c.SerializeType {
+	case SerializeJSON:
+		dst = appendJSONHeader(dst, c)
+	case SerializeRocketMQ:
+		dst, err = appendRocketMQHeader(dst, c)
+	default:
+		err = ErrUnencodable
+	}
+	if err != nil {
+		return dst[:start], err
+	}
+	h := len(dst) - start - 8
+	if h > maxHeaderLength {
+		return dst[:start], ErrUnencodable
+	}
+	total := 4 + h + len(c.Body)
+	if total > math.MaxInt32 {
+		return dst[:start], ErrUnencodable
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(total))
+	binary.BigEndian.PutUint32(dst[start+4:], uint32(c.SerializeType)<<24|uint32(h))
+	return dst, nil
+}
+
+// DecodeFrame decodes one frame: the L bytes that follow the length word.
+// The returned Command's Body aliases frame; strings are copied. Errors wrap
+// ErrBadFrame. It never panics on any input.
+func DecodeFrame(frame []byte) (*Command, error) {
+	if len(frame) < 4 {
+		return nil, badFrame("frame of %d bytes has no header-length word", len(frame))
+	}
+	word := binary.BigEndian.Uint32(frame)
+	typ := SerializeType(word >> 24)
+	h := int(word & maxHeaderLength)
+	if h > len(frame)-4 {
+		return nil, badFrame("header length %d exceeds frame length %d", h, len(frame))
+	}
+	header := frame[4 : 4+h]
+	c := &Command{SerializeType: typ}
+	var err error
+	switch typ {
+	case SerializeJSON:
+		err = decodeJSONHeader(header, c)
+	case SerializeRocketMQ:
+		err = decodeRocketMQHeader(header, c)
+	default:
+		return nil, badFrame("unknown serialize type %d", typ)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(frame) > 4+h {
+		c.Body = frame[4+h:]
+	}
+	return c, nil
+}

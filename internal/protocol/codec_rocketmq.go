@@ -1,0 +1,125 @@
+package protocol
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+)
+
+// The ROCKETMQ binary header (remoting.md §1.5), all big-endian:
+//
+//	off  size  field
+//	  0     2  code      int16
+//	  2     1  language  LanguageCode byte
+//	  3     2  version   int16
+//	  5     4  opaque    int32
+//	  9     4  flag      int32
+//	 13     4  remark length R (0 = no remark)
+//	 17     R  remark, UTF-8
+//	17+R    4  ext block length E (0 = none)
+//	21+R    E  ext entries: keyLen int16, key, valueLen int32, value
+//
+// Part of the wire protocol; never change.
+const rocketMQFixedLength = 21
+
+// appendRocketMQHeader appends c's ROCKETMQ header. Codes and versions that
+// do not fit int16 give ErrUnencodable (Java would truncate them silently).
+// Ext fields are written in key order so the bytes are deterministic.
+func appendRocketMQHeader(dst []byte, c *Command) ([]byte, error) {
+	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 || c.Version < math.MinInt16 || c.Version > math.MaxInt16 {
+		return dst, ErrUnencodable
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(c.Code)))
+	dst = append(dst, byte(c.Language))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(int16(c.Version)))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Opaque))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Flag))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Remark)))
+	dst = append(dst, c.Remark...)
+	extStart := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	if len(c.ExtFields) > 0 {
+		var stack [32]string
+		keys := stack[:0]
+		for k := range c.ExtFields {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			v := c.ExtFields[k]
+			if len(k) > math.MaxInt16 || len(v) > math.MaxInt32 {
+				return dst, ErrUnencodable
+			}
+			dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+			dst = append(dst, k...)
+			dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+			dst = append(dst, v...)
+		}
+	}
+	extLen := len(dst) - extStart - 4
+	if extLen > math.MaxInt32 {
+		return dst, ErrUnencodable
+	}
+	binary.BigEndian.PutUint32(dst[extStart:], uint32(extLen))
+	return dst, nil
+}
+
+// decodeRocketMQHeader fills c from a ROCKETMQ header. Any declared length
+// exceeding what is left of the header is an error, as in Java. A zero-length
+// value decodes as "" (Java: null). A later duplicate key wins. Bytes after
+// the ext block are ignored.
+func decodeRocketMQHeader(b []byte, c *Command) error {
+	if len(b) < rocketMQFixedLength {
+		return badFrame("ROCKETMQ header of %d bytes is shorter than %d", len(b), rocketMQFixedLength)
+	}
+	c.Code = int32(int16(binary.BigEndian.Uint16(b[0:])))
+	c.Language = LanguageCode(b[2])
+	c.Version = int32(int16(binary.BigEndian.Uint16(b[3:])))
+	c.Opaque = int32(binary.BigEndian.Uint32(b[5:]))
+	c.Flag = int32(binary.BigEndian.Uint32(b[9:]))
+	r := binary.BigEndian.Uint32(b[13:])
+	rest := b[17:]
+	if uint64(r) > uint64(len(rest)) {
+		return badFrame("ROCKETMQ remark length %d exceeds header", r)
+	}
+	if r > 0 {
+		c.Remark = string(rest[:r])
+	}
+	rest = rest[r:]
+	if len(rest) < 4 {
+		return badFrame("ROCKETMQ header truncated before ext length")
+	}
+	e := binary.BigEndian.Uint32(rest)
+	rest = rest[4:]
+	if uint64(e) > uint64(len(rest)) {
+		return badFrame("ROCKETMQ ext length %d exceeds header", e)
+	}
+	ext := rest[:e]
+	if len(ext) == 0 {
+		return nil
+	}
+	c.ExtFields = make(map[string]string, 8)
+	for len(ext) > 0 {
+		if len(ext) < 2 {
+			return badFrame("ROCKETMQ ext entry truncated")
+		}
+		kl := int(int16(binary.BigEndian.Uint16(ext)))
+		ext = ext[2:]
+		if kl < 0 || kl > len(ext) {
+			return badFrame("ROCKETMQ ext key length %d exceeds ext block", kl)
+		}
+		k := ext[:kl]
+		ext = ext[kl:]
+		if len(ext) < 4 {
+			return badFrame("ROCKETMQ ext entry truncated")
+		}
+		vl := binary.BigEndian.Uint32(ext)
+		ext = ext[4:]
+		if uint64(vl) > uint64(len(ext)) {
+			return badFrame("ROCKETMQ ext value length %d exceeds ext block", vl)
+		}
+		c.ExtFields[internKey(k)] = string(ext[:vl])
+		ext = ext[vl:]
+	}
+	return nil
+}

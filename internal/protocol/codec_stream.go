@@ -1,0 +1,90 @@
+package protocol
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// FrameReader reads frames from a byte stream. The length word is checked
+// against the limit before anything is allocated, and a large frame's buffer
+// grows only as its bytes actually arrive, so a peer claiming 2 GiB costs
+// nothing and one claiming 16 MiB costs only what it sends.
+type FrameReader struct {
+	r        *bufio.Reader
+	maxFrame int // largest accepted L + 4 (the Java limit counts the length word)
+	lenBuf   [4]byte
+}
+
+// eagerAlloc is the frame size up to which the whole buffer is allocated at
+// once; larger frames grow while they are read.
+const eagerAlloc = 1 << 20
+
+// NewFrameReader reads frames of at most maxFrame bytes including the 4-byte
+// length word (DefaultMaxFrameSize when maxFrame <= 0) from r, through a
+// bufio.Reader of bufSize bytes (32 KiB when <= 0).
+func NewFrameReader(r io.Reader, maxFrame, bufSize int) *FrameReader {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrameSize
+	}
+	if bufSize <= 0 {
+		bufSize = 32 << 10
+	}
+	return &FrameReader{r: bufio.NewReaderSize(r, bufSize), maxFrame: maxFrame}
+}
+
+// Next reads and decodes one frame. It returns io.EOF at a clean end of the
+// stream, io.ErrUnexpectedEOF for a truncated frame, an error wrapping
+// ErrFrameTooLarge or ErrBadFrame for bytes that cannot be a frame, or the
+// reader's error. After any error the stream is unusable.
+func (f *FrameReader) Next() (*Command, error) {
+	frame, err := f.NextRaw()
+	if err != nil {
+		return nil, err
+	}
+	return DecodeFrame(frame)
+}
+
+// NextRaw reads one frame without decoding it: the L bytes after the length
+// word. The slice is newly allocated and owned by the caller.
+func (f *FrameReader) NextRaw() ([]byte, error) {
+	if _, err := io.ReadFull(f.r, f.lenBuf[:]); err != nil {
+		return nil, err
+	}
+	l := binary.BigEndian.Uint32(f.lenBuf[:])
+	if uint64(l)+4 > uint64(f.maxFrame) {
+		return nil, fmt.Errorf("%w: length %d exceeds limit %d", ErrFrameTooLarge, l, f.maxFrame-4)
+	}
+	if l < 4 {
+		return nil, badFrame("frame length %d has no room for the header-length word", l)
+	}
+	n := int(l)
+	if n <= eagerAlloc {
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(f.r, frame); err != nil {
+			return nil, unexpected(err)
+		}
+		return frame, nil
+	}
+	frame := make([]byte, 0, eagerAlloc)
+	for len(frame) < n {
+		if len(frame) == cap(frame) {
+			frame = append(frame, 0)[:len(frame)] // grow geometrically
+		}
+		end := min(cap(frame), n)
+		m, err := io.ReadFull(f.r, frame[len(frame):end])
+		frame = frame[:len(frame)+m]
+		if err != nil {
+			return nil, unexpected(err)
+		}
+	}
+	return frame, nil
+}
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

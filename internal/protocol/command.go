@@ -1,0 +1,124 @@
+package protocol
+
+import (
+	"strconv"
+	"strings"
+)
+
+// CurrentVersion is the MQVersion ordinal Apogee puts in every command it
+// sends (V5_3_3, what Java 5.3.x sends; remoting.md §2.3).
+const CurrentVersion int32 = 479
+
+// Flag bits (remoting.md §2.5). Part of the wire protocol.
+const (
+	FlagResponse int32 = 1 // bit 0: 1 = response, 0 = request
+	FlagOneway   int32 = 2 // bit 1: oneway request, the receiver must not answer
+)
+
+// Command is one RemotingCommand: a request or a response (remoting.md §2.1).
+//
+// A Command handed to an encoder or to remoting for sending must not be
+// modified until the call returns (remoting copies what it needs before
+// returning, except Body larger than 64 KiB, which it references until the
+// frame is written; do not modify such a Body after sending).
+type Command struct {
+	Code          int32             // request or response code
+	Language      LanguageCode      // sender's implementation language
+	Version       int32             // sender's MQVersion ordinal
+	Opaque        int32             // request id, echoed in the response
+	Flag          int32             // FlagResponse | FlagOneway bits
+	Remark        string            // error or status text; "" = none
+	ExtFields     map[string]string // the custom header; may be nil
+	Body          []byte            // payload; a decoded Body aliases the frame buffer
+	SerializeType SerializeType     // how it arrived / how it will be encoded
+}
+
+// NewRequest returns a JSON-serialized request from Go at CurrentVersion.
+// ext is used as is (not copied).
+func NewRequest(code RequestCode, ext map[string]string, body []byte) *Command {
+	return &Command{
+		Code:      int32(code),
+		Language:  LanguageGo,
+		Version:   CurrentVersion,
+		ExtFields: ext,
+		Body:      body,
+	}
+}
+
+// NewResponse returns a response to req: same Opaque and SerializeType,
+// FlagResponse set (remoting.md §1.6, §2.5).
+func NewResponse(req *Command, code ResponseCode, remark string) *Command {
+	return &Command{
+		Code:          int32(code),
+		Language:      LanguageGo,
+		Version:       CurrentVersion,
+		Opaque:        req.Opaque,
+		Flag:          FlagResponse,
+		Remark:        remark,
+		SerializeType: req.SerializeType,
+	}
+}
+
+// IsResponse reports whether flag bit 0 is set.
+func (c *Command) IsResponse() bool { return c.Flag&FlagResponse != 0 }
+
+// IsOneway reports whether flag bit 1 is set (the sender wants no answer).
+func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
+
+// RequestCode returns Code as a request code.
+func (c *Command) RequestCode() RequestCode { return RequestCode(c.Code) }
+
+// ResponseCode returns Code as a response code.
+func (c *Command) ResponseCode() ResponseCode { return ResponseCode(c.Code) }
+
+// Ext returns the ext field key, or "" if it is absent.
+func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+
+// ExtInt64 parses the ext field key as Java's Long.parseLong would. A missing
+// or malformed value gives a *Error (SYSTEM_ERROR) naming the key, ready to be
+// answered to the peer.
+func (c *Command) ExtInt64(key string) (int64, error) {
+	v, ok := c.ExtFields[key]
+	if !ok {
+		return 0, missingField(key)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, Errorf(SystemError, "the custom field <%s> value %q is not a long", key, v)
+	}
+	return n, nil
+}
+
+// ExtInt32 parses the ext field key as Java's Integer.parseInt would. A
+// missing or malformed value gives a *Error (SYSTEM_ERROR) naming the key.
+func (c *Command) ExtInt32(key string) (int32, error) {
+	v, ok := c.ExtFields[key]
+	if !ok {
+		return 0, missingField(key)
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0, Errorf(SystemError, "the custom field <%s> value %q is not an int", key, v)
+	}
+	return int32(n), nil
+}
+
+// ExtBool parses the ext field key with Java's Boolean.parseBoolean
+// semantics: true only for a case-insensitive "true"; absent is false.
+func (c *Command) ExtBool(key string) bool {
+	return strings.EqualFold(c.ExtFields[key], "true")
+}
+
+// SetExt sets an ext field, allocating the map if nil.
+func (c *Command) SetExt(key, value string) {
+	if c.ExtFields == nil {
+		c.ExtFields = make(map[string]string, 4)
+	}
+	c.ExtFields[key] = value
+}
+
+// missingField is the error Java's header decoder reports for a not-null
+// field that is absent.
+func missingField(key string) *Error {
+	return Errorf(SystemError, "the custom field <%s> is null", key)
+}
