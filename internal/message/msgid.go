@@ -215,13 +215,15 @@ func ParseUniqID(id string) (UniqID, error) {
 
 // Time estimates when the id was made, as RocketMQ's getNearlyTimeFromID
 // does: MonthMillis after the start of now's month (in now's location), or
-// of the previous month when that would not be before now.
+// of the previous month when that would be after now. (Java also moves back
+// a month when it equals now; an id made in the same millisecond as the
+// query keeps its month here.)
 func (u UniqID) Time(now time.Time) time.Time {
 	// The time field is read as unsigned, as Java widens the 4 bytes.
 	span := int64(uint32(u.MonthMillis))
 	loc := now.Location()
 	start, _ := monthBounds(now.UnixMilli(), loc)
-	if start+span >= now.UnixMilli() {
+	if start+span > now.UnixMilli() {
 		t := time.UnixMilli(start).In(loc)
 		start = time.Date(t.Year(), t.Month()-1, 1, 0, 0, 0, 0, loc).UnixMilli()
 	}
