@@ -1,0 +1,297 @@
+package protocol
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// Custom headers of the requests the broker serves (remoting.md §3.3, §3.4,
+// §3.7, §7). Each struct field carries its ext-field name in an `ext` tag;
+// `,req` marks fields the Java header class declares not-null (we reject
+// their absence with a named error) and `v2:"x"` the one-letter alias of
+// SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE. DecodeHeader and EncodeHeader
+// convert between the structs and Command.ExtFields.
+
+// Pull request sysFlag bits (remoting.md §7.2).
+const (
+	PullFlagCommitOffset = 0x1
+	PullFlagSuspend      = 0x2
+	PullFlagSubscription = 0x4
+	PullFlagClassFilter  = 0x8
+	PullFlagLitePull     = 0x10
+)
+
+// SendMessageRequestHeader is the header of SEND_MESSAGE (10, long names),
+// SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320) (letters a..n).
+type SendMessageRequestHeader struct {
+	ProducerGroup         string `ext:"producerGroup,req" v2:"a"`
+	Topic                 string `ext:"topic,req" v2:"b"`
+	DefaultTopic          string `ext:"defaultTopic" v2:"c"`
+	DefaultTopicQueueNums int32  `ext:"defaultTopicQueueNums" v2:"d"`
+	QueueID               int32  `ext:"queueId,req" v2:"e"`
+	SysFlag               int32  `ext:"sysFlag,req" v2:"f"`
+	BornTimestamp         int64  `ext:"bornTimestamp,req" v2:"g"`
+	Flag                  int32  `ext:"flag,req" v2:"h"`
+	Properties            string `ext:"properties" v2:"i"`
+	ReconsumeTimes        int32  `ext:"reconsumeTimes" v2:"j"`
+	UnitMode              bool   `ext:"unitMode" v2:"k"`
+	MaxReconsumeTimes     int32  `ext:"maxReconsumeTimes" v2:"l"`
+	Batch                 bool   `ext:"batch" v2:"m"`
+	BrokerName            string `ext:"bname" v2:"n"`
+}
+
+// SendMessageResponseHeader answers a send.
+type SendMessageResponseHeader struct {
+	MsgID         string `ext:"msgId"`
+	QueueID       int32  `ext:"queueId"`
+	QueueOffset   int64  `ext:"queueOffset"`
+	TransactionID string `ext:"transactionId,omitempty"`
+	BatchUniqID   string `ext:"batchUniqId,omitempty"`
+	MsgRegion     string `ext:"MSG_REGION,omitempty"`
+	TraceOn       string `ext:"TRACE_ON,omitempty"`
+}
+
+// PullMessageRequestHeader is PULL_MESSAGE's (11) and LITE_PULL_MESSAGE's
+// (361) header (remoting.md §7.1).
+type PullMessageRequestHeader struct {
+	ConsumerGroup        string `ext:"consumerGroup,req"`
+	Topic                string `ext:"topic,req"`
+	QueueID              int32  `ext:"queueId,req"`
+	QueueOffset          int64  `ext:"queueOffset,req"`
+	MaxMsgNums           int32  `ext:"maxMsgNums,req"`
+	SysFlag              int32  `ext:"sysFlag,req"`
+	CommitOffset         int64  `ext:"commitOffset"`
+	SuspendTimeoutMillis int64  `ext:"suspendTimeoutMillis"`
+	Subscription         string `ext:"subscription"`
+	SubVersion           int64  `ext:"subVersion"`
+	ExpressionType       string `ext:"expressionType"`
+	MaxMsgBytes          int32  `ext:"maxMsgBytes"`
+	BrokerName           string `ext:"bname"`
+}
+
+// PullMessageResponseHeader: all four offsets are always present (Java
+// clients unbox them).
+type PullMessageResponseHeader struct {
+	SuggestWhichBrokerID int64 `ext:"suggestWhichBrokerId"`
+	NextBeginOffset      int64 `ext:"nextBeginOffset"`
+	MinOffset            int64 `ext:"minOffset"`
+	MaxOffset            int64 `ext:"maxOffset"`
+	TopicSysFlag         int32 `ext:"topicSysFlag"`
+	GroupSysFlag         int32 `ext:"groupSysFlag"`
+	ForbiddenType        int32 `ext:"forbiddenType,omitempty"`
+}
+
+// QueryConsumerOffsetRequestHeader (14). SetZeroIfNotFound defaults to true
+// when absent.
+type QueryConsumerOffsetRequestHeader struct {
+	ConsumerGroup     string `ext:"consumerGroup,req"`
+	Topic             string `ext:"topic,req"`
+	QueueID           int32  `ext:"queueId,req"`
+	SetZeroIfNotFound *bool  `ext:"setZeroIfNotFound"`
+}
+
+// UpdateConsumerOffsetRequestHeader (15).
+type UpdateConsumerOffsetRequestHeader struct {
+	ConsumerGroup string `ext:"consumerGroup,req"`
+	Topic         string `ext:"topic,req"`
+	QueueID       int32  `ext:"queueId,req"`
+	CommitOffset  int64  `ext:"commitOffset,req"`
+}
+
+// OffsetResponseHeader carries `offset` (14, 29, 30, 31).
+type OffsetResponseHeader struct {
+	Offset int64 `ext:"offset"`
+}
+
+// ConsumerGroupHeader is the header of GET_CONSUMER_LIST_BY_GROUP (38),
+// NOTIFY_CONSUMER_IDS_CHANGED (40), GET_CONSUMER_CONNECTION_LIST (203) and
+// GET_CONSUME_STATS (208, plus topic).
+type ConsumerGroupHeader struct {
+	ConsumerGroup string `ext:"consumerGroup,req"`
+	Topic         string `ext:"topic,omitempty"`
+}
+
+// QueueHeader is the header of GET_MAX_OFFSET (30, plus committed),
+// GET_MIN_OFFSET (31) and GET_EARLIEST_MSG_STORETIME (32).
+type QueueHeader struct {
+	Topic     string `ext:"topic,req"`
+	QueueID   int32  `ext:"queueId,req"`
+	Committed *bool  `ext:"committed"`
+}
+
+// SearchOffsetRequestHeader (29).
+type SearchOffsetRequestHeader struct {
+	Topic        string `ext:"topic,req"`
+	QueueID      int32  `ext:"queueId,req"`
+	Timestamp    int64  `ext:"timestamp,req"`
+	BoundaryType string `ext:"boundaryType"`
+}
+
+// TimestampResponseHeader carries `timestamp` (32).
+type TimestampResponseHeader struct {
+	Timestamp int64 `ext:"timestamp"`
+}
+
+// UnregisterClientRequestHeader (35); note the upper-case "ID".
+type UnregisterClientRequestHeader struct {
+	ClientID      string `ext:"clientID,req"`
+	ProducerGroup string `ext:"producerGroup"`
+	ConsumerGroup string `ext:"consumerGroup"`
+}
+
+// CreateTopicRequestHeader (17).
+type CreateTopicRequestHeader struct {
+	Topic           string `ext:"topic,req"`
+	DefaultTopic    string `ext:"defaultTopic"`
+	ReadQueueNums   int32  `ext:"readQueueNums,req"`
+	WriteQueueNums  int32  `ext:"writeQueueNums,req"`
+	Perm            int32  `ext:"perm,req"`
+	TopicFilterType string `ext:"topicFilterType"`
+	TopicSysFlag    int32  `ext:"topicSysFlag"`
+	Order           bool   `ext:"order"`
+	Attributes      string `ext:"attributes"`
+	Force           bool   `ext:"force"`
+}
+
+// TopicHeader is the header of DELETE_TOPIC_IN_BROKER (215),
+// GET_TOPIC_STATS_INFO (202), GET_TOPIC_CONFIG (351) and
+// QUERY_TOPIC_CONSUME_BY_WHO (300).
+type TopicHeader struct {
+	Topic string `ext:"topic,req"`
+}
+
+// DeleteSubscriptionGroupRequestHeader (207).
+type DeleteSubscriptionGroupRequestHeader struct {
+	GroupName   string `ext:"groupName,req"`
+	CleanOffset bool   `ext:"cleanOffset"`
+}
+
+// GroupHeader is the header of GET_SUBSCRIPTIONGROUP_CONFIG (352) and
+// QUERY_TOPICS_BY_CONSUMER (343).
+type GroupHeader struct {
+	Group string `ext:"group,req"`
+}
+
+// DecodeHeader fills the struct dst points to from ext. With v2 set, the
+// one-letter `v2` aliases are read instead of the long names (fields without
+// an alias keep their long name). A missing required field or an unparsable
+// number is a *Error with SYSTEM_ERROR and the remark Java's decoder gives,
+// so processors can return it as is.
+func DecodeHeader(ext map[string]string, dst any, v2 bool) error {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("protocol: DecodeHeader needs a pointer to a struct, got %T", dst)
+	}
+	v = v.Elem()
+	for _, f := range headerFieldsOf(v.Type()) {
+		name := f.name
+		if v2 && f.v2 != "" {
+			name = f.v2
+		}
+		s, ok := ext[name]
+		if !ok {
+			if f.required {
+				return missingField(name)
+			}
+			continue
+		}
+		if err := setHeaderField(v.Field(f.index), s); err != nil {
+			return Errorf(SystemError, "the custom field <%s> has a bad value %q: %v", name, s, err)
+		}
+	}
+	return nil
+}
+
+// EncodeHeader renders a header struct as ext fields (long names, or the
+// one-letter aliases with v2). Nil pointers and `omitempty` zero values are
+// left out.
+func EncodeHeader(src any, v2 bool) map[string]string {
+	v := reflect.Indirect(reflect.ValueOf(src))
+	out := make(map[string]string)
+	for _, f := range headerFieldsOf(v.Type()) {
+		name := f.name
+		if v2 && f.v2 != "" {
+			name = f.v2
+		}
+		fv := v.Field(f.index)
+		if fv.Kind() == reflect.Pointer {
+			if fv.IsNil() {
+				continue
+			}
+			fv = fv.Elem()
+		}
+		if f.omitEmpty && fv.IsZero() {
+			continue
+		}
+		switch fv.Kind() {
+		case reflect.String:
+			out[name] = fv.String()
+		case reflect.Bool:
+			out[name] = strconv.FormatBool(fv.Bool())
+		case reflect.Int32, reflect.Int64, reflect.Int:
+			out[name] = strconv.FormatInt(fv.Int(), 10)
+		}
+	}
+	return out
+}
+
+type headerField struct {
+	index     int
+	name, v2  string
+	required  bool
+	omitEmpty bool
+}
+
+// headerFieldsOf parses the tags of a header type. It is recomputed per call
+// (a few hundred ns) rather than cached, to keep no package-level state.
+func headerFieldsOf(t reflect.Type) []headerField {
+	fs := make([]headerField, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("ext")
+		if tag == "" {
+			continue
+		}
+		parts := strings.Split(tag, ",")
+		f := headerField{index: i, name: parts[0], v2: sf.Tag.Get("v2")}
+		for _, p := range parts[1:] {
+			switch p {
+			case "req":
+				f.required = true
+			case "omitempty":
+				f.omitEmpty = true
+			}
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+func setHeaderField(f reflect.Value, s string) error {
+	if f.Kind() == reflect.Pointer {
+		nv := reflect.New(f.Type().Elem())
+		if err := setHeaderField(nv.Elem(), s); err != nil {
+			return err
+		}
+		f.Set(nv)
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(s)
+	case reflect.Bool:
+		// Java Boolean.parseBoolean: only a case-insensitive "true" is true.
+		f.SetBool(strings.EqualFold(strings.TrimSpace(s), "true"))
+	case reflect.Int32, reflect.Int64, reflect.Int:
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	default:
+		return fmt.Errorf("unsupported header field kind %s", f.Kind())
+	}
+	return nil
+}
