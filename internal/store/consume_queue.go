@@ -1,0 +1,310 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Consume-queue unit layout (storage-and-broker.md 4.1). Part of the
+// on-disk format; never change.
+const (
+	CQUnitSize      = 20
+	cqUnitPhyOffset = 0
+	cqUnitSize      = 8
+	cqUnitTagsCode  = 12
+	cqBlankUnitSize = math.MaxInt32 // size of a pre-blank filler unit
+)
+
+// cqUnit is one decoded consume-queue unit.
+type cqUnit struct {
+	PhyOffset int64
+	Size      int32
+	TagsCode  int64
+}
+
+func decodeCQUnit(b []byte) cqUnit {
+	return cqUnit{
+		PhyOffset: int64(binary.BigEndian.Uint64(b[cqUnitPhyOffset:])),
+		Size:      int32(binary.BigEndian.Uint32(b[cqUnitSize:])),
+		TagsCode:  int64(binary.BigEndian.Uint64(b[cqUnitTagsCode:])),
+	}
+}
+
+func encodeCQUnit(b []byte, u cqUnit) {
+	binary.BigEndian.PutUint64(b[cqUnitPhyOffset:], uint64(u.PhyOffset))
+	binary.BigEndian.PutUint32(b[cqUnitSize:], uint32(u.Size))
+	binary.BigEndian.PutUint64(b[cqUnitTagsCode:], uint64(u.TagsCode))
+}
+
+// valid is RocketMQ's recovery test for a unit (pre-blank units pass).
+func (u cqUnit) valid() bool { return u.PhyOffset >= 0 && u.Size > 0 }
+
+func (u cqUnit) blank() bool { return u.PhyOffset == 0 && u.Size == cqBlankUnitSize }
+
+// consumeQueue is the dense array of 20-byte units of one (topic, queueId)
+// under consumequeue/<topic>/<queueId>/. It is written only by the dispatch
+// goroutine (and by recovery before services start); readers go through the
+// mapped-file queue's hold/release.
+type consumeQueue struct {
+	topic   string
+	queueID int32
+	files   *mappedFileQueue
+	log     *slog.Logger
+
+	writeMu sync.Mutex // serialises unit appends and truncation
+
+	// maxPhysicOffset is the end (offset+size) of the last unit written;
+	// used to skip idempotent re-dispatch.
+	maxPhysicOffset atomic.Int64
+	// minLogicOffset is the byte offset of the first readable unit.
+	minLogicOffset atomic.Int64
+}
+
+func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slog.Logger) *consumeQueue {
+	dir := filepath.Join(root, consumeQueueDirName, topic, strconv.Itoa(int(queueID)))
+	cq := &consumeQueue{topic: topic, queueID: queueID, log: log}
+	cq.files = newMappedFileQueue(dir, fileSize, nil)
+	cq.maxPhysicOffset.Store(-1)
+	return cq
+}
+
+// maxOffset is the exclusive max queue offset.
+func (cq *consumeQueue) maxOffset() int64 { return cq.files.maxOffset() / CQUnitSize }
+
+// minOffset is the first readable queue offset.
+func (cq *consumeQueue) minOffset() int64 { return cq.minLogicOffset.Load() / CQUnitSize }
+
+// recover implements 6.5: scan from the third-last file, stop at the first
+// invalid unit, truncate after it.
+func (cq *consumeQueue) recover() {
+	files := cq.files.snapshot()
+	if len(files) == 0 {
+		return
+	}
+	idx := max(0, len(files)-3)
+	end := files[idx].fromOffset
+	maxPhy := int64(-1)
+	for ; idx < len(files); idx++ {
+		f := files[idx]
+		var pos int64
+		for pos = 0; pos+CQUnitSize <= f.size; pos += CQUnitSize {
+			u := decodeCQUnit(f.data[pos:])
+			if !u.valid() {
+				break
+			}
+			if !u.blank() {
+				maxPhy = u.PhyOffset + int64(u.Size)
+			}
+		}
+		end = f.fromOffset + pos
+		if pos < f.size {
+			break
+		}
+	}
+	cq.files.truncateDirty(end)
+	cq.files.flushedWhere.Store(end)
+	cq.files.committedWhere.Store(end)
+	cq.maxPhysicOffset.Store(maxPhy)
+	if first := cq.files.first(); first != nil && cq.minLogicOffset.Load() < first.fromOffset {
+		cq.minLogicOffset.Store(first.fromOffset)
+	}
+}
+
+// putUnit appends the unit for queueOffset (4.1 putMessagePositionInfo).
+// Re-dispatch of an already built unit is skipped as success.
+func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
+	cq.writeMu.Lock()
+	defer cq.writeMu.Unlock()
+	if u.PhyOffset+int64(u.Size) <= cq.maxPhysicOffset.Load() {
+		return nil
+	}
+	expected := queueOffset * CQUnitSize
+	empty := cq.files.last() == nil
+	f, err := cq.files.lastOrCreate(expected)
+	if err != nil {
+		return err
+	}
+	if empty && expected > f.fromOffset {
+		// Pre-blank: a rebuilt queue whose first message is not offset 0.
+		var blank [CQUnitSize]byte
+		encodeCQUnit(blank[:], cqUnit{PhyOffset: 0, Size: cqBlankUnitSize})
+		for pos := int64(0); pos < expected-f.fromOffset; pos += CQUnitSize {
+			copy(f.data[pos:], blank[:])
+		}
+		f.setPositions(expected - f.fromOffset)
+		cq.files.flushedWhere.Store(f.fromOffset)
+		cq.files.committedWhere.Store(expected)
+		cq.minLogicOffset.Store(expected)
+	}
+	cur := f.fromOffset + f.wrote.Load()
+	if expected < cur {
+		return nil // already built
+	}
+	if expected > cur && cur != 0 {
+		cq.log.Warn("consume queue gap: unit appended at current end", "topic", cq.topic,
+			"queueId", cq.queueID, "expected", expected/CQUnitSize, "actual", cur/CQUnitSize)
+	}
+	var b [CQUnitSize]byte
+	encodeCQUnit(b[:], u)
+	f.appendBytes(b[:])
+	cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
+	return nil
+}
+
+// unitAt reads the unit for queue offset q.
+func (cq *consumeQueue) unitAt(q int64) (cqUnit, bool) {
+	var u cqUnit
+	ok := cq.scan(q, 1, func(_ int64, x cqUnit) bool { u = x; return false })
+	return u, ok > 0
+}
+
+// scan calls fn for up to max units starting at queue offset q, within the
+// file holding q (callers loop for more). It returns how many units it
+// visited. fn returning false stops the scan.
+func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) bool) int {
+	if q < 0 || q < cq.minOffset() {
+		return 0
+	}
+	off := q * CQUnitSize
+	f := cq.files.findHeld(off)
+	if f == nil {
+		return 0
+	}
+	defer f.release()
+	readPos := f.readPosition()
+	n := 0
+	for pos := off - f.fromOffset; pos+CQUnitSize <= readPos && n < maxUnits; pos += CQUnitSize {
+		u := decodeCQUnit(f.data[pos:])
+		n++
+		if !fn(q, u) {
+			break
+		}
+		q++
+	}
+	return n
+}
+
+// truncateDirtyLogic removes every unit pointing at or beyond phyOffset
+// (6.4 truncateDirtyLogicFiles) and returns how many units it removed.
+func (cq *consumeQueue) truncateDirtyLogic(phyOffset int64) int64 {
+	cq.writeMu.Lock()
+	defer cq.writeMu.Unlock()
+	var removed int64
+	for {
+		f := cq.files.last()
+		if f == nil {
+			break
+		}
+		wrote := f.wrote.Load()
+		cut := int64(-1)
+		for pos := int64(0); pos+CQUnitSize <= wrote; pos += CQUnitSize {
+			u := decodeCQUnit(f.data[pos:])
+			if !u.blank() && u.PhyOffset >= phyOffset {
+				cut = pos
+				break
+			}
+		}
+		if cut < 0 {
+			break
+		}
+		removed += (wrote - cut) / CQUnitSize
+		if cut == 0 {
+			cq.files.truncateDirty(f.fromOffset)
+			cq.files.removeLastIfEmpty(f)
+			continue
+		}
+		cq.files.truncateDirty(f.fromOffset + cut)
+		break
+	}
+	cq.maxPhysicOffset.Store(-1)
+	if f := cq.files.last(); f != nil {
+		if w := f.wrote.Load(); w >= CQUnitSize {
+			u := decodeCQUnit(f.data[w-CQUnitSize:])
+			if !u.blank() {
+				cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
+			}
+		}
+	}
+	return removed
+}
+
+// flush flushes dirty units with leastPages (0 = everything).
+func (cq *consumeQueue) flush(leastPages int) error {
+	for i := 0; i < 64; i++ {
+		unchanged, err := cq.files.flush(leastPages)
+		if err != nil || unchanged {
+			return err
+		}
+	}
+	return nil
+}
+
+// lastUnitOfFile reads the last unit of a full file.
+func lastUnitOfFile(f *mappedFile) (cqUnit, bool) {
+	w := f.wrote.Load()
+	if w < CQUnitSize {
+		return cqUnit{}, false
+	}
+	return decodeCQUnit(f.data[w-CQUnitSize:]), true
+}
+
+// deleteExpired deletes files (never the last) whose last unit points below
+// minPhy (7.3). It returns the number of files deleted.
+func (cq *consumeQueue) deleteExpired(minPhy int64, now time.Time) int {
+	files := cq.files.snapshot()
+	n := 0
+	for i := 0; i < len(files)-1; i++ {
+		u, ok := lastUnitOfFile(files[i])
+		if !ok || (!u.blank() && u.PhyOffset >= minPhy) {
+			break
+		}
+		if !files[i].destroy(now, 0) {
+			break
+		}
+		n++
+	}
+	if n > 0 {
+		cq.files.removeFirst(n)
+	}
+	return n
+}
+
+// correctMinOffset implements 7.4.
+func (cq *consumeQueue) correctMinOffset(minPhy int64) {
+	last := cq.files.last()
+	if last == nil {
+		return
+	}
+	if u, ok := lastUnitOfFile(last); ok && !u.blank() && u.PhyOffset+int64(u.Size) <= minPhy {
+		cq.minLogicOffset.Store(last.fromOffset + last.wrote.Load())
+		return
+	}
+	first := cq.files.first()
+	start := max(cq.minLogicOffset.Load(), first.fromOffset)
+	// Linear scan is bounded by one file (units are ascending in phyOffset).
+	f := cq.files.findHeld(start)
+	if f == nil {
+		return
+	}
+	defer f.release()
+	w := f.readPosition()
+	for pos := start - f.fromOffset; pos+CQUnitSize <= w; pos += CQUnitSize {
+		u := decodeCQUnit(f.data[pos:])
+		if !u.blank() && u.PhyOffset >= minPhy {
+			cq.minLogicOffset.Store(f.fromOffset + pos)
+			return
+		}
+	}
+	cq.minLogicOffset.Store(f.fromOffset + w)
+}
+
+func (cq *consumeQueue) String() string {
+	return fmt.Sprintf("%s-%d", cq.topic, cq.queueID)
+}

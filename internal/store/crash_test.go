@@ -1,0 +1,5 @@
+package store
+
+const crashChildEnv = "APOGEE_STORE_CRASH_CHILD"
+
+func crashChildMain() {}

@@ -1,0 +1,212 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+)
+
+// dispatchRequest is what the dispatchers need from one record.
+type dispatchRequest struct {
+	topic          string
+	queueID        int32
+	phyOffset      int64
+	size           int32
+	tagsCode       int64
+	storeTimestamp int64
+	queueOffset    int64
+	keys           []string
+	uniqKey        string
+	sysFlag        int32
+	props          map[string]string
+}
+
+// dispatchEnd is the confirm offset dispatch may not pass (4.4): flushed
+// under SYNC_FLUSH, readable end under ASYNC_FLUSH, or the HA confirm
+// offset when one is set.
+func (s *Store) dispatchEnd() int64 {
+	if c := s.confirmOffset.Load(); c >= 0 {
+		return min(c, s.commitLog.maxOffset())
+	}
+	if s.cfg.syncFlush() {
+		return s.commitLog.flushedWhere.Load()
+	}
+	return s.commitLog.maxOffset()
+}
+
+// runDispatch is ReputMessageService: one ordered pass over the commit log.
+// Woken by every append (ASYNC) or flush (SYNC); a 10 ms timer covers
+// missed wake-ups.
+func (s *Store) runDispatch() {
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			s.doReput(true)
+			return
+		case <-s.wakeDispatch:
+		case <-t.C:
+		}
+		s.doReput(true)
+		t.Reset(10 * time.Millisecond)
+	}
+}
+
+// doReput dispatches every complete record below the confirm offset.
+func (s *Store) doReput(notify bool) {
+	for {
+		from := s.reputFrom.Load()
+		if min := s.commitLog.minOffset(); min > from {
+			s.reputFrom.Store(min)
+			from = min
+		}
+		end := s.dispatchEnd()
+		if from >= end {
+			return
+		}
+		f := s.commitLog.findHeld(from)
+		if f == nil {
+			return
+		}
+		next, progressed := s.dispatchFile(f, from, end, notify)
+		f.release()
+		s.reputFrom.Store(next)
+		if !progressed {
+			return
+		}
+	}
+}
+
+// dispatchFile dispatches records of f from offset from up to end and
+// returns the new frontier.
+func (s *Store) dispatchFile(f *mappedFile, from, end int64, notify bool) (int64, bool) {
+	limit := min(f.readPosition(), end-f.fromOffset)
+	pos := from - f.fromOffset
+	start := pos
+	for pos+8 <= limit {
+		size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
+		magic := binary.BigEndian.Uint32(f.data[pos+4:])
+		if magic == message.BlankMagic {
+			return f.fromOffset + f.size, true
+		}
+		if size <= 0 || pos+size > limit {
+			if size <= 0 || pos+size > f.size {
+				s.log.Error("dispatch: unreadable record skipped to end of readable data", "offset", f.fromOffset+pos, "size", size)
+				return f.fromOffset + limit, true
+			}
+			break
+		}
+		if err := s.dispatchRecord(f.data[pos:pos+size], f.fromOffset+pos, notify); err != nil {
+			if errors.Is(err, errDispatchRetry) {
+				// Consume queue not writable: stay on this record and retry
+				// on the next pass (the store refuses writes meanwhile).
+				return f.fromOffset + pos, false
+			}
+			s.log.Error("dispatch: bad record skipped", "offset", f.fromOffset+pos, "err", err)
+		}
+		pos += size
+	}
+	if limit == f.size && pos+blankRecordSize > f.size {
+		// Defensive: a file ending without a blank record.
+		return f.fromOffset + f.size, true
+	}
+	return f.fromOffset + pos, pos > start
+}
+
+// dispatchRecord builds the consume queue unit and index entries of one
+// record and notifies arrival listeners.
+func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
+	ext, _, err := message.DecodeStored(rec, message.DecodeOptions{SkipBody: true})
+	if err != nil {
+		return err
+	}
+	if ext.CommitLogOffset != phy {
+		return errors.New("store: record physical offset field does not match its position")
+	}
+	r := dispatchRequest{
+		topic:          ext.Topic,
+		queueID:        ext.QueueID,
+		phyOffset:      phy,
+		size:           int32(len(rec)),
+		storeTimestamp: ext.StoreTimestamp,
+		queueOffset:    ext.QueueOffset,
+		sysFlag:        ext.SysFlag,
+		props:          ext.Properties,
+		uniqKey:        ext.Properties[message.PropertyUniqClientMessageIDKeyidx],
+		keys:           message.SplitKeys(ext.Properties[message.PropertyKeys]),
+	}
+	r.tagsCode = s.tagsCode(&r)
+	tt := message.TransactionType(r.sysFlag)
+	if tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType {
+		cq := s.findOrCreateQueue(r.topic, r.queueID)
+		if err := s.putUnitWithRetry(cq, &r); err != nil {
+			return err
+		}
+	}
+	if s.index != nil && tt != message.SysFlagTransactionRollbackType {
+		if err := s.index.build(&r); err != nil {
+			s.log.Error("index build failed", "offset", phy, "err", err)
+		}
+	}
+	s.cp.logicsMsgTimestamp.Store(r.storeTimestamp)
+	s.stats.dispatched.Add(1)
+	if notify && (tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType) {
+		if p := s.listeners.Load(); p != nil {
+			for _, l := range *p {
+				l(r.topic, r.queueID, r.queueOffset, r.tagsCode, r.storeTimestamp, r.props)
+			}
+		}
+	}
+	return nil
+}
+
+// errDispatchRetry marks a dispatch failure that must not be skipped.
+var errDispatchRetry = errors.New("store: consume queue write failed")
+
+// putUnitWithRetry writes the unit; on failure the store becomes
+// non-writable (WRITE_LOGICS_QUEUE_ERROR) until a retry succeeds.
+func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
+	u := cqUnit{PhyOffset: r.phyOffset, Size: r.size, TagsCode: r.tagsCode}
+	if err := cq.putUnit(u, r.queueOffset); err != nil {
+		if s.logicsError.CompareAndSwap(false, true) {
+			s.log.Error("consume queue write failed; writes refused until it succeeds", "topic", r.topic,
+				"queueId", r.queueID, "err", err)
+		}
+		return fmt.Errorf("%w: %w", errDispatchRetry, err)
+	}
+	if s.logicsError.Load() && s.logicsError.CompareAndSwap(true, false) {
+		s.log.Info("consume queue writable again", "topic", r.topic, "queueId", r.queueID)
+	}
+	return nil
+}
+
+// tagsCode is the consume-queue tag field: the tag hash, or for the
+// schedule topic the delivery time (8.8).
+func (s *Store) tagsCode(r *dispatchRequest) int64 {
+	if r.topic == ScheduleTopic {
+		if lvl := atoiSafe(r.props[message.PropertyDelayTimeLevel]); lvl > 0 && len(s.delayLevels) > 0 {
+			lvl = min(lvl, len(s.delayLevels))
+			return r.storeTimestamp + s.delayLevels[lvl-1].Milliseconds()
+		}
+	}
+	if tags := r.props[message.PropertyTags]; tags != "" {
+		return message.TagsHashCode(tags)
+	}
+	return 0
+}
+
+func atoiSafe(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' || n > 1<<20 {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}

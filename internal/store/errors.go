@@ -1,0 +1,54 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels callers branch on (errors.Is).
+var (
+	ErrClosed      = errors.New("store: closed")
+	ErrNotFound    = errors.New("store: not found")
+	ErrCorrupt     = errors.New("store: corrupt data")
+	ErrBadFileSize = errors.New("store: file size differs from configuration")
+	ErrLocked      = errors.New("store: already started (lock file held)")
+	// ErrFlushFailed marks a failed msync/fsync; it is sticky: the store
+	// refuses writes from then on (a retried sync can silently lose data).
+	ErrFlushFailed = errors.New("store: flush failed")
+)
+
+// CorruptError describes damage found on disk.
+type CorruptError struct {
+	File   string
+	Offset int64 // offset in the file's address space
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store: corrupt %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// RecoveryReport says what recovery kept and what it dropped. A torn tail
+// (crash in the middle of an append) and mid-file damage (bit flip) are both
+// reported; the store serves everything before the first bad record.
+type RecoveryReport struct {
+	Abnormal bool // the abort file was present: the last exit was a crash
+	// StartOffset is where the verifying scan began.
+	StartOffset int64
+	// ValidEnd is the end of the last verified record (the new write position).
+	ValidEnd int64
+	// Dropped is the number of bytes cut from the commit log after ValidEnd
+	// (up to the old write position); 0 on a clean restart.
+	DroppedBytes int64
+	// Reason explains the first bad record (empty when the log ended cleanly).
+	Reason string
+	// Messages is the number of records verified by the scan.
+	Messages int64
+	// TruncatedQueueUnits counts consume-queue units removed because they
+	// pointed at or beyond ValidEnd.
+	TruncatedQueueUnits int64
+	// IndexFilesDropped counts index files discarded after a crash.
+	IndexFilesDropped int
+}

@@ -1,0 +1,499 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apogeemq/apogee/internal/message"
+)
+
+// GetStatus is RocketMQ's GetMessageStatus.
+type GetStatus int
+
+const (
+	Found GetStatus = iota
+	NoMatchedMessage
+	MessageWasRemoving
+	OffsetFoundNull
+	OffsetOverflowBadly
+	OffsetOverflowOne
+	OffsetTooSmall
+	NoMatchedLogicQueue
+	NoMessageInQueue
+)
+
+var getStatusNames = [...]string{
+	Found: "FOUND", NoMatchedMessage: "NO_MATCHED_MESSAGE", MessageWasRemoving: "MESSAGE_WAS_REMOVING",
+	OffsetFoundNull: "OFFSET_FOUND_NULL", OffsetOverflowBadly: "OFFSET_OVERFLOW_BADLY",
+	OffsetOverflowOne: "OFFSET_OVERFLOW_ONE", OffsetTooSmall: "OFFSET_TOO_SMALL",
+	NoMatchedLogicQueue: "NO_MATCHED_LOGIC_QUEUE", NoMessageInQueue: "NO_MESSAGE_IN_QUEUE",
+}
+
+func (s GetStatus) String() string {
+	if s >= 0 && int(s) < len(getStatusNames) {
+		return getStatusNames[s]
+	}
+	return fmt.Sprintf("GetStatus(%d)", int(s))
+}
+
+// MessageFilter selects messages during GetMessage. MatchTagsCode is
+// checked on the consume-queue unit first (cheap); MatchProperties on the
+// decoded properties of the record. A nil filter matches everything.
+// A filter that also implements PropertiesFilterless (returning true) lets
+// GetMessage skip decoding properties.
+type MessageFilter interface {
+	MatchTagsCode(tagsCode int64) bool
+	MatchProperties(props map[string]string) bool
+}
+
+// PropertiesFilterless is optionally implemented by a MessageFilter whose
+// MatchProperties always returns true (tag filters).
+type PropertiesFilterless interface {
+	PropertiesFilterless() bool
+}
+
+// GetResult is the outcome of GetMessage. Messages are raw stored records
+// (layout in doc.go), copied out of the mapping: they stay valid after
+// Release, which is a no-op kept for a future zero-copy path.
+type GetResult struct {
+	Status                  GetStatus
+	NextBeginOffset         int64
+	MinOffset               int64
+	MaxOffset               int64
+	Messages                [][]byte
+	TotalBytes              int
+	SuggestPullingFromSlave bool
+	Release                 func()
+}
+
+func noRelease() {}
+
+// GetMessage reads up to maxMsgNums messages (and about maxBytes) from a
+// consume queue starting at offset (4.5). It never blocks writers.
+func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
+	res := &GetResult{Release: noRelease}
+	if s.state.Load() != stateRunning {
+		res.Status = NoMatchedLogicQueue
+		return res
+	}
+	cq := s.getQueue(topic, queueID)
+	if cq == nil {
+		res.Status = NoMatchedLogicQueue
+		return res
+	}
+	minO, maxO := cq.minOffset(), cq.maxOffset()
+	res.MinOffset, res.MaxOffset = minO, maxO
+	switch {
+	case maxO == 0:
+		res.Status, res.NextBeginOffset = NoMessageInQueue, 0
+		return res
+	case offset < minO:
+		res.Status, res.NextBeginOffset = OffsetTooSmall, minO
+		return res
+	case offset == maxO:
+		res.Status, res.NextBeginOffset = OffsetOverflowOne, offset
+		return res
+	case offset > maxO:
+		res.Status = OffsetOverflowBadly
+		if minO == 0 {
+			res.NextBeginOffset = minO
+		} else {
+			res.NextBeginOffset = maxO
+		}
+		return res
+	}
+	if maxMsgNums <= 0 {
+		maxMsgNums = 1
+	}
+	maxTotal := int64(maxBytes)
+	if maxTotal <= 0 || maxTotal > 128<<20 {
+		maxTotal = 128 << 20
+	}
+	maxPhy := s.commitLog.maxOffset()
+	memLimit := s.totalMemory * int64(s.cfg.AccessMessageInMemoryMaxRatio) / 100
+	maxFilter := max(s.cfg.MaxFilterMessageSize, int(maxMsgNums)*CQUnitSize) / CQUnitSize
+	skipProps := filter == nil
+	if pf, ok := filter.(PropertiesFilterless); ok && pf.PropertiesFilterless() {
+		skipProps = true
+	}
+
+	status := NoMatchedMessage
+	nextPhyFileStart := int64(-1)
+	var maxPhyPulling int64
+	var spans []int64 // (start, len) pairs into buf
+	var buf []byte
+	examined := 0
+	count := 0
+	q := offset
+	scanned := cq.scan(q, maxFilter, func(_ int64, u cqUnit) bool {
+		if u.blank() {
+			examined++
+			return true
+		}
+		maxPhyPulling = u.PhyOffset
+		if nextPhyFileStart >= 0 && u.PhyOffset < nextPhyFileStart {
+			examined++
+			return true
+		}
+		inDisk := maxPhy-u.PhyOffset > memLimit
+		if s.batchFull(int64(len(buf)), count, int64(u.Size), int(maxMsgNums), maxTotal, inDisk) {
+			return false
+		}
+		examined++
+		if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
+			if count == 0 {
+				status = NoMatchedMessage
+			}
+			return true
+		}
+		n := len(buf)
+		var ok bool
+		buf, ok = s.readRaw(buf, u.PhyOffset, int64(u.Size))
+		if !ok {
+			if count == 0 {
+				status = MessageWasRemoving
+			}
+			nextPhyFileStart = s.rollNextFile(u.PhyOffset)
+			return true
+		}
+		if !skipProps {
+			ext, _, err := message.DecodeStored(buf[n:], message.DecodeOptions{SkipBody: true})
+			if err != nil || !filter.MatchProperties(ext.Properties) {
+				buf = buf[:n]
+				if count == 0 {
+					status = NoMatchedMessage
+				}
+				return true
+			}
+		}
+		spans = append(spans, int64(n), int64(u.Size))
+		count++
+		status = Found
+		nextPhyFileStart = -1
+		return true
+	})
+	if scanned == 0 {
+		res.Status = OffsetFoundNull
+		res.NextBeginOffset = s.rollNextCQFile(cq, offset)
+		return res
+	}
+	res.Status = status
+	res.NextBeginOffset = offset + int64(examined)
+	res.Messages = make([][]byte, 0, count)
+	for i := 0; i < len(spans); i += 2 {
+		res.Messages = append(res.Messages, buf[spans[i]:spans[i]+spans[i+1]:spans[i]+spans[i+1]])
+	}
+	res.TotalBytes = len(buf)
+	res.SuggestPullingFromSlave = maxPhy-maxPhyPulling > memLimit
+	s.stats.gets.Add(1)
+	s.stats.getMessages.Add(int64(count))
+	return res
+}
+
+// batchFull is RocketMQ's isTheBatchFull.
+func (s *Store) batchFull(bufTotal int64, msgTotal int, size int64, maxMsgNums int, maxTotal int64, inDisk bool) bool {
+	if bufTotal == 0 || msgTotal == 0 {
+		return false
+	}
+	if msgTotal >= maxMsgNums || bufTotal+size > maxTotal {
+		return true
+	}
+	if inDisk {
+		return bufTotal+size > int64(s.cfg.MaxTransferBytesOnMessageInDisk) ||
+			msgTotal > s.cfg.MaxTransferCountOnMessageInDisk-1
+	}
+	return bufTotal+size > int64(s.cfg.MaxTransferBytesOnMessageInMemory) ||
+		msgTotal > s.cfg.MaxTransferCountOnMessageInMemory-1
+}
+
+// rollNextFile is the start of the commit-log file after the one holding off.
+func (s *Store) rollNextFile(off int64) int64 {
+	size := s.cfg.MappedFileSizeCommitLog
+	return off + size - off%size
+}
+
+// rollNextCQFile is the first queue offset of the next consume-queue file.
+func (s *Store) rollNextCQFile(cq *consumeQueue, q int64) int64 {
+	per := s.cfg.MappedFileSizeConsumeQueue / CQUnitSize
+	return q + per - q%per
+}
+
+// readRaw appends the n bytes at commit-log offset off to dst.
+func (s *Store) readRaw(dst []byte, off, n int64) ([]byte, bool) {
+	f := s.commitLog.findHeld(off)
+	if f == nil {
+		return dst, false
+	}
+	defer f.release()
+	pos := off - f.fromOffset
+	if pos+n > f.readPosition() {
+		return dst, false
+	}
+	return append(dst, f.data[pos:pos+n]...), true
+}
+
+// MaxOffsetInQueue is the exclusive max queue offset (0 if unknown).
+func (s *Store) MaxOffsetInQueue(topic string, queueID int32) int64 {
+	if cq := s.getQueue(topic, queueID); cq != nil {
+		return cq.maxOffset()
+	}
+	return 0
+}
+
+// MinOffsetInQueue is the first readable queue offset (0 if unknown).
+func (s *Store) MinOffsetInQueue(topic string, queueID int32) int64 {
+	if cq := s.getQueue(topic, queueID); cq != nil {
+		return cq.minOffset()
+	}
+	return 0
+}
+
+// storeTimeAt reads the store timestamp of the record at commit-log offset.
+func (s *Store) storeTimeAt(phy int64) (int64, bool) {
+	f := s.commitLog.findHeld(phy)
+	if f == nil {
+		return 0, false
+	}
+	defer f.release()
+	pos := phy - f.fromOffset
+	if pos+recStoreTsV6Born+8 > f.readPosition() {
+		return 0, false
+	}
+	sysFlag := int32(binary.BigEndian.Uint32(f.data[pos+36:]))
+	at := int64(recStoreTsV4Born)
+	if sysFlag&message.SysFlagBornHostV6 != 0 {
+		at = recStoreTsV6Born
+	}
+	return int64(binary.BigEndian.Uint64(f.data[pos+at:])), true
+}
+
+// StoreTimeByQueueOffset is the store time of the message at queue offset.
+func (s *Store) StoreTimeByQueueOffset(topic string, queueID int32, offset int64) (int64, error) {
+	cq := s.getQueue(topic, queueID)
+	if cq == nil {
+		return -1, ErrNotFound
+	}
+	u, ok := cq.unitAt(offset)
+	if !ok || u.blank() {
+		return -1, ErrNotFound
+	}
+	ts, ok := s.storeTimeAt(u.PhyOffset)
+	if !ok {
+		return -1, ErrNotFound
+	}
+	return ts, nil
+}
+
+// EarliestMessageTime is the store time of the queue's first readable message.
+func (s *Store) EarliestMessageTime(topic string, queueID int32) (int64, error) {
+	return s.StoreTimeByQueueOffset(topic, queueID, s.MinOffsetInQueue(topic, queueID))
+}
+
+// OffsetByTime returns the first queue offset whose message was stored at
+// or after ts (RocketMQ BoundaryType.LOWER), by binary search; the max
+// offset if every message is older, the min offset if every one is newer.
+func (s *Store) OffsetByTime(topic string, queueID int32, ts int64) int64 {
+	return s.OffsetByTimeBoundary(topic, queueID, ts, false)
+}
+
+// OffsetByTimeBoundary is OffsetByTime with RocketMQ's boundary type:
+// upper=true returns the last offset stored at or before ts.
+func (s *Store) OffsetByTimeBoundary(topic string, queueID int32, ts int64, upper bool) int64 {
+	cq := s.getQueue(topic, queueID)
+	if cq == nil {
+		return 0
+	}
+	lo, hi := cq.minOffset(), cq.maxOffset()-1
+	if hi < lo {
+		return cq.minOffset()
+	}
+	minPhy := s.commitLog.minOffset()
+	timeAt := func(q int64) (int64, bool) {
+		u, ok := cq.unitAt(q)
+		if !ok || u.blank() || u.PhyOffset < minPhy {
+			return 0, false
+		}
+		return s.storeTimeAt(u.PhyOffset)
+	}
+	// Skip leading units whose records are gone.
+	for lo <= hi {
+		if _, ok := timeAt(lo); ok {
+			break
+		}
+		lo++
+	}
+	if lo > hi {
+		return cq.maxOffset()
+	}
+	if !upper {
+		// first q with time >= ts
+		l, h, ans := lo, hi, hi+1
+		for l <= h {
+			mid := l + (h-l)/2
+			t, ok := timeAt(mid)
+			if !ok || t >= ts {
+				ans, h = mid, mid-1
+			} else {
+				l = mid + 1
+			}
+		}
+		return ans
+	}
+	l, h, ans := lo, hi, lo
+	for l <= h {
+		mid := l + (h-l)/2
+		t, ok := timeAt(mid)
+		if ok && t <= ts {
+			ans, l = mid, mid+1
+		} else {
+			h = mid - 1
+		}
+	}
+	return ans
+}
+
+// LookMessageByOffset decodes the record at a commit-log offset (body
+// included, decompression left to the caller).
+func (s *Store) LookMessageByOffset(commitLogOffset int64) (*message.Ext, error) {
+	f := s.commitLog.findHeld(commitLogOffset)
+	if f == nil {
+		return nil, fmt.Errorf("store: offset %d: %w", commitLogOffset, ErrNotFound)
+	}
+	pos := commitLogOffset - f.fromOffset
+	rp := f.readPosition()
+	if pos+8 > rp {
+		f.release()
+		return nil, fmt.Errorf("store: offset %d: %w", commitLogOffset, ErrNotFound)
+	}
+	size := int64(int32(binary.BigEndian.Uint32(f.data[pos:])))
+	f.release()
+	if size <= 0 {
+		return nil, fmt.Errorf("store: offset %d: %w", commitLogOffset, ErrNotFound)
+	}
+	raw, err := s.ReadRawByOffset(commitLogOffset, int32(size))
+	if err != nil {
+		return nil, err
+	}
+	ext, _, err := message.DecodeStored(raw, message.DecodeOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("store: decode record at %d: %w", commitLogOffset, err)
+	}
+	return ext, nil
+}
+
+// ReadRawByOffset copies size bytes of the commit log at offset (one record).
+func (s *Store) ReadRawByOffset(commitLogOffset int64, size int32) ([]byte, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("store: bad size %d: %w", size, ErrNotFound)
+	}
+	b, ok := s.readRaw(make([]byte, 0, size), commitLogOffset, int64(size))
+	if !ok {
+		return nil, fmt.Errorf("store: offset %d size %d: %w", commitLogOffset, size, ErrNotFound)
+	}
+	return b, nil
+}
+
+// ReadCommitLog copies up to max readable bytes starting at offset, never
+// crossing a file boundary (replication streams use this).
+func (s *Store) ReadCommitLog(offset int64, max int) ([]byte, error) {
+	f := s.commitLog.findHeld(offset)
+	if f == nil {
+		return nil, fmt.Errorf("store: commit-log offset %d: %w", offset, ErrNotFound)
+	}
+	defer f.release()
+	pos := offset - f.fromOffset
+	end := min(f.readPosition(), pos+int64(max))
+	if end <= pos {
+		return nil, nil
+	}
+	return append([]byte(nil), f.data[pos:end]...), nil
+}
+
+// QueryMessage finds messages by key (KEYS token or UNIQ_KEY) stored within
+// [begin, end] (ms). Results may include hash collisions: callers re-check.
+func (s *Store) QueryMessage(topic, key string, maxNum int, begin, end int64) ([]*message.Ext, error) {
+	r, err := s.QueryMessageRaw(topic, key, maxNum, begin, end)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*message.Ext, 0, len(r.Messages))
+	for _, raw := range r.Messages {
+		ext, _, err := message.DecodeStored(raw, message.DecodeOptions{})
+		if err == nil {
+			out = append(out, ext)
+		}
+	}
+	return out, nil
+}
+
+// QueryResult is QueryMessageRaw's answer, with the fields QUERY_MESSAGE
+// returns (indexLastUpdateTimestamp, indexLastUpdatePhyoffset).
+type QueryResult struct {
+	Messages                 [][]byte
+	IndexLastUpdateTimestamp int64
+	IndexLastUpdatePhyoffset int64
+}
+
+// QueryMessageRaw is QueryMessage returning raw records.
+func (s *Store) QueryMessageRaw(topic, key string, maxNum int, begin, end int64) (*QueryResult, error) {
+	if s.index == nil {
+		return nil, fmt.Errorf("store: message index disabled: %w", ErrNotFound)
+	}
+	maxNum = min(max(maxNum, 1), s.cfg.MaxMsgsNumBatch)
+	res := &QueryResult{}
+	for attempt := 0; attempt < 3; attempt++ {
+		offs, lastTs, lastPhy := s.index.query(topic, key, maxNum, begin, end)
+		res.IndexLastUpdateTimestamp, res.IndexLastUpdatePhyoffset = lastTs, lastPhy
+		for _, off := range offs {
+			ext, err := s.LookMessageByOffset(off)
+			if err != nil {
+				continue
+			}
+			raw, err := s.ReadRawByOffset(off, ext.StoreSize)
+			if err == nil {
+				res.Messages = append(res.Messages, raw)
+			}
+		}
+		if len(res.Messages) > 0 || len(offs) == 0 {
+			break
+		}
+		if ts, ok := s.storeTimeAt(offs[0]); ok {
+			end = ts - 1
+		} else {
+			break
+		}
+	}
+	return res, nil
+}
+
+// MaxPhyOffset is the end of readable commit-log data.
+func (s *Store) MaxPhyOffset() int64 { return s.commitLog.maxOffset() }
+
+// MinPhyOffset is the first commit-log offset still held.
+func (s *Store) MinPhyOffset() int64 { return max(0, s.commitLog.minOffset()) }
+
+// FlushedOffset is the commit-log flush frontier.
+func (s *Store) FlushedOffset() int64 { return s.commitLog.flushedWhere.Load() }
+
+// ConfirmOffset is the offset up to which data is confirmed (dispatchable):
+// the HA-set value if any, else the flushed offset (SYNC_FLUSH) or the max
+// offset (ASYNC_FLUSH).
+func (s *Store) ConfirmOffset() int64 {
+	if s.commitLog == nil {
+		return 0
+	}
+	return s.dispatchEnd()
+}
+
+// SetConfirmOffset sets the confirm offset (HA); a negative value reverts
+// to the derived one.
+func (s *Store) SetConfirmOffset(off int64) {
+	if off < 0 {
+		off = -1
+	}
+	s.confirmOffset.Store(off)
+	if s.cp != nil && off >= 0 {
+		s.cp.confirmPhyOffset.Store(off)
+	}
+	wake(s.wakeDispatch)
+}

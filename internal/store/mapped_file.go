@@ -1,0 +1,342 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pageSize is RocketMQ's OS page unit for the "least pages" flush rule.
+// Part of the flush policy semantics; never change.
+const pageSize = 4096
+
+var osUserHome = os.UserHomeDir
+
+// mappedFile is one fixed-size file mapped read-write in full (RocketMQ
+// DefaultMappedFile). Appends are done by one writer at a time (the owner's
+// append lock); readers use hold/release so the mapping is never unmapped
+// under them.
+//
+// Positions are byte offsets from the file start:
+//
+//	flushed <= committed <= wrote <= size
+//
+// Without a write buffer committed is not maintained and the read position
+// is wrote. With a transient-pool write buffer, appends go to writeBuf and
+// commit copies [committed, wrote) into the mapping; readers see only up to
+// committed.
+type mappedFile struct {
+	path       string
+	fromOffset int64 // first offset of the address space covered by this file
+	size       int64
+
+	file *os.File
+	data []byte // the mapping, len == size
+
+	// writeBuf is the transient-pool buffer (nil without the pool); it is
+	// given back through returnBuf once the file is fully committed.
+	writeBuf  []byte
+	pooled    bool // set at creation: the file was given a write buffer
+	returnBuf func([]byte)
+	bufMu     sync.Mutex // guards writeBuf hand-back against a concurrent commit
+
+	wrote     atomic.Int64
+	committed atomic.Int64
+	flushed   atomic.Int64
+
+	// storeTimestamp is the store time of the last record appended (ms).
+	storeTimestamp atomic.Int64
+
+	// Reference counting (RocketMQ ReferenceResource): starts at 1; hold
+	// fails once shutdown has begun; the mapping is released at 0.
+	refs         atomic.Int64
+	available    atomic.Bool
+	cleaned      atomic.Bool
+	shutdownAt   atomic.Int64 // unix ms of the first shutdown call
+	flushMu      sync.Mutex   // serialises flushes of this file
+	lastModified atomic.Int64 // unix ms, for expiry; refreshed on append
+}
+
+// fileName renders RocketMQ's 20-digit zero-padded offset name.
+func fileName(offset int64) string {
+	return fmt.Sprintf("%020d", offset)
+}
+
+// parseFileName parses a 20-digit name; ok=false for anything else.
+func parseFileName(name string) (int64, bool) {
+	if len(name) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(name, 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// openMappedFile opens (creating and sizing if needed) and maps a file.
+// An existing file of another size is an error.
+func openMappedFile(dir string, fromOffset, size int64, create bool) (*mappedFile, error) {
+	return openMappedPath(filepath.Join(dir, fileName(fromOffset)), fromOffset, size, create)
+}
+
+// openMappedPath is openMappedFile for an explicit path (index files are
+// named by time, not offset).
+func openMappedPath(path string, fromOffset, size int64, create bool) (*mappedFile, error) {
+	flags := os.O_RDWR
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: stat %s: %w", path, err)
+	}
+	switch {
+	case st.Size() == size:
+	case st.Size() == 0 && create:
+		if err := f.Truncate(size); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("store: size %s: %w", path, err)
+		}
+	default:
+		f.Close()
+		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size(), size, ErrBadFileSize)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("store: mmap %s: %w", path, err)
+	}
+	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, file: f, data: data}
+	mf.refs.Store(1)
+	mf.available.Store(true)
+	mf.lastModified.Store(st.ModTime().UnixMilli())
+	return mf, nil
+}
+
+// warm touches every page so the first appends do not fault, then asks the
+// kernel to keep the mapping resident (RocketMQ warmMappedFile).
+func (mf *mappedFile) warm(syncFlush bool, flushLeastPages int) {
+	for i := int64(0); i < mf.size; i += pageSize {
+		mf.data[i] = 0
+		if syncFlush && flushLeastPages > 0 && (i/pageSize)%int64(flushLeastPages) == 0 && i > 0 {
+			_ = unix.Msync(mf.data[:i], unix.MS_SYNC)
+		}
+	}
+	if syncFlush {
+		_ = unix.Msync(mf.data, unix.MS_SYNC)
+	}
+	_ = unix.Madvise(mf.data, unix.MADV_WILLNEED)
+}
+
+// isFull reports whether the writer reached the end of the file.
+func (mf *mappedFile) isFull() bool { return mf.wrote.Load() >= mf.size }
+
+// readPosition is what readers may see.
+func (mf *mappedFile) readPosition() int64 {
+	if mf.pooled {
+		return mf.committed.Load()
+	}
+	return mf.wrote.Load()
+}
+
+// appendTarget is where the writer copies bytes: the write buffer with the
+// transient pool, the mapping otherwise.
+// REQUIRES: the owner's append lock held.
+func (mf *mappedFile) appendTarget() []byte {
+	if mf.writeBuf != nil {
+		return mf.writeBuf
+	}
+	return mf.data
+}
+
+// appendBytes copies b at the write position. REQUIRES: append lock held and
+// len(b) <= size - wrote.
+func (mf *mappedFile) appendBytes(b []byte) {
+	pos := mf.wrote.Load()
+	copy(mf.appendTarget()[pos:], b)
+	mf.wrote.Store(pos + int64(len(b)))
+}
+
+// hold takes a reader reference; false once the file is shutting down.
+func (mf *mappedFile) hold() bool {
+	if !mf.available.Load() {
+		return false
+	}
+	if mf.refs.Add(1) > 1 {
+		return true
+	}
+	mf.refs.Add(-1)
+	return false
+}
+
+// release drops a reference; the last one unmaps.
+func (mf *mappedFile) release() {
+	if mf.refs.Add(-1) > 0 {
+		return
+	}
+	mf.cleanup()
+}
+
+func (mf *mappedFile) cleanup() {
+	if !mf.cleaned.CompareAndSwap(false, true) {
+		return
+	}
+	mf.returnWriteBuf()
+	_ = unix.Munmap(mf.data)
+	_ = mf.file.Close()
+}
+
+// shutdown marks the file unavailable and drops the initial reference. If
+// readers still hold it, a later call after forceAfter drops them by force
+// (RocketMQ intervalForcibly).
+func (mf *mappedFile) shutdown(now time.Time, forceAfter time.Duration) {
+	if mf.available.CompareAndSwap(true, false) {
+		mf.shutdownAt.Store(now.UnixMilli())
+		mf.release()
+		return
+	}
+	if mf.refs.Load() > 0 && now.UnixMilli()-mf.shutdownAt.Load() >= forceAfter.Milliseconds() {
+		mf.refs.Store(0)
+		mf.cleanup()
+	}
+}
+
+// destroy shuts the file down and deletes it once unmapped. It reports
+// whether the file is gone.
+func (mf *mappedFile) destroy(now time.Time, forceAfter time.Duration) bool {
+	mf.shutdown(now, forceAfter)
+	if !mf.cleaned.Load() {
+		return false
+	}
+	if err := os.Remove(mf.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	return true
+}
+
+// flush forces dirty data to disk following RocketMQ's least-pages rule and
+// returns the new flushed position. Errors are returned, never swallowed:
+// the caller makes them sticky.
+func (mf *mappedFile) flush(leastPages int) (int64, error) {
+	mf.flushMu.Lock()
+	defer mf.flushMu.Unlock()
+	flushed := mf.flushed.Load()
+	readPos := mf.readPosition()
+	if !mf.isAbleToFlush(flushed, readPos, leastPages) {
+		return flushed, nil
+	}
+	if !mf.hold() {
+		return flushed, nil
+	}
+	defer mf.release()
+	start := flushed &^ (pageSize - 1)
+	if err := unix.Msync(mf.data[start:readPos], unix.MS_SYNC); err != nil {
+		return flushed, fmt.Errorf("store: msync %s: %w", mf.path, err)
+	}
+	mf.flushed.Store(readPos)
+	return readPos, nil
+}
+
+func (mf *mappedFile) isAbleToFlush(flushed, readPos int64, leastPages int) bool {
+	if readPos <= flushed {
+		return false
+	}
+	if mf.isFull() && readPos == mf.size {
+		return true
+	}
+	if leastPages > 0 {
+		return readPos/pageSize-flushed/pageSize >= int64(leastPages)
+	}
+	return true
+}
+
+// commit copies [committed, wrote) from the write buffer into the mapping
+// (transient pool only) and returns the committed position.
+func (mf *mappedFile) commit(leastPages int) int64 {
+	if !mf.pooled {
+		return mf.wrote.Load()
+	}
+	mf.bufMu.Lock()
+	defer mf.bufMu.Unlock()
+	committed := mf.committed.Load()
+	if mf.writeBuf == nil { // returned concurrently
+		return committed
+	}
+	wrote := mf.wrote.Load()
+	able := wrote > committed
+	if able && !(mf.isFull() && wrote == mf.size) && leastPages > 0 {
+		able = wrote/pageSize-committed/pageSize >= int64(leastPages)
+	}
+	if able {
+		copy(mf.data[committed:wrote], mf.writeBuf[committed:wrote])
+		mf.committed.Store(wrote)
+		committed = wrote
+	}
+	if committed == mf.size {
+		mf.returnWriteBufLocked()
+	}
+	return committed
+}
+
+func (mf *mappedFile) returnWriteBuf() {
+	mf.bufMu.Lock()
+	defer mf.bufMu.Unlock()
+	mf.returnWriteBufLocked()
+}
+
+// REQUIRES: mf.bufMu held.
+func (mf *mappedFile) returnWriteBufLocked() {
+	if mf.writeBuf != nil && mf.returnBuf != nil {
+		mf.returnBuf(mf.writeBuf)
+	}
+	// Readers switch to the mapping for good: committed == wrote here
+	// unless the file is being torn down.
+	mf.writeBuf = nil
+}
+
+// setPositions sets all three positions (recovery, truncation).
+func (mf *mappedFile) setPositions(pos int64) {
+	mf.wrote.Store(pos)
+	mf.committed.Store(pos)
+	mf.flushed.Store(pos)
+}
+
+// copyRange copies [pos, pos+n) of the readable part into dst (appending).
+// It returns false if the range is not readable or the file is going away.
+func (mf *mappedFile) copyRange(dst []byte, pos, n int64) ([]byte, bool) {
+	if pos < 0 || n < 0 || pos+n > mf.readPosition() {
+		return dst, false
+	}
+	if !mf.hold() {
+		return dst, false
+	}
+	dst = append(dst, mf.data[pos:pos+n]...)
+	mf.release()
+	return dst, true
+}
+
+// flushAll msyncs the whole mapping (index files, which track no positions).
+func (mf *mappedFile) flushAll() error {
+	if !mf.hold() {
+		return nil
+	}
+	defer mf.release()
+	if err := unix.Msync(mf.data, unix.MS_SYNC); err != nil {
+		return fmt.Errorf("store: msync %s: %w", mf.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,465 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+)
+
+// PutStatus is the outcome of a put, as RocketMQ's PutMessageStatus. The
+// broker maps it to a response code (storage-and-broker.md 13.1).
+type PutStatus int
+
+const (
+	PutOK PutStatus = iota
+	FlushDiskTimeout
+	FlushSlaveTimeout
+	SlaveNotAvailable
+	ServiceNotAvailable
+	CreateMappedFileFailed
+	MessageIllegal
+	PropertiesSizeExceeded
+	OSPageCacheBusy
+	UnknownError
+)
+
+var putStatusNames = [...]string{
+	PutOK:                  "PUT_OK",
+	FlushDiskTimeout:       "FLUSH_DISK_TIMEOUT",
+	FlushSlaveTimeout:      "FLUSH_SLAVE_TIMEOUT",
+	SlaveNotAvailable:      "SLAVE_NOT_AVAILABLE",
+	ServiceNotAvailable:    "SERVICE_NOT_AVAILABLE",
+	CreateMappedFileFailed: "CREATE_MAPPED_FILE_FAILED",
+	MessageIllegal:         "MESSAGE_ILLEGAL",
+	PropertiesSizeExceeded: "PROPERTIES_SIZE_EXCEEDED",
+	OSPageCacheBusy:        "OS_PAGE_CACHE_BUSY",
+	UnknownError:           "UNKNOWN_ERROR",
+}
+
+func (s PutStatus) String() string {
+	if s >= 0 && int(s) < len(putStatusNames) {
+		return putStatusNames[s]
+	}
+	return "UNKNOWN_ERROR"
+}
+
+// Stored reports whether the message was written (possibly without the
+// requested durability): PUT_OK and the three "stored but not acknowledged"
+// statuses of 3.4.
+func (s PutStatus) Stored() bool {
+	return s == PutOK || s == FlushDiskTimeout || s == FlushSlaveTimeout || s == SlaveNotAvailable
+}
+
+// PutResult is delivered to a put's done callback.
+type PutResult struct {
+	Status         PutStatus
+	WroteOffset    int64  // commit-log offset of the (first) record
+	WroteBytes     int32  // bytes appended (all records of a batch)
+	MsgID          string // offset message id(s); a batch joins them with commas
+	StoreTimestamp int64
+	QueueOffset    int64 // queue offset of the (first) message
+	MsgNum         int32
+	// Remark explains a failure (disk full, sticky flush error ...).
+	Remark string
+}
+
+// ScheduleTopic is the delay-level topic (storage-and-broker.md 8.8).
+const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
+
+// Record positions the append path patches in place (stored layout,
+// storage-and-broker.md 2.3). Part of the on-disk format; never change.
+const (
+	recTotalSize      = 0
+	recMagic          = 4
+	recStoreTsV4Born  = 56
+	recStoreTsV6Born  = 68
+	blankRecordSize   = 8
+	maxRecordOverhead = 64 << 10
+)
+
+// recMeta describes one encoded record inside an append.
+type recMeta struct {
+	size      int32
+	storeTsAt int32
+	assignQO  bool // false for prepared/rollback transaction records (queue offset 0)
+}
+
+// PutMessage appends one message asynchronously. It returns at once; done
+// runs exactly once with the outcome: on the caller's goroutine for
+// immediate failures and for ASYNC_FLUSH (or WAIT=false) puts, otherwise on
+// the flush (or replication) goroutine once the record is durable. done must
+// not block. The store fills StoreHost, StoreTimestamp, offsets and the
+// sysflag host bits; m is not retained after PutMessage returns.
+//
+// Delay-level messages (DELAY > 0, not prepared/rollback) are rewritten here
+// as RocketMQ's CommitLog does: topic SCHEDULE_TOPIC_XXXX, queue level-1,
+// REAL_TOPIC/REAL_QID kept; the consume-queue tag becomes the delivery time.
+func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
+	start := time.Now()
+	if st, remark := s.checkWritable(); st != PutOK {
+		s.stats.putFailures.Add(1)
+		done(PutResult{Status: st, Remark: remark})
+		return
+	}
+	if st := s.checkMessage(&m.Message); st != PutOK {
+		s.stats.putFailures.Add(1)
+		done(PutResult{Status: st})
+		return
+	}
+	s.applyDelayLevel(m)
+	s.prepareHosts(m)
+	bp := s.encodePool.Get().(*[]byte)
+	rec, st := s.encode((*bp)[:0], m)
+	if st != PutOK {
+		s.encodePool.Put(bp)
+		s.stats.putFailures.Add(1)
+		done(PutResult{Status: st})
+		return
+	}
+	metas := [1]recMeta{s.metaFor(m, len(rec))}
+	res := s.appendRecords(rec, metas[:], m.Topic, m.QueueID)
+	*bp = rec
+	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
+		s.encodePool.Put(bp)
+	}
+	s.finishPut(res, m.WaitStoreMsgOK(), start, done)
+}
+
+// PutMessages appends a batch (SEND_BATCH_MESSAGE): every message shares the
+// first one's topic and queue, gets a consecutive queue offset, and all
+// records are written contiguously under one append lock (a batch never
+// spans two files). Batches may not be transactional or delayed.
+func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
+	start := time.Now()
+	if len(batch) == 0 {
+		done(PutResult{Status: MessageIllegal, Remark: "empty batch"})
+		return
+	}
+	if st, remark := s.checkWritable(); st != PutOK {
+		s.stats.putFailures.Add(1)
+		done(PutResult{Status: st, Remark: remark})
+		return
+	}
+	topic, qid := batch[0].Topic, batch[0].QueueID
+	var buf []byte
+	metas := make([]recMeta, 0, len(batch))
+	for _, m := range batch {
+		if m.Topic != topic || m.QueueID != qid {
+			done(PutResult{Status: MessageIllegal, Remark: "batch mixes topics or queues"})
+			return
+		}
+		tt := message.TransactionType(m.SysFlag)
+		if tt == message.SysFlagTransactionPreparedType || tt == message.SysFlagTransactionRollbackType || m.DelayTimeLevel() > 0 {
+			done(PutResult{Status: MessageIllegal, Remark: "batch message cannot be transactional or delayed"})
+			return
+		}
+		if st := s.checkMessage(&m.Message); st != PutOK {
+			done(PutResult{Status: st})
+			return
+		}
+		s.prepareHosts(m)
+		n := len(buf)
+		var st PutStatus
+		buf, st = s.encode(buf, m)
+		if st != PutOK {
+			done(PutResult{Status: st})
+			return
+		}
+		metas = append(metas, s.metaFor(m, len(buf)-n))
+	}
+	if len(buf)+blankRecordSize > int(s.cfg.MappedFileSizeCommitLog) {
+		done(PutResult{Status: MessageIllegal, Remark: "batch larger than a commit-log file"})
+		return
+	}
+	res := s.appendRecords(buf, metas, topic, qid)
+	if res.Status == PutOK {
+		ids := make([]string, 0, len(metas))
+		off := res.WroteOffset
+		for _, mt := range metas {
+			ids = append(ids, message.OffsetMsgID(s.cfg.StoreHost, off))
+			off += int64(mt.size)
+		}
+		res.MsgID = strings.Join(ids, ",")
+	}
+	s.finishPut(res, batch[0].WaitStoreMsgOK(), start, done)
+}
+
+// checkWritable is RocketMQ's put-hook pre-check (2.4 step 1).
+func (s *Store) checkWritable() (PutStatus, string) {
+	switch {
+	case s.state.Load() != stateRunning:
+		return ServiceNotAvailable, "store is not running"
+	case s.cfg.BrokerRole == RoleSlave:
+		return ServiceNotAvailable, "broker role is SLAVE"
+	case s.flushFailed.Load():
+		return ServiceNotAvailable, "store is not writable: a disk flush failed"
+	case s.diskFull.Load():
+		return ServiceNotAvailable, "store is not writable: disk full"
+	case s.logicsError.Load():
+		return ServiceNotAvailable, "store is not writable: consume queue or index write failed"
+	case s.IsOSPageCacheBusy():
+		s.stats.pageCacheBusy.Add(1)
+		return OSPageCacheBusy, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+	}
+	return PutOK, ""
+}
+
+func (s *Store) checkMessage(m *message.Message) PutStatus {
+	if m.Body == nil || len(m.Body) > s.cfg.MaxMessageSize {
+		return MessageIllegal
+	}
+	if len(m.Topic) == 0 || len(m.Topic) > 255 {
+		return MessageIllegal
+	}
+	return PutOK
+}
+
+// IsOSPageCacheBusy reports whether an append has held the append lock for
+// longer than osPageCacheBusyTimeOutMills (2.8).
+func (s *Store) IsOSPageCacheBusy() bool {
+	begin := s.beginTimeInLock.Load()
+	if begin == 0 {
+		return false
+	}
+	diff := s.cfg.now().UnixMilli() - begin
+	return diff > s.cfg.OSPageCacheBusyTimeOutMills.Milliseconds() && diff < 10_000_000
+}
+
+// applyDelayLevel rewrites a delay-level message to the schedule topic.
+func (s *Store) applyDelayLevel(m *message.Ext) {
+	tt := message.TransactionType(m.SysFlag)
+	if tt != message.SysFlagTransactionNotType && tt != message.SysFlagTransactionCommitType {
+		return
+	}
+	level := m.DelayTimeLevel()
+	if level <= 0 || len(s.delayLevels) == 0 {
+		return
+	}
+	if level > len(s.delayLevels) {
+		level = len(s.delayLevels)
+		m.SetDelayTimeLevel(level)
+	}
+	m.SetProperty(message.PropertyRealTopic, m.Topic)
+	m.SetProperty(message.PropertyRealQueueID, itoa32(m.QueueID))
+	m.Topic = ScheduleTopic
+	m.QueueID = int32(level - 1)
+}
+
+func (s *Store) prepareHosts(m *message.Ext) {
+	m.StoreHost = s.cfg.StoreHost
+	if a := m.StoreHost.Addr(); a.Is6() && !a.Is4In6() {
+		m.SysFlag |= message.SysFlagStoreHostV6
+	} else {
+		m.SysFlag &^= message.SysFlagStoreHostV6
+	}
+	if a := m.BornHost.Addr(); a.IsValid() && a.Is6() && !a.Is4In6() {
+		m.SysFlag |= message.SysFlagBornHostV6
+	} else {
+		m.SysFlag &^= message.SysFlagBornHostV6
+	}
+}
+
+// encode appends the record to dst outside every lock; offsets are patched
+// later under the append lock.
+func (s *Store) encode(dst []byte, m *message.Ext) ([]byte, PutStatus) {
+	m.StoreTimestamp = s.cfg.now().UnixMilli()
+	m.QueueOffset, m.CommitLogOffset, m.BodyCRC = 0, 0, 0
+	n := len(dst)
+	out, err := message.AppendStored(dst, m)
+	switch {
+	case errors.Is(err, message.ErrPropertiesTooLarge):
+		return dst, PropertiesSizeExceeded
+	case err != nil:
+		return dst, MessageIllegal
+	case len(out)-n > s.cfg.MaxMessageSize+maxRecordOverhead:
+		return dst, MessageIllegal
+	}
+	return out, PutOK
+}
+
+func (s *Store) metaFor(m *message.Ext, size int) recMeta {
+	at := int32(recStoreTsV4Born)
+	if m.SysFlag&message.SysFlagBornHostV6 != 0 {
+		at = recStoreTsV6Born
+	}
+	tt := message.TransactionType(m.SysFlag)
+	return recMeta{size: int32(size), storeTsAt: at,
+		assignQO: tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType}
+}
+
+type tqKey struct {
+	topic   string
+	queueID int32
+}
+
+// appendRecords is the critical section (2.4 step 7): under the append lock
+// it only assigns the queue and physical offsets, patches them and the store
+// timestamp into the encoded records, and copies them into the last file.
+func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueID int32) PutResult {
+	s.putMu.Lock()
+	now := s.cfg.now().UnixMilli()
+	s.beginTimeInLock.Store(now)
+	defer func() {
+		s.beginTimeInLock.Store(0)
+		s.putMu.Unlock()
+	}()
+	f, err := s.commitLog.lastOrCreate(0)
+	if err != nil {
+		s.log.Error("create commit-log file failed", "err", err)
+		return PutResult{Status: CreateMappedFileFailed, Remark: err.Error()}
+	}
+	total := int64(len(recs))
+	if total+blankRecordSize > f.size-f.wrote.Load() {
+		// End of file: a BLANK record fills the rest; retry in a new file.
+		s.writeBlankLocked(f, now)
+		if f, err = s.commitLog.lastOrCreate(0); err != nil {
+			s.log.Error("create commit-log file failed", "err", err)
+			return PutResult{Status: CreateMappedFileFailed, Remark: err.Error()}
+		}
+		if total+blankRecordSize > f.size-f.wrote.Load() {
+			return PutResult{Status: MessageIllegal, Remark: "record larger than a commit-log file"}
+		}
+	}
+	key := tqKey{topic, queueID}
+	qo := s.topicQueueTable[key]
+	phy := f.fromOffset + f.wrote.Load()
+	be := binary.BigEndian
+	pos := int64(0)
+	next := qo
+	for _, mt := range metas {
+		r := recs[pos : pos+int64(mt.size)]
+		if mt.assignQO {
+			be.PutUint64(r[message.OffsetQueueOffset:], uint64(next))
+			next++
+		} else {
+			be.PutUint64(r[message.OffsetQueueOffset:], 0)
+		}
+		be.PutUint64(r[message.OffsetPhysicalOffset:], uint64(phy+pos))
+		be.PutUint64(r[mt.storeTsAt:], uint64(now))
+		pos += int64(mt.size)
+	}
+	f.appendBytes(recs)
+	f.storeTimestamp.Store(now)
+	if next != qo {
+		s.topicQueueTable[key] = next
+	}
+	res := PutResult{Status: PutOK, WroteOffset: phy, WroteBytes: int32(total),
+		StoreTimestamp: now, QueueOffset: qo, MsgNum: int32(len(metas))}
+	if len(metas) == 1 {
+		res.MsgID = message.OffsetMsgID(s.cfg.StoreHost, phy)
+	}
+	return res
+}
+
+// writeBlankLocked closes f with a BLANK record. REQUIRES: s.putMu held.
+func (s *Store) writeBlankLocked(f *mappedFile, now int64) {
+	w := f.wrote.Load()
+	rest := f.size - w
+	if rest <= 0 {
+		return
+	}
+	var b [blankRecordSize]byte
+	binary.BigEndian.PutUint32(b[recTotalSize:], uint32(rest))
+	binary.BigEndian.PutUint32(b[recMagic:], message.BlankMagic)
+	tgt := f.appendTarget()
+	copy(tgt[w:], b[:min(rest, blankRecordSize)])
+	f.wrote.Store(f.size)
+	f.storeTimestamp.Store(now)
+}
+
+// finishPut routes a completed append through the completion pipeline:
+// flush stage (group commit under SYNC_FLUSH with WAIT=true), then the
+// replication stage.
+func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(PutResult)) {
+	if res.Status != PutOK {
+		s.stats.putFailures.Add(1)
+		done(res)
+		return
+	}
+	s.stats.puts.Add(int64(res.MsgNum))
+	s.stats.putBytes.Add(int64(res.WroteBytes))
+	s.stats.observePutLatency(time.Since(start))
+	if s.pool != nil {
+		wake(s.wakeCommit)
+	}
+	if s.cfg.syncFlush() {
+		if wait {
+			s.group.add(flushWaiter{
+				next:     res.WroteOffset + int64(res.WroteBytes),
+				deadline: time.Now().Add(s.cfg.SyncFlushTimeout).UnixNano(),
+				res:      res,
+				done:     done,
+			})
+			wake(s.wakeFlush)
+			return
+		}
+		wake(s.wakeFlush)
+	} else {
+		wake(s.wakeDispatch)
+	}
+	s.replicate(res, wait, done)
+}
+
+// replicate is the second completion stage.
+func (s *Store) replicate(res PutResult, wait bool, done func(PutResult)) {
+	r := s.replicator.Load()
+	if r == nil || !wait || res.Status != PutOK && res.Status != FlushDiskTimeout {
+		done(res)
+		return
+	}
+	(*r).AwaitReplicated(res.WroteOffset+int64(res.WroteBytes), func(st PutStatus) {
+		if st != PutOK {
+			res.Status = st // the replica status wins (3.4)
+		}
+		done(res)
+	})
+}
+
+// Replicator is the replication completion stage (HA). AwaitReplicated
+// calls done once the offset is acknowledged by enough replicas, or with
+// FlushSlaveTimeout / SlaveNotAvailable. done must not block.
+type Replicator interface {
+	AwaitReplicated(nextOffset int64, done func(PutStatus))
+}
+
+// SetReplicator installs the replication stage (nil removes it).
+func (s *Store) SetReplicator(r Replicator) {
+	if r == nil {
+		s.replicator.Store(nil)
+		return
+	}
+	s.replicator.Store(&r)
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func itoa32(v int32) string {
+	var b [12]byte
+	i := len(b)
+	neg := v < 0
+	u := int64(v)
+	if neg {
+		u = -u
+	}
+	for {
+		i--
+		b[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,447 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	stateNew int32 = iota
+	stateRunning
+	stateClosing
+	stateClosed
+)
+
+// Store is the file-based message store: commit log, consume queues, index
+// files, flush/dispatch/cleanup services and recovery. See doc.go and
+// DESIGN.md.
+type Store struct {
+	cfg         Config
+	log         *slog.Logger
+	delayLevels []time.Duration
+	totalMemory int64
+
+	state atomic.Int32
+	quit  chan struct{}
+	wg    sync.WaitGroup
+
+	lockFile *os.File
+	cp       *checkpoint
+
+	commitLog *mappedFileQueue
+	alloc     *allocator
+	pool      *transientPool
+
+	// putMu is the append lock: offset assignment and the copy only.
+	putMu sync.Mutex
+	// topicQueueTable maps topic-queue to the next queue offset to assign;
+	// guarded by putMu.
+	topicQueueTable map[tqKey]int64
+	// beginTimeInLock is the unix ms at which the current append took putMu;
+	// 0 when no append holds it.
+	beginTimeInLock atomic.Int64
+	encodePool      sync.Pool
+
+	queuesMu sync.RWMutex
+	queues   map[string]map[int32]*consumeQueue // guarded by queuesMu
+
+	index *indexService
+
+	group       groupCommit
+	replicator  atomic.Pointer[Replicator]
+	flushFailed atomic.Bool // sticky msync/fsync failure
+	diskFull    atomic.Bool
+	logicsError atomic.Bool
+
+	// reputFrom is the dispatch frontier; only the dispatch goroutine moves
+	// it after Start.
+	reputFrom atomic.Int64
+	// confirmOffset is -1 unless set by SetConfirmOffset (HA).
+	confirmOffset atomic.Int64
+
+	listenersMu sync.Mutex
+	listeners   atomic.Pointer[[]ArrivalListener]
+
+	wakeDispatch chan struct{}
+	wakeFlush    chan struct{}
+	wakeCommit   chan struct{}
+
+	recovery RecoveryReport
+	stats    statCounters
+
+	cleanMu sync.Mutex // serialises cleanup runs
+	cleaner cleaner    // guarded by cleanMu
+}
+
+// ArrivalListener is told about every message dispatched to a consume queue
+// (long polling hangs on this). It runs on the dispatch goroutine and must
+// not block; props must not be modified.
+type ArrivalListener func(topic string, queueID int32, queueOffset int64, tagsCode int64, storeTimestamp int64, props map[string]string)
+
+// New validates cfg and prepares a store; it touches no file and starts
+// nothing. logger may be nil.
+func New(cfg Config, logger *slog.Logger) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	levels, _ := ParseDelayLevels(cfg.MessageDelayLevel)
+	s := &Store{
+		cfg:             cfg,
+		log:             logger.With("component", "store"),
+		delayLevels:     levels,
+		quit:            make(chan struct{}),
+		topicQueueTable: make(map[tqKey]int64),
+		queues:          make(map[string]map[int32]*consumeQueue),
+		wakeDispatch:    make(chan struct{}, 1),
+		wakeFlush:       make(chan struct{}, 1),
+		wakeCommit:      make(chan struct{}, 1),
+	}
+	s.confirmOffset.Store(-1)
+	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		s.totalMemory = int64(si.Totalram) * int64(si.Unit)
+	} else {
+		s.totalMemory = 8 << 30
+	}
+	return s, nil
+}
+
+// Config returns the effective configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// Recovery returns what the last Start's recovery kept and dropped.
+func (s *Store) Recovery() RecoveryReport { return s.recovery }
+
+// Start locks the store directory, loads and recovers the files, and starts
+// the flush, dispatch and cleanup services. It fails if another process
+// holds the store.
+func (s *Store) Start() error {
+	if !s.state.CompareAndSwap(stateNew, stateRunning) {
+		return fmt.Errorf("store: start: %w", ErrClosed)
+	}
+	if err := s.open(); err != nil {
+		s.state.Store(stateClosed)
+		s.releaseResources()
+		return err
+	}
+	s.goFunc("store-dispatch", s.runDispatch)
+	if s.cfg.syncFlush() {
+		s.goFunc("store-group-commit", s.runGroupCommit)
+		s.goFunc("store-flush-watchdog", s.runFlushWatchdog)
+	} else {
+		s.goFunc("store-async-flush", s.runAsyncFlush)
+	}
+	if s.pool != nil {
+		s.goFunc("store-commit", s.runCommit)
+	}
+	s.goFunc("store-logics-flush", s.runLogicsFlush)
+	s.goFunc("store-cleanup", s.runCleanup)
+	s.log.Info("store started", "root", s.cfg.StorePathRootDir, "flushDiskType", s.cfg.FlushDiskType,
+		"minOffset", s.commitLog.minOffset(), "maxOffset", s.commitLog.maxOffset(),
+		"abnormalRecovery", s.recovery.Abnormal)
+	return nil
+}
+
+func (s *Store) open() error {
+	root := s.cfg.StorePathRootDir
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("store: create %s: %w", root, err)
+	}
+	lf, err := os.OpenFile(filepath.Join(root, lockFileName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("store: open lock file: %w", err)
+	}
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lf.Close()
+		return fmt.Errorf("store: lock %s: %w", root, ErrLocked)
+	}
+	s.lockFile = lf
+	_, _ = lf.WriteAt([]byte("lock"), 0)
+
+	abortPath := filepath.Join(root, abortFileName)
+	_, statErr := os.Stat(abortPath)
+	lastExitOK := errors.Is(statErr, os.ErrNotExist)
+
+	if s.cfg.poolActive() {
+		s.pool = newTransientPool(s.cfg.TransientStorePoolSize, s.cfg.MappedFileSizeCommitLog)
+	}
+	s.alloc = &allocator{store: s, dir: s.cfg.commitLogDir(), size: s.cfg.MappedFileSizeCommitLog}
+	s.commitLog = newMappedFileQueue(s.cfg.commitLogDir(), s.cfg.MappedFileSizeCommitLog, s.alloc.get)
+	if err := s.commitLog.load(); err != nil {
+		return err
+	}
+	if err := s.loadConsumeQueues(); err != nil {
+		return err
+	}
+	if s.cp, err = openCheckpoint(filepath.Join(root, checkpointFileName)); err != nil {
+		return err
+	}
+	if s.cfg.MessageIndexEnable {
+		s.index = &indexService{dir: filepath.Join(root, indexDirName), slotNum: s.cfg.MaxHashSlotNum,
+			indexNum: s.cfg.MaxIndexNum, cp: s.cp, log: s.log, now: s.cfg.now, spawn: s.spawn}
+		dropped, err := s.index.load(lastExitOK)
+		if err != nil {
+			return err
+		}
+		s.recovery.IndexFilesDropped = dropped
+	}
+	if err := s.recover(lastExitOK); err != nil {
+		return err
+	}
+	if err := os.WriteFile(abortPath, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return fmt.Errorf("store: create abort file: %w", err)
+	}
+	if d, err := os.Open(root); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Close stops every service, flushes everything, writes the checkpoint,
+// unmaps the files and removes the abort file (a clean exit). It is
+// idempotent and returns after every goroutine has exited.
+func (s *Store) Close() error {
+	for {
+		st := s.state.Load()
+		if st == stateClosing || st == stateClosed {
+			s.wg.Wait()
+			return nil
+		}
+		if st == stateNew {
+			if s.state.CompareAndSwap(stateNew, stateClosed) {
+				return nil
+			}
+			continue
+		}
+		if s.state.CompareAndSwap(stateRunning, stateClosing) {
+			break
+		}
+	}
+	// Let dispatch catch up (up to 5 s) before stopping it.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && s.dispatchBehind() > 0 && !s.flushFailed.Load() {
+		if s.cfg.syncFlush() {
+			wake(s.wakeFlush)
+		}
+		wake(s.wakeDispatch)
+		time.Sleep(time.Millisecond)
+	}
+	close(s.quit)
+	s.wg.Wait()
+	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load()
+	if !s.flushFailed.Load() {
+		for i := 0; i < 10; i++ {
+			if unchanged, err := s.commitLog.flush(0); err != nil || unchanged {
+				break
+			}
+		}
+	}
+	s.flushConsumeQueues(0)
+	var err error
+	if s.cp != nil {
+		s.cp.confirmPhyOffset.Store(s.ConfirmOffset())
+		err = s.cp.close()
+	}
+	if s.index != nil {
+		s.index.close()
+	}
+	if clean && err == nil {
+		os.Remove(filepath.Join(s.cfg.StorePathRootDir, abortFileName))
+	}
+	s.releaseResources()
+	s.state.Store(stateClosed)
+	return err
+}
+
+// releaseResources unmaps all files and releases the lock (also used when
+// Start fails half-way).
+func (s *Store) releaseResources() {
+	if s.alloc != nil {
+		s.alloc.close()
+	}
+	if s.commitLog != nil {
+		s.commitLog.shutdownAll()
+	}
+	if s.pool != nil {
+		s.pool.close()
+	}
+	for _, cq := range s.allQueues() {
+		cq.files.shutdownAll()
+	}
+	if s.cp != nil {
+		s.cp.close()
+	}
+	if s.index != nil {
+		s.index.close()
+	}
+	if s.lockFile != nil {
+		_ = unix.Flock(int(s.lockFile.Fd()), unix.LOCK_UN)
+		s.lockFile.Close()
+		s.lockFile = nil
+	}
+}
+
+// goFunc starts a service goroutine owned by the store: counted in wg and
+// labelled for pprof.
+func (s *Store) goFunc(name string, fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("store", name), func(context.Context) { fn() })
+	}()
+}
+
+// spawn runs a short background job (index flush) unless the store is
+// closing; Close waits for it.
+func (s *Store) spawn(fn func()) {
+	if s.state.Load() != stateRunning {
+		fn()
+		return
+	}
+	s.goFunc("store-job", fn)
+}
+
+// dispatchBehind is the number of bytes not yet dispatched.
+func (s *Store) dispatchBehind() int64 {
+	if s.commitLog == nil {
+		return 0
+	}
+	return max(0, s.dispatchEnd()-s.reputFrom.Load())
+}
+
+// --- consume queue table ---
+
+func (s *Store) loadConsumeQueues() error {
+	dir := filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName)
+	topics, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: list %s: %w", dir, err)
+	}
+	for _, t := range topics {
+		if !t.IsDir() {
+			continue
+		}
+		qs, err := os.ReadDir(filepath.Join(dir, t.Name()))
+		if err != nil {
+			return fmt.Errorf("store: list queues of %s: %w", t.Name(), err)
+		}
+		for _, q := range qs {
+			id, err := strconv.ParseInt(q.Name(), 10, 32)
+			if err != nil || !q.IsDir() {
+				continue
+			}
+			cq := newConsumeQueue(s.cfg.StorePathRootDir, t.Name(), int32(id), s.cfg.MappedFileSizeConsumeQueue, s.log)
+			if err := cq.files.load(); err != nil {
+				return err
+			}
+			s.putQueue(cq)
+		}
+	}
+	return nil
+}
+
+func (s *Store) putQueue(cq *consumeQueue) {
+	s.queuesMu.Lock()
+	defer s.queuesMu.Unlock()
+	m := s.queues[cq.topic]
+	if m == nil {
+		m = make(map[int32]*consumeQueue)
+		s.queues[cq.topic] = m
+	}
+	m[cq.queueID] = cq
+}
+
+// getQueue returns an existing consume queue or nil.
+func (s *Store) getQueue(topic string, queueID int32) *consumeQueue {
+	s.queuesMu.RLock()
+	defer s.queuesMu.RUnlock()
+	return s.queues[topic][queueID]
+}
+
+// findOrCreateQueue returns the consume queue, creating it (no files yet).
+func (s *Store) findOrCreateQueue(topic string, queueID int32) *consumeQueue {
+	if cq := s.getQueue(topic, queueID); cq != nil {
+		return cq
+	}
+	s.queuesMu.Lock()
+	defer s.queuesMu.Unlock()
+	m := s.queues[topic]
+	if m == nil {
+		m = make(map[int32]*consumeQueue)
+		s.queues[topic] = m
+	}
+	if cq := m[queueID]; cq != nil {
+		return cq
+	}
+	cq := newConsumeQueue(s.cfg.StorePathRootDir, topic, queueID, s.cfg.MappedFileSizeConsumeQueue, s.log)
+	m[queueID] = cq
+	return cq
+}
+
+func (s *Store) allQueues() []*consumeQueue {
+	s.queuesMu.RLock()
+	defer s.queuesMu.RUnlock()
+	var out []*consumeQueue
+	for _, m := range s.queues {
+		for _, cq := range m {
+			out = append(out, cq)
+		}
+	}
+	return out
+}
+
+// AddArrivalListener registers a listener for dispatched messages.
+func (s *Store) AddArrivalListener(l func(topic string, queueID int32, queueOffset int64, tagsCode int64, storeTimestamp int64, props map[string]string)) {
+	s.listenersMu.Lock()
+	defer s.listenersMu.Unlock()
+	var cur []ArrivalListener
+	if p := s.listeners.Load(); p != nil {
+		cur = *p
+	}
+	next := append(append([]ArrivalListener(nil), cur...), l)
+	s.listeners.Store(&next)
+}
+
+// DeleteTopics removes the consume queues of the topics (their commit-log
+// records expire with the files) and forgets their queue offsets.
+func (s *Store) DeleteTopics(topics []string) error {
+	for _, t := range topics {
+		s.queuesMu.Lock()
+		m := s.queues[t]
+		delete(s.queues, t)
+		s.queuesMu.Unlock()
+		for _, cq := range m {
+			cq.writeMu.Lock()
+			cq.files.destroyAll()
+			cq.writeMu.Unlock()
+		}
+		os.RemoveAll(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName, t))
+		s.putMu.Lock()
+		for k := range s.topicQueueTable {
+			if k.topic == t {
+				delete(s.topicQueueTable, k)
+			}
+		}
+		s.putMu.Unlock()
+	}
+	return nil
+}
