@@ -105,85 +105,39 @@ func storedLen(b []byte) (int, error) {
 // decodeRecord decodes rec, which is exactly one record whose header
 // storedLen accepted. With alias the body slices rec.
 func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
-	be := binary.BigEndian
-	total := len(rec)
-	v2 := be.Uint32(rec[OffsetMagic:]) == MagicV2
-	m.StoreSize = int32(total)
-	m.BodyCRC = be.Uint32(rec[OffsetBodyCRC:])
-	m.QueueID = int32(be.Uint32(rec[OffsetQueueID:]))
-	m.Flag = int32(be.Uint32(rec[OffsetFlag:]))
-	m.QueueOffset = int64(be.Uint64(rec[OffsetQueueOffset:]))
-	m.CommitLogOffset = int64(be.Uint64(rec[OffsetPhysicalOffset:]))
-	m.SysFlag = int32(be.Uint32(rec[OffsetSysFlag:]))
-	m.BornTimestamp = int64(be.Uint64(rec[OffsetBornTimestamp:]))
-
-	// Everything up to and including BODYLENGTH, then the two length
-	// prefixes after the body, must fit.
-	bodyLenAt := BodyLengthOffset(m.SysFlag)
-	topicLenSize := 1
-	if v2 {
-		topicLenSize = 2
+	v, err := parseView(rec)
+	if err != nil {
+		return err
 	}
-	if bodyLenAt+4+topicLenSize+2 > total {
-		return fmt.Errorf("message: sysflag %#x needs %d fixed bytes, record has %d: %w", m.SysFlag, bodyLenAt+4+topicLenSize+2, total, ErrCorrupt)
-	}
-	var ok bool
-	pos := OffsetBornHost
-	if m.BornHost, pos, ok = readHost(rec, pos, m.SysFlag&SysFlagBornHostV6 != 0); !ok {
-		return fmt.Errorf("message: born host port out of range: %w", ErrCorrupt)
-	}
-	m.StoreTimestamp = int64(be.Uint64(rec[pos:]))
-	pos += 8
-	if m.StoreHost, pos, ok = readHost(rec, pos, m.SysFlag&SysFlagStoreHostV6 != 0); !ok {
-		return fmt.Errorf("message: store host port out of range: %w", ErrCorrupt)
-	}
-	m.ReconsumeTimes = int32(be.Uint32(rec[pos:]))
-	pos += 4
-	m.PreparedTransactionOffset = int64(be.Uint64(rec[pos:]))
-	pos += 8
-
-	bodyLen := int(int32(be.Uint32(rec[pos:])))
-	pos += 4
-	// The topic and properties length prefixes still follow the body.
-	if bodyLen < 0 || bodyLen > total-pos-topicLenSize-2 {
-		return fmt.Errorf("message: body length %d at %d, record has %d: %w", bodyLen, pos-4, total, ErrCorrupt)
-	}
-	body := rec[pos : pos+bodyLen]
-	pos += bodyLen
-
-	var topicLen int
-	if v2 {
-		topicLen = int(int16(be.Uint16(rec[pos:])))
-	} else {
-		topicLen = int(int8(rec[pos]))
-	}
-	pos += topicLenSize
-	if topicLen < 0 || topicLen > total-pos-2 {
-		return fmt.Errorf("message: topic length %d, record has %d: %w", topicLen, total, ErrCorrupt)
-	}
-	topicAt := pos
-	pos += topicLen
-	propsLen := int(int16(be.Uint16(rec[pos:])))
-	pos += 2
-	if propsLen < 0 || pos+propsLen != total {
-		return fmt.Errorf("message: properties length %d ends at %d, total size %d: %w", propsLen, pos+propsLen, total, ErrCorrupt)
-	}
-
 	if opt.VerifyCRC {
-		if crc := BodyCRC(body); crc != m.BodyCRC {
-			return fmt.Errorf("message: body crc %#x, stored %#x at offset %d: %w", crc, m.BodyCRC, m.CommitLogOffset, ErrBadCRC)
+		if err := v.VerifyCRC(); err != nil {
+			return err
 		}
 	}
+	m.StoreSize = int32(len(rec))
+	m.BodyCRC = v.BodyCRC()
+	m.QueueID = v.QueueID()
+	m.Flag = v.Flag()
+	m.QueueOffset = v.QueueOffset()
+	m.CommitLogOffset = v.CommitLogOffset()
+	m.SysFlag = v.sysFlag
+	m.BornTimestamp = v.BornTimestamp()
+	m.BornHost = v.BornHost()
+	m.StoreTimestamp = v.StoreTimestamp()
+	m.StoreHost = v.StoreHost()
+	m.ReconsumeTimes = v.ReconsumeTimes()
+	m.PreparedTransactionOffset = v.PreparedTransactionOffset()
 
 	// One string holds topic and properties, so both cost a single
 	// allocation and the property values share it.
-	strs := string(rec[topicAt:total])
-	m.Topic = strs[:topicLen]
-	m.Properties = DecodeProperties(strs[topicLen+2:])
+	strs := string(rec[v.topicAt:])
+	m.Topic = strs[:v.topicLen]
+	m.Properties = DecodeProperties(strs[len(strs)-v.propsLen:])
 
 	if opt.SkipBody {
 		return nil
 	}
+	body := v.Body()
 	if opt.Decompress && IsZlibCompressed(m.SysFlag) {
 		limit := opt.MaxDecompressedSize
 		if limit <= 0 {
@@ -196,7 +150,7 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 		}
 	}
 	if alias {
-		m.Body = body[:len(body):len(body)]
+		m.Body = body
 	} else {
 		m.Body = append([]byte(nil), body...)
 	}
@@ -204,7 +158,7 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 }
 
 // readHost reads a host of the stored layout at pos. ok is false when the
-// port does not fit 16 bits.
+// port does not fit 16 bits. REQUIRES: rec holds the whole host.
 func readHost(rec []byte, pos int, v6 bool) (netip.AddrPort, int, bool) {
 	var addr netip.Addr
 	if v6 {

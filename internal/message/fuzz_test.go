@@ -77,6 +77,11 @@ func FuzzDecodeStored(f *testing.F) {
 			t.Fatalf("DecodeStoredAll disagrees with DecodeStored")
 		}
 		rec := b[:n]
+		v, vn, err := ViewStored(b)
+		if err != nil || vn != n {
+			t.Fatalf("ViewStored disagrees with DecodeStored: %d, %v", vn, err)
+		}
+		checkViewMatches(t, v, m)
 		sysFlag := m.SysFlag
 		v2 := binary.BigEndian.Uint32(rec[OffsetMagic:]) == MagicV2
 		mapped := m.BornHost.Addr().Is4In6() || m.StoreHost.Addr().Is4In6()

@@ -1,7 +1,7 @@
 package message
 
 import (
-	"slices"
+	"bytes"
 	"strings"
 )
 
@@ -115,8 +115,51 @@ func EncodeProperties(props map[string]string) string {
 	return string(AppendProperties(make([]byte, 0, PropertiesLen(props)), props))
 }
 
-// sortKeysInline bounds the number of keys sorted without allocating.
-const sortKeysInline = 32
+// sortInline bounds the number of properties sorted without allocating.
+const sortInline = 32
+
+// property is one name/value pair.
+type property struct{ name, value string }
+
+// sortedProperties returns props' pairs in ascending name order, in buf
+// when it has room (so small maps cost no allocation).
+func sortedProperties(props map[string]string, buf []property) []property {
+	pairs := buf[:0]
+	if len(props) > cap(buf) {
+		pairs = make([]property, 0, len(props))
+	}
+	for k, v := range props {
+		// Insertion sort while collecting: maps here hold a handful of
+		// entries, and this avoids a second pass and any lookups.
+		i := len(pairs)
+		pairs = append(pairs, property{})
+		for i > 0 && pairs[i-1].name > k {
+			pairs[i] = pairs[i-1]
+			i--
+		}
+		pairs[i] = property{k, v}
+	}
+	return pairs
+}
+
+// propertiesSize is the encoded length of pairs.
+func propertiesSize(pairs []property) int {
+	n := 0
+	for _, p := range pairs {
+		n += len(p.name) + len(p.value) + 2
+	}
+	return n
+}
+
+func appendPairs(dst []byte, pairs []property) []byte {
+	for _, p := range pairs {
+		dst = append(dst, p.name...)
+		dst = append(dst, NameValueSeparator)
+		dst = append(dst, p.value...)
+		dst = append(dst, PropertySeparator)
+	}
+	return dst
+}
 
 // AppendProperties appends the encoding of props (see EncodeProperties) to
 // dst. For up to 32 properties it allocates nothing when dst has room.
@@ -124,22 +167,8 @@ func AppendProperties(dst []byte, props map[string]string) []byte {
 	if len(props) == 0 {
 		return dst
 	}
-	var inline [sortKeysInline]string
-	keys := inline[:0]
-	if len(props) > sortKeysInline {
-		keys = make([]string, 0, len(props))
-	}
-	for k := range props {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		dst = append(dst, k...)
-		dst = append(dst, NameValueSeparator)
-		dst = append(dst, props[k]...)
-		dst = append(dst, PropertySeparator)
-	}
-	return dst
+	var buf [sortInline]property
+	return appendPairs(dst, sortedProperties(props, buf[:]))
 }
 
 // DecodeProperties parses a properties string the way the Java broker does
@@ -181,6 +210,28 @@ func LookupProperty(s, name string) (string, bool) {
 			s = ""
 		}
 		if len(seg) <= len(name)+1 || seg[len(name)] != NameValueSeparator || seg[:len(name)] != name {
+			continue
+		}
+		value, found = seg[len(name)+1:], true
+	}
+	return value, found
+}
+
+// LookupPropertyBytes is LookupProperty over raw bytes; the value aliases s.
+func LookupPropertyBytes(s []byte, name string) ([]byte, bool) {
+	if name == "" || strings.IndexByte(name, NameValueSeparator) >= 0 {
+		return nil, false
+	}
+	var value []byte
+	found := false
+	for len(s) > 0 {
+		seg := s
+		if i := bytes.IndexByte(s, PropertySeparator); i >= 0 {
+			seg, s = s[:i], s[i+1:]
+		} else {
+			s = nil
+		}
+		if len(seg) <= len(name)+1 || seg[len(name)] != NameValueSeparator || string(seg[:len(name)]) != name {
 			continue
 		}
 		value, found = seg[len(name)+1:], true

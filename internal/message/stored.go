@@ -193,20 +193,20 @@ func CheckLimits(bodyLen, topicLen, propertiesLen, storedSize, maxMessageSize in
 // the record cannot be represented; the maxMessageSize rule is CheckLimits).
 // On error dst is returned unchanged.
 func AppendStored(dst []byte, m *Ext) ([]byte, error) {
-	return appendStored(dst, m, PropertiesLen(m.Properties), func(b []byte) []byte {
-		return AppendProperties(b, m.Properties)
-	})
+	var buf [sortInline]property
+	pairs := sortedProperties(m.Properties, buf[:])
+	return appendStored(dst, m, pairs, "", propertiesSize(pairs))
 }
 
 // AppendStoredRawProperties is AppendStored with an already encoded
 // properties string written verbatim instead of m.Properties.
 func AppendStoredRawProperties(dst []byte, m *Ext, properties string) ([]byte, error) {
-	return appendStored(dst, m, len(properties), func(b []byte) []byte {
-		return append(b, properties...)
-	})
+	return appendStored(dst, m, nil, properties, len(properties))
 }
 
-func appendStored(dst []byte, m *Ext, propsLen int, appendProps func([]byte) []byte) ([]byte, error) {
+// appendStored writes the record; the properties are pairs, or raw when
+// pairs is nil. propsLen is their encoded length.
+func appendStored(dst []byte, m *Ext, pairs []property, raw string, propsLen int) ([]byte, error) {
 	sysFlag := HostSysFlag(m.SysFlag, m.BornHost, m.StoreHost)
 	size := StoredSizeOf(sysFlag, len(m.Body), len(m.Topic), propsLen)
 	if err := CheckLimits(len(m.Body), len(m.Topic), propsLen, size, 0); err != nil {
@@ -255,10 +255,10 @@ func appendStored(dst []byte, m *Ext, propsLen int, appendProps func([]byte) []b
 	pos += copy(b[pos:], m.Topic)
 	be.PutUint16(b[pos:], uint16(propsLen))
 	pos += 2
-	// b[pos:pos] has exactly propsLen bytes of capacity before the end of
-	// the record, so appendProps writes in place.
-	if got := appendProps(b[pos:pos]); len(got) != propsLen || (propsLen > 0 && &got[0] != &b[pos]) {
-		return dst[:start], fmt.Errorf("message: properties changed while encoding: %w", ErrCorrupt)
+	if pairs != nil {
+		appendPairs(b[pos:pos], pairs) // exactly propsLen bytes of room
+	} else {
+		copy(b[pos:], raw)
 	}
 	return dst, nil
 }

@@ -10,7 +10,13 @@ import (
 // "a||b" multi-tag values), sign-extended to int64 (remoting.md §7.5).
 // Untagged messages use 0 (the hash of ""). Invalid UTF-8 bytes count as
 // U+FFFD, as Java's decoder substitutes them.
-func TagsHashCode(tags string) int64 {
+func TagsHashCode(tags string) int64 { return tagsHash(tags) }
+
+// TagsHashCodeBytes is TagsHashCode of a tag held in bytes (for example
+// StoredView.Property), without allocating.
+func TagsHashCodeBytes(tags []byte) int64 { return tagsHash(tags) }
+
+func tagsHash[S ~string | ~[]byte](tags S) int64 {
 	var h int32
 	for i := 0; i < len(tags); {
 		c := tags[i]
@@ -19,7 +25,7 @@ func TagsHashCode(tags string) int64 {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(tags[i:])
+		r, size := utf8.DecodeRuneInString(string(tags[i:min(i+utf8.UTFMax, len(tags))]))
 		i += size
 		if r > 0xFFFF {
 			r1, r2 := utf16.EncodeRune(r)

@@ -1,6 +1,9 @@
 package message
 
-import "testing"
+import (
+	"testing"
+	"unicode/utf16"
+)
 
 // TestTagsHashCodeIsJavaStringHashCode checks values of Java's
 // String.hashCode (UTF-16 code units, int32 overflow) from remoting.md §7.5.
@@ -27,4 +30,21 @@ func TestTagsHashCodeIsJavaStringHashCode(t *testing.T) {
 	if TagsHashCode("\xff") != 0xFFFD {
 		t.Errorf("invalid byte = %d, want %d", TagsHashCode("\xff"), 0xFFFD)
 	}
+}
+
+func FuzzTagsHashCode(f *testing.F) {
+	f.Add("TagA")
+	f.Add("😀\xff中")
+	f.Fuzz(func(t *testing.T, s string) {
+		var want int32
+		for _, u := range utf16.Encode([]rune(s)) {
+			want = 31*want + int32(u)
+		}
+		if got := TagsHashCode(s); got != int64(want) {
+			t.Fatalf("TagsHashCode(%q) = %d, want %d", s, got, want)
+		}
+		if got := TagsHashCodeBytes([]byte(s)); got != int64(want) {
+			t.Fatalf("TagsHashCodeBytes(%q) = %d, want %d", s, got, want)
+		}
+	})
 }
