@@ -1,0 +1,370 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// Broker is one RocketMQ broker: a store, the metadata managers, and the
+// remoting servers whose processors serve clients. New starts nothing;
+// Start brings it up; Close shuts it down (startup in reverse) and waits for
+// every goroutine it started.
+type Broker struct {
+	cfg    Config
+	logger *slog.Logger
+	now    func() time.Time
+
+	// Metadata managers, loaded in Start from <storePathRootDir>/config.
+	Topics       *TopicConfigManager
+	Groups       *SubscriptionGroupManager
+	Offsets      *ConsumerOffsetManager
+	DelayOffsets *DelayOffsetTable
+	Clients      *ClientManager
+	// Store is created in Start, once the serving address is known (it is
+	// the STOREHOST of every message).
+	Store *store.Store
+
+	server    *remoting.Server // main port (listenPort)
+	vipServer *remoting.Server // VIP/fast port (listenPort-2); nil when disabled
+	nsClient  *remoting.Client // to name servers
+	pullHold  *pullHoldService
+	sendQueue *sendQueue
+	stats     brokerStats
+
+	addr      string         // brokerIP1:port, as advertised; set in Start
+	storeHost netip.AddrPort // same address, for ids
+	uniq      *message.UniqIDGenerator
+	bootTime  time.Time
+
+	// registerWake asks the registration loop to register at once (after a
+	// topic change). Capacity 1, non-blocking send.
+	registerWake chan struct{}
+
+	// baseCtx is cancelled when Close begins; background calls derive from it.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	// state: 0 new, 1 starting, 2 running, 3 closing, 4 closed.
+	state   atomic.Int32
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.Mutex // serialises Close
+}
+
+const (
+	stateNew int32 = iota
+	stateStarting
+	stateRunning
+	stateClosing
+	stateClosed
+)
+
+// ErrClosed is returned by Start after Close.
+var ErrClosed = errors.New("broker: closed")
+
+// New validates cfg and builds a broker; it opens nothing and starts nothing.
+func New(cfg Config, logger *slog.Logger) (*Broker, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger = logger.With("component", "broker", "brokerName", cfg.BrokerName)
+	baseCtx, cancelBase := context.WithCancel(context.Background())
+	b := &Broker{
+		baseCtx:      baseCtx,
+		cancelBase:   cancelBase,
+		cfg:          cfg,
+		logger:       logger,
+		now:          time.Now,
+		registerWake: make(chan struct{}, 1),
+		quit:         make(chan struct{}),
+	}
+	dir := b.configDir()
+	b.Topics = newTopicConfigManager(filepath.Join(dir, "topics.json"), logger, b.now)
+	b.Topics.onChange = func([]protocol.TopicConfig) { b.requestRegister() }
+	b.Groups = newSubscriptionGroupManager(filepath.Join(dir, "subscriptionGroup.json"), logger, b.now)
+	b.Offsets = newConsumerOffsetManager(filepath.Join(dir, "consumerOffset.json"), logger, b.now, cfg.ConsumerOffsetUpdateVersionStep)
+	b.DelayOffsets = newDelayOffsetTable(filepath.Join(dir, "delayOffset.json"))
+	b.Clients = newClientManager(b.notifyConsumerIDsChanged)
+	b.pullHold = newPullHoldService(b)
+	b.sendQueue = newSendQueue(b)
+	return b, nil
+}
+
+// Config returns the broker's configuration (after Start, Store.StoreHost
+// and ListenPort hold the real values).
+func (b *Broker) Config() Config { return b.cfg }
+
+// Addr returns the advertised client address (brokerIP1:port); valid after Start.
+func (b *Broker) Addr() string { return b.addr }
+
+// VIPAddr returns the VIP channel's address, or "" when disabled.
+func (b *Broker) VIPAddr() string {
+	if b.vipServer == nil {
+		return ""
+	}
+	return net.JoinHostPort(b.cfg.BrokerIP1, strconv.Itoa(b.vipServer.Addr().(*net.TCPAddr).Port))
+}
+
+func (b *Broker) configDir() string { return filepath.Join(b.cfg.Store.StorePathRootDir, "config") }
+
+// Start loads metadata, listens, opens the store, registers with the name
+// servers and starts the background services. On error everything started
+// so far is closed again.
+func (b *Broker) Start() error {
+	if !b.state.CompareAndSwap(stateNew, stateStarting) {
+		return ErrClosed
+	}
+	if err := b.start(); err != nil {
+		b.shutdown()
+		return err
+	}
+	b.state.Store(stateRunning)
+	b.logger.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName,
+		"brokerId", b.cfg.BrokerID, "namesrvAddr", b.cfg.NamesrvAddr, "storePathRootDir", b.cfg.Store.StorePathRootDir)
+	return nil
+}
+
+func (b *Broker) start() error {
+	b.bootTime = b.now()
+	if err := os.MkdirAll(b.configDir(), 0o755); err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	for _, l := range []func() error{b.Topics.load, b.Groups.load, b.Offsets.load, b.DelayOffsets.load} {
+		if err := l(); err != nil {
+			return err
+		}
+	}
+	if err := b.Topics.ensureSystemTopics(&b.cfg); err != nil {
+		return err
+	}
+	if err := b.Groups.ensureSystemGroups(); err != nil {
+		return err
+	}
+
+	// Listen first: the store needs the real port for STOREHOST. The gate
+	// hook answers SYSTEM_BUSY until the broker is running.
+	configured := b.cfg.ListenPort
+	b.server = b.newServer(configured)
+	if err := b.server.Start(); err != nil {
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	port := b.server.Addr().(*net.TCPAddr).Port
+	b.cfg.ListenPort = port
+	if b.cfg.VIPChannelEnable {
+		vipPort := 0 // an ephemeral main port gets an ephemeral VIP port
+		if configured > 2 {
+			vipPort = configured - 2
+		}
+		b.vipServer = b.newServer(vipPort)
+		if err := b.vipServer.Start(); err != nil {
+			b.logger.Warn("VIP channel disabled: cannot listen", "port", vipPort, "err", err)
+			b.vipServer = nil
+		}
+	}
+	ip, err := netip.ParseAddr(b.cfg.BrokerIP1)
+	if err != nil {
+		return fmt.Errorf("broker: brokerIP1: %w", err)
+	}
+	b.storeHost = netip.AddrPortFrom(ip, uint16(port))
+	b.addr = b.storeHost.String()
+	b.uniq = message.NewUniqIDGenerator(ip, os.Getpid())
+
+	b.cfg.Store.StoreHost = b.storeHost
+	st, err := store.New(b.cfg.Store, b.logger)
+	if err != nil {
+		return fmt.Errorf("broker: store: %w", err)
+	}
+	if err := st.Start(); err != nil {
+		return fmt.Errorf("broker: store: %w", err)
+	}
+	b.Store = st
+	if b.cfg.LongPollingEnable {
+		st.AddArrivalListener(b.pullHold.onArrival)
+	}
+
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-nsclient")})
+	if err := b.nsClient.Start(); err != nil {
+		return fmt.Errorf("broker: name-server client: %w", err)
+	}
+
+	b.sendQueue.start()
+	b.goFunc("pull-hold", b.pullHold.run)
+	b.goFunc("persist", b.persistLoop)
+	b.goFunc("client-scan", b.clientScanLoop)
+	b.state.Store(stateRunning)
+	if len(b.cfg.NamesrvAddr) > 0 {
+		ctx, cancel := context.WithTimeout(b.baseCtx, b.cfg.RegisterBrokerTimeoutMills)
+		b.registerAll(ctx)
+		cancel()
+		b.goFunc("register", b.registerLoop)
+	}
+	return nil
+}
+
+// newServer builds a remoting server with every processor registered.
+func (b *Broker) newServer(port int) *remoting.Server {
+	idle := time.Duration(b.cfg.ServerChannelMaxIdleTimeSeconds) * time.Second
+	s := remoting.NewServer(remoting.ServerConfig{
+		ListenAddr:  net.JoinHostPort(b.cfg.BindAddress, strconv.Itoa(port)),
+		IdleTimeout: idle,
+		Logger:      b.logger.With("component", "broker-remoting"),
+	})
+	s.AddHook(gateHook{b})
+	s.AddConnListener(connListener{b})
+	b.registerProcessors(s)
+	return s
+}
+
+// goFunc starts a counted background goroutine with a pprof label; it
+// refuses once the broker is closing.
+func (b *Broker) goFunc(name string, f func()) {
+	if b.state.Load() >= stateClosing {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("broker", name), func(context.Context) { f() })
+	}()
+}
+
+// Close shuts the broker down, startup in reverse: refuse new requests,
+// unregister from the name servers, stop background services, close the
+// servers (draining their pools), close the store (flush), persist the
+// metadata. It is idempotent and returns after every goroutine exited.
+func (b *Broker) Close() error {
+	b.closeMu.Lock()
+	defer b.closeMu.Unlock()
+	if b.state.Load() == stateClosed {
+		return nil
+	}
+	if b.state.Load() == stateNew {
+		b.state.Store(stateClosed)
+		b.cancelBase()
+		return nil
+	}
+	return b.shutdown()
+}
+
+func (b *Broker) shutdown() error {
+	wasRunning := b.state.Swap(stateClosing) == stateRunning
+	var errs []error
+	if wasRunning && len(b.cfg.NamesrvAddr) > 0 && b.nsClient != nil {
+		b.unregisterAll()
+	}
+	b.cancelBase()
+	close(b.quit)
+	b.wg.Wait()
+	for _, s := range []*remoting.Server{b.vipServer, b.server} {
+		if s != nil {
+			if err := s.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if b.nsClient != nil {
+		b.nsClient.Close()
+	}
+	if b.Store != nil {
+		if err := b.Store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.bootTime != (time.Time{}) {
+		if err := b.Offsets.persist(true); err != nil {
+			errs = append(errs, err)
+		}
+		if err := b.DelayOffsets.persist(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	b.state.Store(stateClosed)
+	b.logger.Info("broker stopped")
+	return errors.Join(errs...)
+}
+
+// persistLoop writes consumerOffset.json every flushConsumerOffsetInterval
+// (first after 10 s, as RocketMQ) and delayOffset.json every
+// flushDelayOffsetInterval.
+func (b *Broker) persistLoop() {
+	offsets := time.NewTimer(min(10*time.Second, b.cfg.FlushConsumerOffsetInterval))
+	defer offsets.Stop()
+	delayEvery := b.cfg.FlushDelayOffsetInterval
+	if delayEvery <= 0 {
+		delayEvery = 10 * time.Second
+	}
+	delay := time.NewTicker(delayEvery)
+	defer delay.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-offsets.C:
+			if err := b.Offsets.persist(false); err != nil {
+				b.logger.Error("persist consumer offsets", "err", err)
+			}
+			offsets.Reset(b.cfg.FlushConsumerOffsetInterval)
+		case <-delay.C:
+			if err := b.DelayOffsets.persist(); err != nil {
+				b.logger.Error("persist delay offsets", "err", err)
+			}
+		}
+	}
+}
+
+// clientScanLoop drops client channels without a heartbeat for
+// channelExpiredTimeout, every 10 s.
+func (b *Broker) clientScanLoop() {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-t.C:
+			if n := b.Clients.ScanExpired(b.now(), b.cfg.ChannelExpiredTimeout); n > 0 {
+				b.logger.Info("expired idle client channels", "count", n)
+			}
+		}
+	}
+}
+
+// gateHook answers SYSTEM_BUSY while the broker is not running (starting or
+// shutting down), so no request reaches a processor without a store.
+type gateHook struct{ b *Broker }
+
+func (g gateHook) Before(_ *remoting.Conn, req *protocol.Command) error {
+	if g.b.state.Load() != stateRunning {
+		return protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	}
+	return nil
+}
+
+func (g gateHook) After(*remoting.Conn, *protocol.Command, *protocol.Command) {}
+
+// connListener removes a closed connection's clients at once.
+type connListener struct{ b *Broker }
+
+func (l connListener) OnConnect(*remoting.Conn)              {}
+func (l connListener) OnClose(c *remoting.Conn)              { l.b.Clients.ConnClosed(c.ID()) }
+func (l connListener) OnIdle(c *remoting.Conn)               { l.b.Clients.ConnClosed(c.ID()) }
+func (l connListener) OnException(c *remoting.Conn, _ error) { l.b.Clients.ConnClosed(c.ID()) }

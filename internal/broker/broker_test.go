@@ -1,0 +1,382 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// testConfig is a broker on a free port with small store files in dir.
+func testConfig(t *testing.T, dir string) Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.BrokerName = "broker-a"
+	cfg.ListenPort = 0
+	cfg.Store.StorePathRootDir = dir
+	cfg.Store.MappedFileSizeCommitLog = 4 << 20
+	cfg.Store.MappedFileSizeConsumeQueue = 20 * 1000
+	cfg.Store.MaxMessageSize = 64 << 10
+	cfg.Store.MessageIndexEnable = false
+	cfg.SendMessageThreadPoolNums = 2
+	cfg.PullMessageThreadPoolNums = 4
+	return cfg
+}
+
+func startBroker(t *testing.T, cfg Config) *Broker {
+	t.Helper()
+	b, err := New(cfg, testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return b
+}
+
+func newClient(t *testing.T) *remoting.Client {
+	t.Helper()
+	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.Logger(t)})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func invoke(t *testing.T, c *remoting.Client, addr string, req *protocol.Command) *protocol.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.InvokeSync(ctx, addr, req)
+	if err != nil {
+		t.Fatalf("invoke %d: %v", req.Code, err)
+	}
+	return resp
+}
+
+func sendReq(topic string, queueID int32, body []byte, props map[string]string) *protocol.Command {
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate, DefaultTopicQueueNums: 4,
+		QueueID: queueID, BornTimestamp: time.Now().UnixMilli(), Properties: message.EncodeProperties(props),
+	}
+	return protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body)
+}
+
+func pullReq(group, topic string, queueID int32, offset int64, sysFlag int32, suspend time.Duration, sub string) *protocol.Command {
+	h := protocol.PullMessageRequestHeader{
+		ConsumerGroup: group, Topic: topic, QueueID: queueID, QueueOffset: offset, MaxMsgNums: 32,
+		SysFlag: sysFlag, SuspendTimeoutMillis: suspend.Milliseconds(), Subscription: sub, ExpressionType: "TAG",
+	}
+	return protocol.NewRequest(protocol.PullMessage, protocol.EncodeHeader(&h, false), nil)
+}
+
+func mustCode(t *testing.T, resp *protocol.Command, want protocol.ResponseCode) {
+	t.Helper()
+	if resp.Code != int32(want) {
+		t.Fatalf("code = %d (%s) remark %q, want %s", resp.Code, protocol.ResponseCode(resp.Code), resp.Remark, want)
+	}
+}
+
+// TestSendAutoCreateAndPull follows remoting.md Appendix B: a send to an
+// unknown topic with defaultTopic=TBW102 creates it (§8.2) and the stored
+// message comes back byte-exact from a pull with a tag subscription.
+func TestSendAutoCreateAndPull(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	props := map[string]string{"TAGS": "TagA", "KEYS": "k1 k2", "user": "v"}
+	resp := invoke(t, c, b.Addr(), sendReq("TopicTest", 1, []byte("hello"), props))
+	mustCode(t, resp, protocol.Success)
+	if resp.Ext("queueId") != "1" || resp.Ext("queueOffset") != "0" || len(resp.Ext("msgId")) != 32 || resp.Ext("MSG_REGION") != "DefaultRegion" {
+		t.Fatalf("send response ext = %v", resp.ExtFields)
+	}
+	tc, ok := b.Topics.Get("TopicTest")
+	if !ok || tc.WriteQueueNums != 4 || tc.Perm != protocol.PermRead|protocol.PermWrite {
+		t.Fatalf("auto-created topic = %+v, %v", tc, ok)
+	}
+	// A second message with another tag, then pull with the TagA filter.
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("TopicTest", 1, []byte("other"), map[string]string{"TAGS": "TagB"})), protocol.Success)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("TopicTest", 1, []byte("again"), map[string]string{"TAGS": "TagA"})), protocol.Success)
+
+	var msgs []*message.Ext
+	next := int64(0)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		resp = invoke(t, c, b.Addr(), pullReq("cg", "TopicTest", 1, next, protocol.PullFlagSubscription, 0, "TagA"))
+		if resp.Code == int32(protocol.Success) {
+			got, err := message.DecodeStoredAll(resp.Body, message.DecodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, got...)
+		}
+		next, _ = strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+		return len(msgs) >= 2
+	}, "pull never returned both TagA messages")
+	if len(msgs) != 2 || string(msgs[0].Body) != "hello" || string(msgs[1].Body) != "again" {
+		t.Fatalf("pulled %d messages", len(msgs))
+	}
+	m := msgs[0]
+	if m.Properties["KEYS"] != "k1 k2" || m.Properties["user"] != "v" || m.Properties["UNIQ_KEY"] == "" ||
+		m.Properties["CLUSTER"] != "DefaultCluster" || m.QueueID != 1 || m.StoreHost.String() != b.Addr() {
+		t.Fatalf("stored message = %+v", m)
+	}
+}
+
+func TestSendRejections(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	tests := []struct {
+		name string
+		req  *protocol.Command
+		want protocol.ResponseCode
+	}{
+		{"body over maxMessageSize", sendReq("Big", 0, make([]byte, cfg.Store.MaxMessageSize+1), nil), protocol.MessageIllegal},
+		{"illegal topic name", sendReq("bad topic!", 0, []byte("x"), nil), protocol.InvalidParameter},
+		{"system topic", sendReq(TopicSchedule, 0, []byte("x"), nil), protocol.NoPermission},
+		{"queue out of range", sendReq("Small", 99, []byte("x"), nil), protocol.InvalidParameter},
+		{"no template", protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&protocol.SendMessageRequestHeader{
+			ProducerGroup: "pg", Topic: "NoTemplate", BornTimestamp: 1}, false), []byte("x")), protocol.TopicNotExist},
+		{"missing header field", protocol.NewRequest(protocol.SendMessage, map[string]string{"topic": "T"}, []byte("x")), protocol.SystemError},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mustCode(t, invoke(t, c, b.Addr(), tc.req), tc.want)
+		})
+	}
+	// The broker keeps serving.
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("Small", 0, []byte("ok"), nil)), protocol.Success)
+	if b.Stats().SendRejected == 0 {
+		t.Error("rejections not counted")
+	}
+}
+
+// TestSendQueueTimeout: a send that waited longer than
+// waitTimeMillsInSendQueue is answered [TIMEOUT_CLEAN_QUEUE] (§8.17).
+func TestSendQueueTimeout(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.WaitTimeMillsInSendQueue = time.Nanosecond
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	resp := invoke(t, c, b.Addr(), sendReq("T", 0, []byte("x"), nil))
+	mustCode(t, resp, protocol.SystemBusy)
+	if !strings.HasPrefix(resp.Remark, "[TIMEOUT_CLEAN_QUEUE]") {
+		t.Fatalf("remark = %q", resp.Remark)
+	}
+	if b.Stats().SendQueueTimeout != 1 {
+		t.Fatalf("stats = %+v", b.Stats())
+	}
+}
+
+// TestLongPolling: a pull at the queue's end is held (§8.7) and answered as
+// soon as a message arrives; without arrivals it is answered PULL_NOT_FOUND
+// when its hold time ends.
+func TestLongPolling(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("LP", 0, []byte("m0"), nil)), protocol.Success)
+
+	flags := int32(protocol.PullFlagSuspend | protocol.PullFlagSubscription)
+	// Hold expiry.
+	start := time.Now()
+	resp := invoke(t, c, b.Addr(), pullReq("cg", "LP", 0, 1, flags, 300*time.Millisecond, "*"))
+	mustCode(t, resp, protocol.PullNotFound)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("answered after %v, before the hold ended", d)
+	}
+	if resp.Ext("nextBeginOffset") != "1" || resp.Ext("maxOffset") != "1" {
+		t.Fatalf("ext = %v", resp.ExtFields)
+	}
+
+	// Wake-up by arrival.
+	type result struct {
+		resp *protocol.Command
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		r, err := c.InvokeSync(ctx, b.Addr(), pullReq("cg", "LP", 0, 1, flags, 15*time.Second, "*"))
+		done <- result{r, err}
+	}()
+	testutil.Eventually(t, 5*time.Second, func() bool { return b.pullHold.heldCount() == 1 }, "pull not held")
+	sent := time.Now()
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("LP", 0, []byte("m1"), nil)), protocol.Success)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		mustCode(t, r.resp, protocol.Success)
+		msgs, err := message.DecodeStoredAll(r.resp.Body, message.DecodeOptions{})
+		if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "m1" {
+			t.Fatalf("msgs = %v, %v", msgs, err)
+		}
+		if d := time.Since(sent); d > 3*time.Second {
+			t.Fatalf("woken after %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("held pull not woken by arrival")
+	}
+}
+
+// TestConsumerOffsetsAndRestart: offsets committed by UPDATE_CONSUMER_OFFSET
+// and piggy-backed on pulls survive a clean restart (consumerOffset.json).
+func TestConsumerOffsetsAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	b, err := New(cfg, testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("OT", 0, []byte("x"), nil)), protocol.Success)
+	// No offset yet: a young queue answers 0 (remoting.md §9.4 #33).
+	q := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "OT", QueueID: 0}
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryConsumerOffset, protocol.EncodeHeader(&q, false), nil))
+	mustCode(t, resp, protocol.Success)
+	if resp.Ext("offset") != "0" {
+		t.Fatalf("offset = %q", resp.Ext("offset"))
+	}
+	u := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "OT", QueueID: 0, CommitOffset: 1}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateConsumerOffset, protocol.EncodeHeader(&u, false), nil)), protocol.Success)
+	// Piggy-backed commit on a pull of queue 1.
+	pr := pullReq("g", "OT", 1, 0, protocol.PullFlagSubscription|protocol.PullFlagCommitOffset, 0, "*")
+	pr.SetExt("commitOffset", "7")
+	invoke(t, c, b.Addr(), pr)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b2 := startBroker(t, cfg)
+	if off, ok := b2.Offsets.Query("g", "OT", 0); !ok || off != 1 {
+		t.Fatalf("queue 0 offset after restart = %d, %v", off, ok)
+	}
+	if off, ok := b2.Offsets.Query("g", "OT", 1); !ok || off != 7 {
+		t.Fatalf("queue 1 offset after restart = %d, %v", off, ok)
+	}
+	resp = invoke(t, c, b2.Addr(), protocol.NewRequest(protocol.QueryConsumerOffset, protocol.EncodeHeader(&q, false), nil))
+	mustCode(t, resp, protocol.Success)
+	if resp.Ext("offset") != "1" {
+		t.Fatalf("offset = %q", resp.Ext("offset"))
+	}
+	// The message survives too.
+	resp = invoke(t, c, b2.Addr(), pullReq("g", "OT", 0, 0, protocol.PullFlagSubscription, 0, "*"))
+	mustCode(t, resp, protocol.Success)
+}
+
+// TestHeartbeatNotifiesGroup: a second consumer joining a group makes the
+// broker push NOTIFY_CONSUMER_IDS_CHANGED to the members (§8.6), and
+// GET_CONSUMER_LIST_BY_GROUP lists both.
+func TestHeartbeatNotifiesGroup(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	var notified atomic.Int32
+	clients := make([]*remoting.Client, 2)
+	for i := range clients {
+		clients[i] = newClient(t)
+		clients[i].RegisterProcessor(protocol.NotifyConsumerIDsChanged, func(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+			if req.Ext("consumerGroup") == "cg" {
+				notified.Add(1)
+			}
+			return nil, nil
+		})
+	}
+	hb := func(i int) {
+		body, _ := protocol.MarshalJSON(&protocol.HeartbeatData{
+			ClientID: "client-" + strconv.Itoa(i),
+			ConsumerDataSet: []protocol.ConsumerData{{GroupName: "cg", ConsumeType: protocol.ConsumePassively,
+				MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+				SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "T", SubString: "*"}}}},
+		})
+		mustCode(t, invoke(t, clients[i], b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, body)), protocol.Success)
+	}
+	hb(0)
+	hb(1)
+	testutil.Eventually(t, 5*time.Second, func() bool { return notified.Load() >= 2 }, "members not notified")
+	if !b.Topics.Contains(RetryTopic("cg")) {
+		t.Fatal("retry topic not created at heartbeat")
+	}
+	h := protocol.ConsumerGroupHeader{ConsumerGroup: "cg"}
+	resp := invoke(t, clients[0], b.Addr(), protocol.NewRequest(protocol.GetConsumerListByGroup, protocol.EncodeHeader(&h, false), nil))
+	mustCode(t, resp, protocol.Success)
+	if string(resp.Body) != `{"consumerIdList":["client-0","client-1"]}` {
+		t.Fatalf("body = %s", resp.Body)
+	}
+	// A client leaving (connection closed) is removed at once.
+	clients[1].Close()
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Clients.ConsumerIDs("cg")) == 1 }, "closed client not removed")
+}
+
+func TestTopicAndGroupAdmin(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	ct := protocol.CreateTopicRequestHeader{Topic: "Admin", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6,
+		TopicFilterType: "SINGLE_TAG", Attributes: "+message.type=NORMAL"}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
+	tc, ok := b.Topics.Get("Admin")
+	if !ok || tc.ReadQueueNums != 2 || tc.Attributes["message.type"] != "NORMAL" {
+		t.Fatalf("topic = %+v", tc)
+	}
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetAllTopicConfig, nil, nil))
+	mustCode(t, resp, protocol.Success)
+	w, err := protocol.DecodeTopicConfigSerializeWrapper(resp.Body)
+	if err != nil || w.TopicConfigTable["Admin"].WriteQueueNums != 2 || w.TopicConfigTable[TopicAutoCreate].Perm != 7 {
+		t.Fatalf("wrapper = %+v, %v", w, err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.DeleteTopicInBroker, map[string]string{"topic": "Admin"}, nil)), protocol.Success)
+	if b.Topics.Contains("Admin") {
+		t.Fatal("topic not deleted")
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.DeleteTopicInBroker, map[string]string{"topic": TopicAutoCreate}, nil)), protocol.InvalidParameter)
+
+	g := protocol.NewSubscriptionGroupConfig("admin_group")
+	g.RetryMaxTimes = 3
+	body, _ := protocol.MarshalJSON(&g)
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateSubscriptionGroup, nil, body)), protocol.Success)
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetAllSubscriptionGroupConfig, nil, nil))
+	mustCode(t, resp, protocol.Success)
+	var wrapper protocol.SubscriptionGroupWrapper
+	if err := protocol.UnmarshalFastJSON(resp.Body, &wrapper); err != nil || wrapper.SubscriptionGroupTable["admin_group"].RetryMaxTimes != 3 {
+		t.Fatalf("groups = %s, %v", resp.Body, err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.DeleteSubscriptionGroup, map[string]string{"groupName": "admin_group"}, nil)), protocol.Success)
+	if _, ok := b.Groups.Get("admin_group"); ok {
+		t.Fatal("group not deleted")
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.RequestCode(9999), nil, nil)), protocol.RequestCodeNotSupported)
+}
+
+func TestCloseIdempotentAndStartAfterClose(t *testing.T) {
+	b, err := New(testConfig(t, t.TempDir()), testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Start(); err == nil {
+		t.Fatal("Start after Close succeeded")
+	}
+}

@@ -1,0 +1,109 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+// processQueryConsumerOffset serves QUERY_CONSUMER_OFFSET (14; header
+// consumerGroup, topic, queueId, setZeroIfNotFound). Without a stored offset
+// a young queue (min offset 0) answers 0 so a new group starts at the
+// beginning (remoting.md §9.4 #33); otherwise QUERY_NOT_FOUND.
+func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.QueryConsumerOffsetRequestHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	off, ok := b.Offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
+	if !ok {
+		setZero := h.SetZeroIfNotFound == nil || *h.SetZeroIfNotFound
+		if !setZero || b.Store.MinOffsetInQueue(h.Topic, h.QueueID) > 0 || !b.firstMessageHot(h.Topic, h.QueueID) {
+			return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"), nil
+		}
+		off = 0
+	}
+	return offsetResponse(req, off), nil
+}
+
+// firstMessageHot approximates Java's "offset 0 still in the page cache":
+// the queue's first message is within the store's memory window. The store
+// has no such query yet, so an empty or young queue counts as hot.
+func (b *Broker) firstMessageHot(topic string, queueID int32) bool {
+	return true
+}
+
+// processUpdateConsumerOffset serves UPDATE_CONSUMER_OFFSET (15; header
+// consumerGroup, topic, queueId, commitOffset). Go sends it every 5 s per
+// queue without the oneway bit and does not wait.
+func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.UpdateConsumerOffsetRequestHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	if _, ok := b.Groups.Get(h.ConsumerGroup); !ok {
+		if _, ok, _ := b.Groups.FindOrCreate(h.ConsumerGroup, b.cfg.AutoCreateSubscriptionGroup); !ok {
+			return nil, protocol.Errorf(protocol.SubscriptionGroupNotExist, "subscription group not exist, %s", h.ConsumerGroup)
+		}
+	}
+	if !b.Topics.Contains(h.Topic) {
+		return nil, protocol.Errorf(protocol.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	b.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	return protocol.NewResponse(req, protocol.Success, ""), nil
+}
+
+// processGetMaxOffset serves GET_MAX_OFFSET (30; topic, queueId): the next
+// offset to be written, 0 for unknown queues. Go reads `offset` without
+// checking the code.
+func (b *Broker) processGetMaxOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.QueueHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	return offsetResponse(req, max(b.Store.MaxOffsetInQueue(h.Topic, h.QueueID), 0)), nil
+}
+
+// processGetMinOffset serves GET_MIN_OFFSET (31; topic, queueId).
+func (b *Broker) processGetMinOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.QueueHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	return offsetResponse(req, max(b.Store.MinOffsetInQueue(h.Topic, h.QueueID), 0)), nil
+}
+
+// processGetEarliestMsgStoreTime serves GET_EARLIEST_MSG_STORETIME (32).
+func (b *Broker) processGetEarliestMsgStoreTime(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.QueueHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	ts, err := b.Store.EarliestMessageTime(h.Topic, h.QueueID)
+	if err != nil {
+		ts = -1
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.ExtFields = protocol.EncodeHeader(&protocol.TimestampResponseHeader{Timestamp: ts}, false)
+	return resp, nil
+}
+
+// processSearchOffset serves SEARCH_OFFSET_BY_TIMESTAMP (29; topic, queueId,
+// timestamp, boundaryType).
+func (b *Broker) processSearchOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.SearchOffsetRequestHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	upper := strings.EqualFold(h.BoundaryType, "upper")
+	return offsetResponse(req, max(b.Store.OffsetByTimeBoundary(h.Topic, h.QueueID, h.Timestamp, upper), 0)), nil
+}
+
+func offsetResponse(req *protocol.Command, off int64) *protocol.Command {
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.ExtFields = map[string]string{"offset": strconv.FormatInt(off, 10)}
+	return resp
+}

@@ -1,0 +1,61 @@
+// Package broker is Apogee's RocketMQ broker: request processors over a
+// store, metadata managers, long polling and name-server registration.
+//
+// It owns the broker behaviour of storage-and-broker.md §8 and the broker
+// side of remoting.md §3.3–§3.7 and §7. It never parses files other than its
+// own JSON metadata (broker.conf comes in as a Config), never touches the
+// commit log except through the store's API, and never imports the name
+// server or the client SDK.
+//
+// Wiring
+//
+//	  clients ──TCP──> remoting.Server (listenPort) ─┐   remoting.Server (listenPort-2, VIP)
+//	                                                 │     │ same processors
+//	            gateHook (SYSTEM_BUSY unless running)│<────┘
+//	                                                 v
+//	  registerProcessors: one line per request family, each on its pool
+//	   ├─ send codes 10/310/320/324/325 ─> sendQueue (own executor: enqueue
+//	   │     time, [TIMEOUT_CLEAN_QUEUE]) ─> processSend ─> Store.PutMessage(s)
+//	   │     ... store completion callback ─> conn.WriteResponse   (send.go)
+//	   ├─ 11/361 pull ─> processPull ─> Store.GetMessage; PULL_NOT_FOUND with
+//	   │     the suspend flag ─> pullHoldService (pull_hold.go), woken by
+//	   │     Store arrival listener, 5 s scan and hold deadlines
+//	   ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
+//	   ├─ 38/14/15 consumer management (heartbeat.go, consumer_offset.go)
+//	   └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
+//	         200/201/207/225/352 groups, 43/45 (admin_topic.go, admin_group.go)
+//
+//	  Managers (fields of Broker, reachable by every processor):
+//	   Topics       TopicConfigManager        <root>/config/topics.json
+//	   Groups       SubscriptionGroupManager  <root>/config/subscriptionGroup.json
+//	   Offsets      ConsumerOffsetManager     <root>/config/consumerOffset.json (every 5 s + at close)
+//	   DelayOffsets DelayOffsetTable          <root>/config/delayOffset.json (every 10 s + at close)
+//	   Clients      ClientManager             in memory; NOTIFY_CONSUMER_IDS_CHANGED on change
+//	   Store        *store.Store              created in Start (STOREHOST = brokerIP1:port)
+//
+// Metadata files are RocketMQ's JSON shapes; they are written atomically
+// (temp file, fsync, rename, the previous version kept as <name>.bak) and
+// read back with the fastjson dialect (bare numeric keys) accepted, falling
+// back to the .bak file when the main one is missing or unreadable.
+//
+// Extending: a new request family adds a file with its processors
+// (func (b *Broker) processXxx(ctx, conn, req) (*protocol.Command, error))
+// and one line in registerProcessors; a new background service adds a run
+// method started with b.goFunc in start() that returns on <-b.quit.
+//
+// Lifecycle: New validates and builds managers (opens nothing). Start loads
+// metadata, creates system topics/groups, listens, creates and starts the
+// store, starts the send workers, the hold service, the persist and client
+// scan loops, registers with every name server and starts the registration
+// loop. Close runs in reverse: requests are refused (SYSTEM_BUSY),
+// UNREGISTER_BROKER is sent, background goroutines stop, servers close
+// (draining pools), the store closes (flush), offsets are persisted.
+//
+// Goroutines (all started by goFunc, counted in wg, stopped by quit):
+// send workers (sendMessageThreadPoolNums), pull-hold, persist,
+// client-scan, register, and short-lived conn-closed clean-ups.
+//
+// Locks: each manager has one RWMutex over its table plus a persist mutex
+// that only serialises file writes; no manager lock is held while calling
+// another manager, the store, or a connection.
+package broker

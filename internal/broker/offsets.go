@@ -1,0 +1,269 @@
+package broker
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// ConsumerOffsetManager keeps every group's "next offset to consume" per
+// queue, keyed "topic@group" like RocketMQ's ConsumerOffsetManager, and
+// persists it to consumerOffset.json periodically and at shutdown
+// (storage-and-broker.md §8.5).
+type ConsumerOffsetManager struct {
+	path        string
+	logger      *slog.Logger
+	now         func() time.Time
+	versionStep int64
+
+	persistMu sync.Mutex // serialises file writes
+
+	mu sync.RWMutex
+	// offsets, version and commits are guarded by mu.
+	offsets map[string]map[int32]int64
+	version protocol.DataVersion
+	commits int64 // commits since the last version bump
+	dirty   bool  // changed since the last persist
+}
+
+func newConsumerOffsetManager(path string, logger *slog.Logger, now func() time.Time, versionStep int64) *ConsumerOffsetManager {
+	return &ConsumerOffsetManager{
+		path:        path,
+		logger:      logger,
+		now:         now,
+		versionStep: max(versionStep, 1),
+		offsets:     make(map[string]map[int32]int64),
+	}
+}
+
+func offsetKey(topic, group string) string { return topic + "@" + group }
+
+func (m *ConsumerOffsetManager) load() error {
+	_, err := loadFileWithBackup(m.path, func(b []byte) error {
+		var w protocol.ConsumerOffsetWrapper
+		if err := protocol.UnmarshalFastJSON(b, &w); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.offsets = w.OffsetTable
+		if m.offsets == nil {
+			m.offsets = make(map[string]map[int32]int64)
+		}
+		if w.DataVersion != nil {
+			m.version = *w.DataVersion
+		}
+		return nil
+	})
+	return err
+}
+
+// Commit stores offset as the group's next offset for the queue. A commit
+// below the stored value is accepted (RocketMQ logs it).
+func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offset int64) {
+	key := offsetKey(topic, group)
+	m.mu.Lock()
+	q, ok := m.offsets[key]
+	if !ok {
+		q = make(map[int32]int64)
+		m.offsets[key] = q
+	}
+	prev, had := q[queueID]
+	q[queueID] = offset
+	m.dirty = true
+	m.commits++
+	if m.commits >= m.versionStep {
+		m.commits = 0
+		m.version = nextDataVersion(m.version, m.now())
+	}
+	m.mu.Unlock()
+	if had && offset < prev {
+		m.logger.Debug("consumer offset moved back", "group", group, "topic", topic, "queueId", queueID,
+			"offset", offset, "previous", prev)
+	}
+}
+
+// Query returns the stored offset, or false.
+func (m *ConsumerOffsetManager) Query(group, topic string, queueID int32) (int64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	off, ok := m.offsets[offsetKey(topic, group)][queueID]
+	return off, ok
+}
+
+// QueryAll returns a copy of a group's offsets on one topic.
+func (m *ConsumerOffsetManager) QueryAll(group, topic string) map[int32]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return maps.Clone(m.offsets[offsetKey(topic, group)])
+}
+
+// TopicsOfGroup lists the topics a group has offsets for.
+func (m *ConsumerOffsetManager) TopicsOfGroup(group string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.offsets {
+		if t, g, ok := splitOffsetKey(k); ok && g == group {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// GroupsOfTopic lists the groups that have offsets on a topic.
+func (m *ConsumerOffsetManager) GroupsOfTopic(topic string) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []string
+	for k := range m.offsets {
+		if t, g, ok := splitOffsetKey(k); ok && t == topic {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func splitOffsetKey(k string) (topic, group string, ok bool) {
+	i := strings.LastIndexByte(k, '@')
+	if i < 0 {
+		return "", "", false
+	}
+	return k[:i], k[i+1:], true
+}
+
+// RemoveTopic drops every group's offsets on topic.
+func (m *ConsumerOffsetManager) RemoveTopic(topic string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.offsets {
+		if t, _, ok := splitOffsetKey(k); ok && t == topic {
+			delete(m.offsets, k)
+			m.dirty = true
+		}
+	}
+}
+
+// RemoveGroup drops a group's offsets on every topic.
+func (m *ConsumerOffsetManager) RemoveGroup(group string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.offsets {
+		if _, g, ok := splitOffsetKey(k); ok && g == group {
+			delete(m.offsets, k)
+			m.dirty = true
+		}
+	}
+}
+
+// Wrapper returns a copy of the table: consumerOffset.json and
+// GET_ALL_CONSUMER_OFFSET's body.
+func (m *ConsumerOffsetManager) Wrapper() *protocol.ConsumerOffsetWrapper {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	w := &protocol.ConsumerOffsetWrapper{OffsetTable: make(map[string]map[int32]int64, len(m.offsets))}
+	for k, v := range m.offsets {
+		w.OffsetTable[k] = maps.Clone(v)
+	}
+	v := m.version
+	w.DataVersion = &v
+	return w
+}
+
+// persist writes consumerOffset.json when something changed (or force).
+func (m *ConsumerOffsetManager) persist(force bool) error {
+	m.persistMu.Lock()
+	defer m.persistMu.Unlock()
+	m.mu.Lock()
+	dirty := m.dirty
+	m.dirty = false
+	m.mu.Unlock()
+	if !dirty && !force {
+		return nil
+	}
+	data, err := json.MarshalIndent(m.Wrapper(), "", "\t")
+	if err != nil {
+		return fmt.Errorf("broker: encode consumer offsets: %w", err)
+	}
+	if err := writeFileAtomic(m.path, data); err != nil {
+		m.mu.Lock()
+		m.dirty = true
+		m.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// DelayOffsetTable is delayOffset.json: per delay level, the next offset of
+// the schedule queue to deliver (storage-and-broker.md §8.8).
+type DelayOffsetTable struct {
+	path string
+
+	persistMu sync.Mutex
+
+	mu      sync.Mutex
+	offsets map[int32]int64 // guarded by mu
+	version protocol.DataVersion
+}
+
+func newDelayOffsetTable(path string) *DelayOffsetTable {
+	return &DelayOffsetTable{path: path, offsets: make(map[int32]int64)}
+}
+
+func (d *DelayOffsetTable) load() error {
+	_, err := loadFileWithBackup(d.path, func(b []byte) error {
+		var w protocol.DelayOffsetWrapper
+		if err := protocol.UnmarshalFastJSON(b, &w); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.offsets = w.OffsetTable
+		if d.offsets == nil {
+			d.offsets = make(map[int32]int64)
+		}
+		if w.DataVersion != nil {
+			d.version = *w.DataVersion
+		}
+		return nil
+	})
+	return err
+}
+
+// Get returns a level's offset (0 if none).
+func (d *DelayOffsetTable) Get(level int32) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.offsets[level]
+}
+
+// Set stores a level's offset.
+func (d *DelayOffsetTable) Set(level int32, offset int64) {
+	d.mu.Lock()
+	d.offsets[level] = offset
+	d.mu.Unlock()
+}
+
+// Wrapper returns a copy: delayOffset.json and GET_ALL_DELAY_OFFSET's body.
+func (d *DelayOffsetTable) Wrapper() *protocol.DelayOffsetWrapper {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.version
+	return &protocol.DelayOffsetWrapper{OffsetTable: maps.Clone(d.offsets), DataVersion: &v}
+}
+
+func (d *DelayOffsetTable) persist() error {
+	d.persistMu.Lock()
+	defer d.persistMu.Unlock()
+	data, err := json.MarshalIndent(d.Wrapper(), "", "\t")
+	if err != nil {
+		return fmt.Errorf("broker: encode delay offsets: %w", err)
+	}
+	return writeFileAtomic(d.path, data)
+}

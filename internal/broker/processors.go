@@ -1,0 +1,79 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+// registerProcessors wires every request family to its processor and pool
+// (storage-and-broker.md §8.17). One line per family: a new family adds its
+// file (admin_xxx.go) and one line here.
+func (b *Broker) registerProcessors(s *remoting.Server) {
+	c := &b.cfg
+	// Sends go through the broker's own sendQueue (send_queue.go); the
+	// remoting pool in front only timestamps and enqueues.
+	sendPool := remoting.PoolConfig{Workers: 1, QueueSize: 4096}
+	pullPool := remoting.PoolConfig{Workers: c.PullMessageThreadPoolNums, QueueSize: c.PullThreadPoolQueueCapacity}
+	adminPool := remoting.PoolConfig{Workers: c.AdminBrokerThreadPoolNums, QueueSize: 10000}
+	clientPool := remoting.PoolConfig{Workers: c.ClientManageThreadPoolNums, QueueSize: 100000}
+	heartbeatPool := remoting.PoolConfig{Workers: c.HeartbeatThreadPoolNums, QueueSize: 50000}
+	consumerPool := remoting.PoolConfig{Workers: c.ConsumerManageThreadPoolNums, QueueSize: 100000}
+
+	// Produce (send.go).
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.SendMessage, protocol.SendMessageV2,
+		protocol.SendBatchMessage, protocol.SendReplyMessage, protocol.SendReplyMessageV2}, b.sendQueue.enqueue, sendPool)
+	// Consume (pull.go, pull_hold.go).
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PullMessage, protocol.LitePullMessage}, b.processPull, pullPool)
+	// Clients (heartbeat.go).
+	s.RegisterProcessor(protocol.HeartBeat, b.processHeartbeat, heartbeatPool)
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.UnregisterClient, protocol.CheckClientConfig},
+		b.dispatch(map[protocol.RequestCode]remoting.Processor{
+			protocol.UnregisterClient:  b.processUnregisterClient,
+			protocol.CheckClientConfig: b.processCheckClientConfig,
+		}), clientPool)
+	// Consumer management and offsets (heartbeat.go, consumer_offset.go).
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.GetConsumerListByGroup, protocol.QueryConsumerOffset,
+		protocol.UpdateConsumerOffset}, b.dispatch(map[protocol.RequestCode]remoting.Processor{
+		protocol.GetConsumerListByGroup: b.processGetConsumerList,
+		protocol.QueryConsumerOffset:    b.processQueryConsumerOffset,
+		protocol.UpdateConsumerOffset:   b.processUpdateConsumerOffset,
+	}), consumerPool)
+	// Admin: queue offsets, topics, subscription groups (consumer_offset.go,
+	// admin_topic.go, admin_group.go).
+	admin := map[protocol.RequestCode]remoting.Processor{
+		protocol.GetMaxOffset:                         b.processGetMaxOffset,
+		protocol.GetMinOffset:                         b.processGetMinOffset,
+		protocol.GetEarliestMsgStoreTime:              b.processGetEarliestMsgStoreTime,
+		protocol.SearchOffsetByTimestamp:              b.processSearchOffset,
+		protocol.UpdateAndCreateTopic:                 b.processCreateTopic,
+		protocol.UpdateAndCreateTopicList:             b.processCreateTopicList,
+		protocol.GetAllTopicConfig:                    b.processGetAllTopicConfig,
+		protocol.GetTopicConfig:                       b.processGetTopicConfig,
+		protocol.DeleteTopicInBroker:                  b.processDeleteTopic,
+		protocol.UpdateAndCreateSubscriptionGroup:     b.processUpdateGroup,
+		protocol.UpdateAndCreateSubscriptionGroupList: b.processUpdateGroupList,
+		protocol.GetAllSubscriptionGroupConfig:        b.processGetAllGroups,
+		protocol.GetSubscriptionGroupConfig:           b.processGetGroup,
+		protocol.DeleteSubscriptionGroup:              b.processDeleteGroup,
+		protocol.GetAllConsumerOffset:                 b.processGetAllConsumerOffset,
+		protocol.GetAllDelayOffset:                    b.processGetAllDelayOffset,
+	}
+	codes := make([]protocol.RequestCode, 0, len(admin))
+	for code := range admin {
+		codes = append(codes, code)
+	}
+	s.RegisterProcessorShared(codes, b.dispatch(admin), adminPool)
+}
+
+// dispatch routes a shared pool's codes to their processors.
+func (b *Broker) dispatch(m map[protocol.RequestCode]remoting.Processor) remoting.Processor {
+	return func(ctx context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+		p, ok := m[protocol.RequestCode(req.Code)]
+		if !ok {
+			return nil, protocol.Errorf(protocol.RequestCodeNotSupported, " request type %d not supported", req.Code)
+		}
+		return p(ctx, conn, req)
+	}
+}

@@ -1,0 +1,214 @@
+package broker
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// processPull serves PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361)
+// (remoting.md §7). A pull that finds nothing and allows suspension is
+// parked in the hold service and answered later (returns (nil, nil)).
+//
+// Fields by client: the Go push consumer sends sysFlag 2 (3 with a commit
+// offset), no subscription, suspendTimeoutMillis 20000; the Go pull loop
+// sends sysFlag 6 with the expression; Java push sends 15000 ms and may
+// post its subscription.
+func (b *Broker) processPull(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	return b.pull(conn, req, true)
+}
+
+// pull runs one pull. allowSuspend is true on the first execution and false
+// when the hold service re-executes a parked request (then the commit offset
+// is not applied again and nothing is parked).
+func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend bool) (*protocol.Command, error) {
+	var h protocol.PullMessageRequestHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	if allowSuspend {
+		b.stats.pullRequests.Add(1)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	rh := protocol.PullMessageResponseHeader{}
+	fail := func(code protocol.ResponseCode, forbidden int32, format string, args ...any) (*protocol.Command, error) {
+		e := protocol.Errorf(code, format, args...)
+		resp.Code, resp.Remark = int32(e.Code), e.Remark
+		rh.ForbiddenType = forbidden
+		resp.ExtFields = protocol.EncodeHeader(&rh, false)
+		return resp, nil
+	}
+	if b.cfg.BrokerPermission&protocol.PermRead == 0 {
+		return fail(protocol.NoPermission, 1, "the broker[%s] pulling message is forbidden", b.addr)
+	}
+	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.cfg.AutoCreateSubscriptionGroup)
+	if err != nil {
+		b.logger.Error("persist auto-created group", "group", h.ConsumerGroup, "err", err)
+	}
+	if !ok {
+		return fail(protocol.SubscriptionGroupNotExist, 0, "subscription group [%s] does not exist", h.ConsumerGroup)
+	}
+	if !gc.ConsumeEnable {
+		return fail(protocol.NoPermission, 2, "subscription group no permission, %s", h.ConsumerGroup)
+	}
+	tc, ok := b.Topics.Get(h.Topic)
+	if !ok {
+		return fail(protocol.TopicNotExist, 0, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if tc.Perm&protocol.PermRead == 0 {
+		return fail(protocol.NoPermission, 3, "the topic[%s] pulling message is forbidden", h.Topic)
+	}
+	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {
+		return fail(protocol.InvalidParameter, 0, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr())
+	}
+	rh.TopicSysFlag = tc.TopicSysFlag
+	rh.GroupSysFlag = gc.GroupSysFlag
+
+	var sub *protocol.SubscriptionData
+	if h.SysFlag&protocol.PullFlagSubscription != 0 {
+		s := normalizeSubscription(protocol.SubscriptionData{
+			Topic: h.Topic, SubString: h.Subscription, ExpressionType: h.ExpressionType, SubVersion: h.SubVersion,
+		})
+		sub = &s
+	} else {
+		info, ok := b.Clients.ConsumerGroup(h.ConsumerGroup)
+		if !ok {
+			return fail(protocol.SubscriptionNotExist, 0, "the consumer's group info not exist")
+		}
+		if info.MessageModel == protocol.MessageModelBroadcasting && !gc.ConsumeBroadcastEnable {
+			return fail(protocol.NoPermission, 4, "the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)
+		}
+		s, ok := info.Subscriptions[h.Topic]
+		if !ok {
+			return fail(protocol.SubscriptionNotExist, 0, "the consumer's subscription not exist")
+		}
+		if s.SubVersion < h.SubVersion {
+			return fail(protocol.SubscriptionNotLatest, 0, "the consumer's subscription not latest")
+		}
+		sub = s
+	}
+	if !sub.IsTag() {
+		if !b.cfg.EnablePropertyFilter {
+			return fail(protocol.SystemError, 0, "The broker does not support consumer to filter message by %s", sub.ExpressionType)
+		}
+		return fail(protocol.SubscriptionParseFailed, 0, "expression type %s is not supported yet", sub.ExpressionType)
+	}
+	filter := newTagFilter(sub)
+
+	maxBytes := h.MaxMsgBytes
+	if maxBytes <= 0 {
+		maxBytes = 0
+	}
+	res := b.Store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, h.MaxMsgNums, maxBytes, filter)
+	rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset = res.NextBeginOffset, res.MinOffset, res.MaxOffset
+	if res.SuggestPullingFromSlave && b.cfg.SlaveReadEnable {
+		rh.SuggestWhichBrokerID = gc.WhichBrokerWhenConsumeSlowly
+	} else {
+		rh.SuggestWhichBrokerID = gc.BrokerID
+	}
+	code := pullStatusResponse(res.Status, h.QueueOffset)
+	resp.Code = int32(code)
+	resp.Remark = res.Status.String()
+	if code == protocol.Success {
+		body := make([]byte, 0, res.TotalBytes)
+		for _, m := range res.Messages {
+			body = append(body, m...)
+		}
+		resp.Body = body
+		b.stats.pullFound.Add(1)
+		b.stats.messagesOut.Add(int64(len(res.Messages)))
+		b.stats.bytesOut.Add(int64(len(body)))
+	}
+	if res.Release != nil {
+		res.Release()
+	}
+	if code == protocol.PullOffsetMoved {
+		b.logger.Info("pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID,
+			"offset", h.QueueOffset, "nextBeginOffset", rh.NextBeginOffset, "status", res.Status.String())
+	}
+	resp.ExtFields = protocol.EncodeHeader(&rh, false)
+
+	// Piggy-backed commit, first execution only (storage-and-broker.md §8.5).
+	if allowSuspend && h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.Store.BrokerRole != store.RoleSlave {
+		b.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	}
+
+	if code == protocol.PullNotFound {
+		b.stats.pullMiss.Add(1)
+		if allowSuspend && h.SysFlag&protocol.PullFlagSuspend != 0 {
+			hold := b.cfg.ShortPollingTimeMills
+			if b.cfg.LongPollingEnable && h.SuspendTimeoutMillis > 0 {
+				hold = time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
+			}
+			b.pullHold.suspend(&pullRequest{
+				conn: conn, req: req, topic: h.Topic, queueID: h.QueueID, offset: h.QueueOffset,
+				filter: filter, deadline: b.now().Add(hold),
+			})
+			return nil, nil
+		}
+	}
+	return resp, nil
+}
+
+// pullStatusResponse maps a store get status to the pull response code
+// (remoting.md §7.3, master behaviour).
+func pullStatusResponse(st store.GetStatus, requestOffset int64) protocol.ResponseCode {
+	switch st {
+	case store.Found:
+		return protocol.Success
+	case store.NoMatchedMessage, store.MessageWasRemoving:
+		return protocol.PullRetryImmediately
+	case store.NoMatchedLogicQueue, store.NoMessageInQueue:
+		if requestOffset != 0 {
+			return protocol.PullOffsetMoved
+		}
+		return protocol.PullNotFound
+	case store.OffsetFoundNull, store.OffsetOverflowOne:
+		return protocol.PullNotFound
+	case store.OffsetOverflowBadly, store.OffsetTooSmall:
+		return protocol.PullOffsetMoved
+	default:
+		return protocol.PullNotFound
+	}
+}
+
+// tagFilter is the TAG expression filter of a pull: the consume-queue tag
+// code must be in the subscription's code set; "*" matches everything. The
+// exact tag string is re-checked by clients (hash collisions pass here).
+type tagFilter struct {
+	all   bool
+	codes []int32
+}
+
+func newTagFilter(s *protocol.SubscriptionData) *tagFilter {
+	sub := strings.TrimSpace(s.SubString)
+	if sub == "" || sub == protocol.SubAll || len(s.CodeSet) == 0 && len(s.TagsSet) == 0 {
+		return &tagFilter{all: true}
+	}
+	return &tagFilter{codes: s.CodeSet}
+}
+
+// MatchTagsCode implements store.MessageFilter.
+func (f *tagFilter) MatchTagsCode(code int64) bool {
+	if f.all {
+		return true
+	}
+	c := int32(code)
+	for _, x := range f.codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchProperties implements store.MessageFilter (no SQL92 yet).
+func (f *tagFilter) MatchProperties(map[string]string) bool { return true }
+
+// PropertiesFilterless tells the store to skip decoding properties.
+func (f *tagFilter) PropertiesFilterless() bool { return true }

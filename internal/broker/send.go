@@ -1,0 +1,281 @@
+package broker
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// processSend serves SEND_MESSAGE (10, long header names, the Go client's
+// single sends), SEND_MESSAGE_V2 (310, one-letter names, Java's default) and
+// SEND_BATCH_MESSAGE (320, one-letter names, both clients' batches).
+// SEND_REPLY_MESSAGE (324/325) is stored the same way.
+//
+// The response is written from the store's completion callback: under
+// SYNC_FLUSH that is the flush goroutine's group commit, so no worker waits
+// for the disk (the processor returns (nil, nil)).
+func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	code := protocol.RequestCode(req.Code)
+	v2 := code == protocol.SendMessageV2 || code == protocol.SendBatchMessage || code == protocol.SendReplyMessageV2
+	var h protocol.SendMessageRequestHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, v2); err != nil {
+		return nil, err
+	}
+	tc, err := b.sendCheck(&h, req)
+	if err != nil {
+		return nil, err
+	}
+	if h.QueueID < 0 {
+		h.QueueID = rand.Int32N(max(tc.WriteQueueNums, 1))
+	}
+	if len(req.Body) > b.cfg.Store.MaxMessageSize {
+		b.stats.sendRejected.Add(1)
+		return nil, protocol.Errorf(protocol.MessageIllegal,
+			"the message body size over max value, MAX: %d", b.cfg.Store.MaxMessageSize)
+	}
+	bornHost, _ := netip.ParseAddrPort(conn.RemoteAddr())
+	sysFlag := h.SysFlag
+	if tc.TopicFilterType == protocol.TopicFilterMultiTag {
+		sysFlag |= message.SysFlagMultiTags
+	}
+	if h.Batch || code == protocol.SendBatchMessage {
+		return b.sendBatch(conn, req, &h, tc, sysFlag, bornHost)
+	}
+
+	props := message.DecodeProperties(h.Properties)
+	delete(props, message.PropertyPopCK)
+	topic, queueID := h.Topic, h.QueueID
+	if strings.HasPrefix(topic, RetryGroupTopicPrefix) {
+		var perr error
+		topic, queueID, perr = b.retryTopicCheck(&h, req, props)
+		if perr != nil {
+			return nil, perr
+		}
+	}
+	if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
+		props[message.PropertyUniqClientMessageIDKeyidx] = b.uniq.Next()
+	}
+	props[message.PropertyCluster] = b.cfg.BrokerClusterName
+	props[message.PropertyMsgRegion] = b.cfg.RegionID
+	props[message.PropertyTraceSwitch] = strconv.FormatBool(b.cfg.TraceOn)
+	if props[message.PropertyTransactionPrepared] == "true" {
+		if b.cfg.RejectTransactionMessage {
+			return nil, protocol.Errorf(protocol.NoPermission,
+				"the broker[%s] sending transaction message is forbidden", b.addr)
+		}
+		// Half message: park it in the half topic (storage-and-broker.md §8.11).
+		props[message.PropertyRealTopic] = topic
+		props[message.PropertyRealQueueID] = strconv.Itoa(int(queueID))
+		props[message.PropertyTransactionID] = props[message.PropertyUniqClientMessageIDKeyidx]
+		sysFlag = message.SetTransactionType(sysFlag, message.SysFlagTransactionNotType)
+		topic, queueID = TopicTransHalf, 0
+	}
+	ext := &message.Ext{
+		Message: message.Message{
+			Topic:      topic,
+			Flag:       h.Flag,
+			Body:       req.Body,
+			Properties: props,
+		},
+		QueueID:        queueID,
+		SysFlag:        sysFlag,
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       bornHost,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+	}
+	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
+	b.stats.sendRequests.Add(1)
+	b.Store.PutMessage(ext, func(res store.PutResult) {
+		b.writeSendResponse(conn, req, res, queueID, transactionID)
+	})
+	return nil, nil
+}
+
+// sendBatch stores a SEND_BATCH_MESSAGE body: every inner message gets the
+// header's topic, queue, sysFlag, born time and reconsume times; no UNIQ_KEY
+// or CLUSTER is added (remoting.md §3.3.1 batch specifics).
+func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
+	tc protocol.TopicConfig, sysFlag int32, bornHost netip.AddrPort) (*protocol.Command, error) {
+	if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+		return nil, protocol.Errorf(protocol.MessageIllegal, "batch request does not support retry group %s", h.Topic)
+	}
+	if len(h.Topic) > maxTopicLength {
+		return nil, protocol.Errorf(protocol.MessageIllegal, "message topic length too long %d", len(h.Topic))
+	}
+	msgs, err := message.DecodeBatch(req.Body)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.MessageIllegal, "bad batch body: %v", err)
+	}
+	if len(msgs) == 0 {
+		return nil, protocol.Errorf(protocol.MessageIllegal, "empty batch")
+	}
+	batch := make([]*message.Ext, len(msgs))
+	for i := range msgs {
+		m := msgs[i]
+		m.Topic = h.Topic
+		if m.Properties == nil {
+			m.Properties = map[string]string{}
+		}
+		batch[i] = &message.Ext{
+			Message:        m,
+			QueueID:        h.QueueID,
+			SysFlag:        sysFlag,
+			BornTimestamp:  h.BornTimestamp,
+			BornHost:       bornHost,
+			StoreHost:      b.storeHost,
+			ReconsumeTimes: h.ReconsumeTimes,
+		}
+	}
+	queueID := h.QueueID
+	b.stats.sendRequests.Add(1)
+	b.Store.PutMessages(batch, func(res store.PutResult) {
+		b.writeSendResponse(conn, req, res, queueID, "")
+	})
+	return nil, nil
+}
+
+// writeSendResponse answers a send from the store's completion callback.
+func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string) {
+	code, remark := putStatusResponse(res)
+	resp := protocol.NewResponse(req, code, remark)
+	if res.Status.Stored() {
+		b.stats.messagesIn.Add(int64(max(res.MsgNum, 1)))
+		b.stats.bytesIn.Add(int64(res.WroteBytes))
+		msgID := res.MsgID
+		if msgID == "" {
+			msgID = message.OffsetMsgID(b.storeHost, res.WroteOffset)
+		}
+		resp.ExtFields = protocol.EncodeHeader(&protocol.SendMessageResponseHeader{
+			MsgID:         msgID,
+			QueueID:       queueID,
+			QueueOffset:   res.QueueOffset,
+			TransactionID: transactionID,
+			MsgRegion:     b.cfg.RegionID,
+			TraceOn:       strconv.FormatBool(b.cfg.TraceOn),
+		}, false)
+	} else {
+		b.stats.sendFailed.Add(1)
+		if res.Status == store.OSPageCacheBusy {
+			b.stats.pageCacheBusy.Add(1)
+		}
+		b.logger.Debug("send failed", "status", res.Status.String(), "remark", res.Remark, "addr", conn.RemoteAddr())
+	}
+	if req.IsOneway() {
+		return
+	}
+	if err := conn.WriteResponse(resp); err != nil {
+		b.logger.Debug("write send response", "addr", conn.RemoteAddr(), "opaque", req.Opaque, "err", err)
+	}
+}
+
+// putStatusResponse maps a store put status to the send response code and
+// remark: the one place of storage-and-broker.md §13.1.
+func putStatusResponse(res store.PutResult) (protocol.ResponseCode, string) {
+	switch res.Status {
+	case store.PutOK:
+		return protocol.Success, ""
+	case store.FlushDiskTimeout:
+		return protocol.FlushDiskTimeout, ""
+	case store.FlushSlaveTimeout:
+		return protocol.FlushSlaveTimeout, ""
+	case store.SlaveNotAvailable:
+		return protocol.SlaveNotAvailable, ""
+	case store.CreateMappedFileFailed:
+		return protocol.SystemError, "create mapped file failed, server is busy or broken."
+	case store.MessageIllegal, store.PropertiesSizeExceeded:
+		return protocol.MessageIllegal, "the message is illegal, maybe msg body or properties length not matched. msg body length limit B, msg properties length limit 32KB."
+	case store.ServiceNotAvailable:
+		remark := "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+		if res.Remark != "" {
+			remark += " (" + res.Remark + ")"
+		}
+		return protocol.ServiceNotAvailable, remark
+	case store.OSPageCacheBusy:
+		return protocol.SystemBusy, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+	default:
+		remark := "UNKNOWN_ERROR"
+		if res.Remark != "" {
+			remark += ": " + res.Remark
+		}
+		return protocol.SystemError, remark
+	}
+}
+
+// sendCheck is RocketMQ's msgCheck (storage-and-broker.md §8.1): broker and
+// topic permissions, the topic name, system topics, auto-creation and the
+// queue id.
+func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command) (protocol.TopicConfig, error) {
+	if b.cfg.BrokerPermission&protocol.PermWrite == 0 {
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
+			"the broker[%s] sending message is forbidden", b.addr)
+	}
+	if err := ValidateTopic(h.Topic); err != nil {
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter, "%s", strings.TrimPrefix(err.Error(), ErrInvalidName.Error()+": "))
+	}
+	if notAllowedToSend(h.Topic) {
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
+			"Sending message to topic[%s] is forbidden.", h.Topic)
+	}
+	tc, ok := b.Topics.Get(h.Topic)
+	if !ok {
+		var err error
+		if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+			tc, err = b.Topics.CreateIfAbsent(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
+			ok = err == nil
+		} else if h.DefaultTopic != "" {
+			tc, ok, err = b.Topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0, b.cfg.AutoCreateTopicEnable)
+		}
+		if err != nil {
+			b.logger.Error("persist auto-created topic", "topic", h.Topic, "err", err)
+		}
+		if !ok {
+			return protocol.TopicConfig{}, protocol.Errorf(protocol.TopicNotExist,
+				"topic[%s] not exist, apply first please!", h.Topic)
+		}
+	}
+	if tc.Perm&protocol.PermWrite == 0 {
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
+			"the topic[%s] sending message is forbidden", h.Topic)
+	}
+	if n := max(tc.WriteQueueNums, tc.ReadQueueNums); h.QueueID >= n {
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter,
+			"request queueId[%d] is illegal, topic:%s topicConfig.writeQueueNums: %d producer: %s",
+			h.QueueID, h.Topic, tc.WriteQueueNums, req.Ext("producerGroup"))
+	}
+	return tc, nil
+}
+
+// retryTopicCheck applies the %RETRY% rules of remoting.md §3.3.1 step 4:
+// the group must exist; a message past its retry limit goes to the DLQ
+// without delay.
+func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command, props map[string]string) (string, int32, error) {
+	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
+	gc, ok, err := b.Groups.FindOrCreate(group, b.cfg.AutoCreateSubscriptionGroup)
+	if err != nil {
+		b.logger.Error("persist auto-created group", "group", group, "err", err)
+	}
+	if !ok {
+		return "", 0, protocol.Errorf(protocol.SubscriptionGroupNotExist, "subscription group not exist, %s", group)
+	}
+	maxTimes := gc.RetryMaxTimes
+	if req.Version >= 121 && h.MaxReconsumeTimes > 0 {
+		maxTimes = h.MaxReconsumeTimes
+	}
+	if h.ReconsumeTimes <= maxTimes {
+		return h.Topic, h.QueueID, nil
+	}
+	dlq := DLQTopic(group)
+	if _, err := b.Topics.CreateIfAbsent(dlq, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
+		b.logger.Error("persist DLQ topic", "topic", dlq, "err", err)
+	}
+	props[message.PropertyDelayTimeLevel] = "-1"
+	return dlq, 0, nil
+}

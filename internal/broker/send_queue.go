@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+// sendQueue is the broker's send executor (storage-and-broker.md §8.17):
+// sendMessageThreadPoolNums workers behind a queue of
+// sendThreadPoolQueueCapacity. It exists (instead of using the remoting
+// pool directly) because fast failure needs each request's enqueue time: a
+// send that waited longer than waitTimeMillsInSendQueue is answered
+// SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]..." instead of being stored, so the
+// producer retries elsewhere while the broker catches up.
+//
+// The remoting pool in front of it has one worker that only timestamps and
+// enqueues (never blocks); workers never wait for the disk either, because
+// processSend answers from the store's completion callback.
+type sendQueue struct {
+	b     *Broker
+	tasks chan sendTask
+}
+
+type sendTask struct {
+	conn     *remoting.Conn
+	req      *protocol.Command
+	enqueued time.Time
+}
+
+func newSendQueue(b *Broker) *sendQueue {
+	return &sendQueue{b: b, tasks: make(chan sendTask, b.cfg.SendThreadPoolQueueCapacity)}
+}
+
+// enqueue is the remoting processor of the send codes.
+func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	select {
+	case q.tasks <- sendTask{conn: conn, req: req, enqueued: time.Now()}:
+		return nil, nil
+	default:
+		q.b.stats.sendRejected.Add(1)
+		return nil, protocol.Errorf(protocol.SystemBusy, "[OVERLOAD]system busy, start flow control for a while")
+	}
+}
+
+// start launches the workers.
+func (q *sendQueue) start() {
+	for range q.b.cfg.SendMessageThreadPoolNums {
+		q.b.goFunc("send-worker", q.work)
+	}
+}
+
+func (q *sendQueue) work() {
+	for {
+		select {
+		case <-q.b.quit:
+			return
+		case t := <-q.tasks:
+			q.handle(t)
+		}
+	}
+}
+
+func (q *sendQueue) handle(t sendTask) {
+	var resp *protocol.Command
+	var err error
+	if waited := time.Since(t.enqueued); q.b.cfg.BrokerFastFailureEnable && waited > q.b.cfg.WaitTimeMillsInSendQueue {
+		n := q.b.stats.sendQueueTimeout.Add(1)
+		if n == 1 || n%1000 == 0 {
+			q.b.logger.Warn("send request timed out in queue", "waitedMs", waited.Milliseconds(),
+				"queueSize", len(q.tasks), "timeouts", n)
+		}
+		resp = protocol.NewResponse(t.req, protocol.SystemBusy,
+			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "+
+				strconv.FormatInt(waited.Milliseconds(), 10)+"ms, size of queue: "+strconv.Itoa(len(q.tasks)))
+	} else {
+		resp, err = q.b.safeProcessSend(t.conn, t.req)
+		if err != nil {
+			resp = errorResponse(t.req, err)
+		}
+	}
+	if resp == nil || t.req.IsOneway() {
+		return
+	}
+	if err := t.conn.WriteResponse(resp); err != nil {
+		q.b.logger.Debug("write send response", "addr", t.conn.RemoteAddr(), "err", err)
+	}
+}
+
+// safeProcessSend runs processSend, turning a panic into SYSTEM_ERROR as the
+// remoting pool would.
+func (b *Broker) safeProcessSend(conn *remoting.Conn, req *protocol.Command) (resp *protocol.Command, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.logger.Error("send processor panicked", "panic", r)
+			resp, err = nil, protocol.Errorf(protocol.SystemError, "processor panic: %v", r)
+		}
+	}()
+	return b.processSend(b.baseCtx, conn, req)
+}
