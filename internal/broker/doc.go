@@ -9,29 +9,29 @@
 //
 // Wiring
 //
-//	  clients ──TCP──> remoting.Server (listenPort) ─┐   remoting.Server (listenPort-2, VIP)
-//	                                                 │     │ same processors
-//	            gateHook (SYSTEM_BUSY unless running)│<────┘
-//	                                                 v
-//	  registerProcessors: one line per request family, each on its pool
-//	   ├─ send codes 10/310/320/324/325 ─> sendQueue (own executor: enqueue
-//	   │     time, [TIMEOUT_CLEAN_QUEUE]) ─> processSend ─> Store.PutMessage(s)
-//	   │     ... store completion callback ─> conn.WriteResponse   (send.go)
-//	   ├─ 11/361 pull ─> processPull ─> Store.GetMessage; PULL_NOT_FOUND with
-//	   │     the suspend flag ─> pullHoldService (pull_hold.go), woken by
-//	   │     Store arrival listener, 5 s scan and hold deadlines
-//	   ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
-//	   ├─ 38/14/15 consumer management (heartbeat.go, consumer_offset.go)
-//	   └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
-//	         200/201/207/225/352 groups, 43/45 (admin_topic.go, admin_group.go)
+//	clients ──TCP──> remoting.Server (listenPort) ─┐   remoting.Server (listenPort-2, VIP)
+//	                                               │     │ same processors
+//	          gateHook (SYSTEM_BUSY unless running)│<────┘
+//	                                               v
+//	registerProcessors: one line per request family, each on its pool
+//	 ├─ send codes 10/310/320/324/325 ─> sendQueue (own executor: enqueue
+//	 │     time, [TIMEOUT_CLEAN_QUEUE]) ─> processSend ─> Store.PutMessage(s)
+//	 │     ... store completion callback ─> conn.WriteResponse   (send.go)
+//	 ├─ 11/361 pull ─> processPull ─> Store.GetMessage; PULL_NOT_FOUND with
+//	 │     the suspend flag ─> pullHoldService (pull_hold.go), woken by
+//	 │     Store arrival listener, 5 s scan and hold deadlines
+//	 ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
+//	 ├─ 38/14/15 consumer management (heartbeat.go, consumer_offset.go)
+//	 └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
+//	       200/201/207/225/352 groups, 43/45 (admin_topic.go, admin_group.go)
 //
-//	  Managers (fields of Broker, reachable by every processor):
-//	   Topics       TopicConfigManager        <root>/config/topics.json
-//	   Groups       SubscriptionGroupManager  <root>/config/subscriptionGroup.json
-//	   Offsets      ConsumerOffsetManager     <root>/config/consumerOffset.json (every 5 s + at close)
-//	   DelayOffsets DelayOffsetTable          <root>/config/delayOffset.json (every 10 s + at close)
-//	   Clients      ClientManager             in memory; NOTIFY_CONSUMER_IDS_CHANGED on change
-//	   Store        *store.Store              created in Start (STOREHOST = brokerIP1:port)
+//	Managers (fields of Broker, reachable by every processor):
+//	 Topics       TopicConfigManager        <root>/config/topics.json
+//	 Groups       SubscriptionGroupManager  <root>/config/subscriptionGroup.json
+//	 Offsets      ConsumerOffsetManager     <root>/config/consumerOffset.json (every 5 s + at close)
+//	 DelayOffsets DelayOffsetTable          <root>/config/delayOffset.json (every 10 s + at close)
+//	 Clients      ClientManager             in memory; NOTIFY_CONSUMER_IDS_CHANGED on change
+//	 Store        *store.Store              created in Start (STOREHOST = brokerIP1:port)
 //
 // Metadata files are RocketMQ's JSON shapes; they are written atomically
 // (temp file, fsync, rename, the previous version kept as <name>.bak) and
