@@ -1,0 +1,351 @@
+package remoting
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// ClientConfig configures a Client. Zero values take the defaults.
+type ClientConfig struct {
+	DialTimeout  time.Duration // default 3 s
+	MaxFrameSize int           // largest frame including its length word; default 16 MiB
+	MaxAsync     int           // async calls in flight; default 65535
+	MaxOneway    int           // oneway calls in flight (until written); default 65535
+	IdleTimeout  time.Duration // close connections without reads or writes for this long; default 120 s, <0 never
+	TLS          *tls.Config   // dial TLS when set (ServerName defaults to the address's host)
+	Logger       *slog.Logger
+	// CallbackWorkers run InvokeAsync callbacks; default 4.
+	CallbackWorkers int
+	// RequestPool runs processors for requests the server sends us; default
+	// 4 workers, queue 1024.
+	RequestPool PoolConfig
+}
+
+// Client keeps one connection per server address (dialled on demand,
+// redialled after it closes) and matches responses to requests by opaque.
+// New starts nothing; Start must be called before invoking; Close stops
+// everything and waits.
+type Client struct {
+	cfg       ClientConfig
+	ep        *endpoint
+	asyncSem  chan struct{}
+	onewaySem chan struct{}
+	callbacks *callbackExecutor
+	reqPool   *pool
+
+	mu      sync.RWMutex
+	conns   map[string]*clientConn // by address; guarded by mu
+	started bool                   // guarded by mu
+}
+
+// clientConn is a connection being dialled or established. ready is closed
+// once conn or err is set.
+type clientConn struct {
+	ready chan struct{}
+	conn  *Conn
+	err   error
+}
+
+// NewClient returns an unstarted client.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 3 * time.Second
+	}
+	if cfg.MaxAsync <= 0 {
+		cfg.MaxAsync = DefaultPermits
+	}
+	if cfg.MaxOneway <= 0 {
+		cfg.MaxOneway = DefaultPermits
+	}
+	if cfg.CallbackWorkers <= 0 {
+		cfg.CallbackWorkers = 4
+	}
+	if cfg.RequestPool.Workers <= 0 {
+		cfg.RequestPool.Workers = 4
+	}
+	if cfg.RequestPool.QueueSize <= 0 {
+		cfg.RequestPool.QueueSize = 1024
+	}
+	ep := newEndpoint(cfg.Logger, cfg.MaxFrameSize, cfg.IdleTimeout)
+	ep.logger = ep.logger.With("component", "remoting-client")
+	c := &Client{
+		cfg:       cfg,
+		ep:        ep,
+		asyncSem:  make(chan struct{}, cfg.MaxAsync),
+		onewaySem: make(chan struct{}, cfg.MaxOneway),
+		callbacks: newCallbackExecutor(ep, cfg.MaxAsync),
+		conns:     make(map[string]*clientConn),
+	}
+	c.reqPool = newPool("client-requests", cfg.RequestPool)
+	ep.onClosed = c.forget
+	return c
+}
+
+// RegisterProcessor handles requests the server sends us with code (e.g.
+// CHECK_TRANSACTION_STATE). All client processors share one pool. Unknown
+// codes are answered REQUEST_CODE_NOT_SUPPORTED.
+func (c *Client) RegisterProcessor(code protocol.RequestCode, p Processor) {
+	c.ep.register([]protocol.RequestCode{code}, route{p, c.reqPool})
+}
+
+// AddHook adds an RPC hook for requests the server sends us.
+func (c *Client) AddHook(h RPCHook) { c.ep.addHook(h) }
+
+// AddConnListener adds a connection listener.
+func (c *Client) AddConnListener(l ConnListener) { c.ep.addListener(l) }
+
+// Start starts the idle scanner, the request pool and the callback workers.
+func (c *Client) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("remoting: client already started")
+	}
+	if c.ep.isClosing() {
+		return ErrClosed
+	}
+	c.started = true
+	c.ep.start()
+	c.callbacks.start(c.cfg.CallbackWorkers)
+	return nil
+}
+
+// Close closes every connection (failing in-flight calls with
+// ErrConnClosed), runs the remaining callbacks and waits for all goroutines.
+// Idempotent.
+func (c *Client) Close() error {
+	c.ep.shutdown()
+	c.callbacks.stop()
+	return nil
+}
+
+// CloseConn closes the connection to addr, if any; the next call redials.
+func (c *Client) CloseConn(addr string) {
+	c.mu.Lock()
+	cc := c.conns[addr]
+	delete(c.conns, addr)
+	c.mu.Unlock()
+	if cc == nil {
+		return
+	}
+	select {
+	case <-cc.ready:
+		if cc.conn != nil {
+			_ = cc.conn.Close()
+		}
+	default: // still dialling: getConn closes it when the dial finishes and finds it gone
+	}
+}
+
+// forget drops a closed connection from the address table (read loop).
+func (c *Client) forget(conn *Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, cc := range c.conns {
+		if cc.conn == conn {
+			delete(c.conns, addr)
+		}
+	}
+}
+
+// getConn returns the open connection to addr, dialling if needed. Callers
+// for the same address share one dial.
+func (c *Client) getConn(ctx context.Context, addr string) (*Conn, error) {
+	for attempt := 0; ; attempt++ {
+		c.mu.RLock()
+		cc := c.conns[addr]
+		started := c.started
+		c.mu.RUnlock()
+		if !started {
+			return nil, errors.New("remoting: client not started")
+		}
+		if cc == nil {
+			c.mu.Lock()
+			if cc = c.conns[addr]; cc == nil {
+				cc = &clientConn{ready: make(chan struct{})}
+				c.conns[addr] = cc
+				c.mu.Unlock()
+				c.dial(ctx, addr, cc)
+			} else {
+				c.mu.Unlock()
+			}
+		}
+		select {
+		case <-cc.ready:
+		case <-ctx.Done():
+			return nil, ctxError(ctx, "connect "+addr)
+		}
+		if cc.err != nil {
+			return nil, cc.err
+		}
+		select {
+		case <-cc.conn.closed:
+			// Closed but not yet forgotten by its read loop: drop and redial.
+			c.mu.Lock()
+			if c.conns[addr] == cc {
+				delete(c.conns, addr)
+			}
+			c.mu.Unlock()
+			if attempt >= 2 {
+				return nil, cc.conn.closedError()
+			}
+			continue
+		default:
+			return cc.conn, nil
+		}
+	}
+}
+
+// dial connects cc to addr and publishes the result.
+func (c *Client) dial(ctx context.Context, addr string, cc *clientConn) {
+	defer close(cc.ready)
+	conn, err := c.connect(ctx, addr)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		cc.err = err
+		if c.conns[addr] == cc {
+			delete(c.conns, addr)
+		}
+		return
+	}
+	cc.conn = conn
+	if c.conns[addr] != cc { // CloseConn raced with the dial
+		_ = conn.Close()
+	}
+}
+
+func (c *Client) connect(ctx context.Context, addr string) (*Conn, error) {
+	d := net.Dialer{Timeout: c.cfg.DialTimeout}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("remoting: dial %s: %w", addr, err)
+	}
+	rw := raw
+	if c.cfg.TLS != nil {
+		cfg := c.cfg.TLS
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			cfg = cfg.Clone()
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(raw, cfg)
+		hctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = raw.Close()
+			return nil, fmt.Errorf("remoting: TLS handshake with %s: %w", addr, err)
+		}
+		rw = tc
+	}
+	conn, ok := c.ep.startConn(raw, rw, nil)
+	if !ok {
+		return nil, ErrClosed
+	}
+	return conn, nil
+}
+
+// withTimeout applies DefaultTimeout to a context without a deadline.
+func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
+}
+
+// InvokeSync sends req to addr and waits for its response until ctx ends
+// (DefaultTimeout without a deadline): ErrTimeout on deadline,
+// ErrConnClosed if the connection dies first. It sets req.Opaque. The
+// response is returned whatever its code; check resp.Code.
+func (c *Client) InvokeSync(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error) {
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	conn, err := c.getConn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return conn.invokeSync(ctx, req, c.ep.opaque.Add(1))
+}
+
+// InvokeAsync sends req to addr and returns once it is queued; cb runs
+// later, exactly once, on one of the client's callback goroutines (never on
+// a read loop), with the response or an error (ErrTimeout when ctx's
+// deadline passes, DefaultTimeout without one; ErrConnClosed). It first
+// waits for one of MaxAsync permits until ctx ends. If InvokeAsync returns
+// an error, cb is not called.
+func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error {
+	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
+		return fmt.Errorf("remoting: async to %s: %w", addr, err)
+	}
+	ctx, cancel := withTimeout(ctx)
+	conn, err := c.getConn(ctx, addr)
+	if err != nil {
+		cancel()
+		<-c.asyncSem
+		return err
+	}
+	opaque := c.ep.opaque.Add(1)
+	prepareRequest(req, opaque, false)
+	f := &future{opaque: opaque, cb: cb, exec: c.callbacks}
+	f.done = func() {
+		cancel()
+		<-c.asyncSem
+	}
+	// The timeout is armed before the future is published so that every
+	// completer sees f.stop; a context that ended before addFuture is
+	// caught by the check after it.
+	f.stop = context.AfterFunc(ctx, func() {
+		if conn.takeFuture(opaque) != nil {
+			f.finish(nil, ctxError(ctx, fmt.Sprintf("%s code %d opaque %d", addr, req.Code, opaque)), false)
+		}
+	})
+	if err := conn.addFuture(f); err != nil {
+		f.stop()
+		f.done()
+		return err
+	}
+	if ctx.Err() != nil && conn.takeFuture(opaque) != nil {
+		f.finish(nil, ctxError(ctx, fmt.Sprintf("%s code %d opaque %d", addr, req.Code, opaque)), true)
+		return nil
+	}
+	if err := conn.send(req, nil); err != nil {
+		if conn.takeFuture(opaque) != nil {
+			f.stop()
+			f.done()
+			return err
+		}
+		// Already completed (connection closed): the callback reports it.
+	}
+	return nil
+}
+
+// InvokeOneway sends req to addr with the oneway flag and returns once it is
+// queued. It waits for one of MaxOneway permits (held until the frame is
+// written) until ctx ends.
+func (c *Client) InvokeOneway(ctx context.Context, addr string, req *protocol.Command) error {
+	if err := acquire(ctx, c.onewaySem, c.ep.quit); err != nil {
+		return fmt.Errorf("remoting: oneway to %s: %w", addr, err)
+	}
+	ctx, cancel := withTimeout(ctx)
+	defer cancel()
+	conn, err := c.getConn(ctx, addr)
+	if err != nil {
+		<-c.onewaySem
+		return err
+	}
+	if err := conn.invokeOneway(req, c.ep.opaque.Add(1), func(error) { <-c.onewaySem }); err != nil {
+		<-c.onewaySem
+		return err
+	}
+	return nil
+}

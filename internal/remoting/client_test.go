@@ -1,0 +1,303 @@
+package remoting
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"math/big"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+const codeBlock = protocol.RequestCode(9500)
+
+// blockingServer's codeBlock processor waits until release is closed or
+// the server closes; entered counts arrivals.
+func blockingServer(t *testing.T, cfg ServerConfig) (s *Server, entered chan struct{}, release chan struct{}) {
+	entered = make(chan struct{}, 1000)
+	release = make(chan struct{})
+	s = startServer(t, cfg, func(s *Server) {
+		s.RegisterProcessor(codeBlock, func(ctx context.Context, _ *Conn, req *protocol.Command) (*protocol.Command, error) {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return protocol.NewResponse(req, protocol.Success, "released"), nil
+		}, PoolConfig{Workers: 64})
+	})
+	return s, entered, release
+}
+
+func TestInvokeSyncTimeout(t *testing.T) {
+	s, entered, release := blockingServer(t, ServerConfig{})
+	defer close(release)
+	c := startClient(t, ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.InvokeSync(ctx, s.Addr().String(), protocol.NewRequest(codeBlock, nil, nil))
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+	<-entered
+	// A cancelled (not timed out) context is reported as such.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { <-entered; cancel2() }()
+	_, err = c.InvokeSync(ctx2, s.Addr().String(), protocol.NewRequest(codeBlock, nil, nil))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v", err)
+	}
+	// The connection still works; late responses are dropped.
+	if _, err := c.InvokeSync(ctxFor(t, 5*time.Second), s.Addr().String(), protocol.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInvokeAsyncTimeout(t *testing.T) {
+	s, _, release := blockingServer(t, ServerConfig{})
+	defer close(release)
+	c := startClient(t, ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	if err := c.InvokeAsync(ctx, s.Addr().String(), protocol.NewRequest(codeBlock, nil, nil), func(_ *protocol.Command, err error) {
+		done <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrTimeout) {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("async callback never ran")
+	}
+	// The permit came back.
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(c.asyncSem) == 0 })
+}
+
+// TestServerDiesMidCall: every caller waiting on a connection gets an error
+// at once when it dies; none hangs.
+func TestServerDiesMidCall(t *testing.T) {
+	s, entered, release := blockingServer(t, ServerConfig{})
+	defer close(release)
+	c := startClient(t, ClientConfig{})
+	addr := s.Addr().String()
+	const callers = 40
+	errs := make(chan error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := ctxFor(t, 30*time.Second)
+			if i%2 == 0 {
+				_, err := c.InvokeSync(ctx, addr, protocol.NewRequest(codeBlock, nil, nil))
+				errs <- err
+				return
+			}
+			done := make(chan error, 1)
+			if err := c.InvokeAsync(ctx, addr, protocol.NewRequest(codeBlock, nil, nil),
+				func(_ *protocol.Command, err error) { done <- err }); err != nil {
+				errs <- err
+				return
+			}
+			errs <- <-done
+		}()
+	}
+	for range callers {
+		<-entered
+	}
+	start := time.Now()
+	go func() { _ = s.Close() }()
+	wg.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("callers took %v to fail", d)
+	}
+	close(errs)
+	for err := range errs {
+		// The server's processors see ctx cancelled and may answer before the
+		// connection goes; either way no caller hangs. Most must see the close.
+		if err != nil && !errors.Is(err, ErrConnClosed) {
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	// After the server is gone, calls fail fast instead of hanging.
+	_, err := c.InvokeSync(ctxFor(t, 5*time.Second), addr, protocol.NewRequest(codeEcho, nil, nil))
+	if err == nil {
+		t.Fatal("call to a dead server succeeded")
+	}
+}
+
+// TestConnectionDropFailsPending kills the connection from the server side
+// while calls are pending: all fail with ErrConnClosed, and the next call
+// redials.
+func TestConnectionDropFailsPending(t *testing.T) {
+	rec := &recorder{}
+	s, entered, release := blockingServer(t, ServerConfig{})
+	s.AddConnListener(rec)
+	defer close(release)
+	c := startClient(t, ClientConfig{})
+	addr := s.Addr().String()
+	const callers = 10
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := c.InvokeSync(ctxFor(t, 30*time.Second), addr, protocol.NewRequest(codeBlock, nil, nil))
+			errs <- err
+		}()
+	}
+	for range callers {
+		<-entered
+	}
+	for _, conn := range s.Conns() {
+		_ = conn.Close()
+	}
+	for range callers {
+		if err := <-errs; !errors.Is(err, ErrConnClosed) {
+			t.Fatalf("got %v", err)
+		}
+	}
+	resp, err := c.InvokeSync(ctxFor(t, 5*time.Second), addr, protocol.NewRequest(codeEcho, nil, []byte("again")))
+	if err != nil || string(resp.Body) != "again" {
+		t.Fatalf("redial: %v", err)
+	}
+	if connects, _, _, _ := rec.counts(); connects != 2 {
+		t.Fatalf("%d connects, want 2", connects)
+	}
+	// CloseConn forces a redial too.
+	c.CloseConn(addr)
+	if _, err := c.InvokeSync(ctxFor(t, 5*time.Second), addr, protocol.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { connects, _, _, _ := rec.counts(); return connects == 3 })
+}
+
+func TestDialFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	c := startClient(t, ClientConfig{DialTimeout: time.Second})
+	_, err = c.InvokeSync(ctxFor(t, 5*time.Second), addr, protocol.NewRequest(codeEcho, nil, nil))
+	if err == nil {
+		t.Fatal("dial to closed port succeeded")
+	}
+	if err := c.InvokeAsync(ctxFor(t, 5*time.Second), addr, protocol.NewRequest(codeEcho, nil, nil),
+		func(*protocol.Command, error) { t.Error("callback ran after InvokeAsync failed") }); err == nil {
+		t.Fatal("async to closed port succeeded")
+	}
+	if len(c.asyncSem) != 0 {
+		t.Fatal("permit leaked")
+	}
+}
+
+func TestClientNotStartedAndClosed(t *testing.T) {
+	c := NewClient(ClientConfig{Logger: testutil.Logger(t)})
+	if _, err := c.InvokeSync(ctxFor(t, time.Second), "127.0.0.1:1", protocol.NewRequest(codeEcho, nil, nil)); err == nil {
+		t.Fatal("invoke before Start succeeded")
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, ServerConfig{}, nil)
+	if _, err := c.InvokeSync(ctxFor(t, 5*time.Second), s.Addr().String(), protocol.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := c.InvokeSync(ctxFor(t, time.Second), s.Addr().String(), protocol.NewRequest(codeEcho, nil, nil))
+	if err == nil {
+		t.Fatal("invoke after Close succeeded")
+	}
+}
+
+func TestAsyncPermitsBound(t *testing.T) {
+	s, entered, release := blockingServer(t, ServerConfig{})
+	c := startClient(t, ClientConfig{MaxAsync: 2})
+	addr := s.Addr().String()
+	results := make(chan error, 2)
+	for range 2 {
+		if err := c.InvokeAsync(ctxFor(t, 10*time.Second), addr, protocol.NewRequest(codeBlock, nil, nil),
+			func(_ *protocol.Command, err error) { results <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-entered
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := c.InvokeAsync(ctx, addr, protocol.NewRequest(codeEcho, nil, nil), func(*protocol.Command, error) {})
+	if !errors.Is(err, ErrTooManyRequests) {
+		t.Fatalf("third async call: %v", err)
+	}
+	close(release)
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// selfSigned returns a server TLS config with a fresh self-signed cert.
+func selfSigned(t *testing.T) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "apogee-test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+}
+
+// TestTLSPermissive: with TLS configured the server takes both TLS and
+// plain clients (remoting.md §1.1).
+func TestTLSPermissive(t *testing.T) {
+	s := startServer(t, ServerConfig{TLS: selfSigned(t)}, nil)
+	addr := s.Addr().String()
+	tlsClient := startClient(t, ClientConfig{TLS: &tls.Config{InsecureSkipVerify: true}})
+	plain := startClient(t, ClientConfig{})
+	for name, c := range map[string]*Client{"tls": tlsClient, "plain": plain} {
+		resp, err := c.InvokeSync(ctxFor(t, 10*time.Second), addr, protocol.NewRequest(codeEcho, nil, []byte(name)))
+		if err != nil || string(resp.Body) != name {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// The TLS connection really is TLS.
+	for _, conn := range s.Conns() {
+		if _, isTLS := conn.rw.(*tls.Conn); isTLS {
+			return
+		}
+	}
+	t.Fatal("no server connection uses TLS")
+}

@@ -1,0 +1,379 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// readBufSize is the bufio size of each connection's reader.
+const readBufSize = 32 << 10
+
+// tlsHandshakeTimeout bounds the permissive-mode peek and the TLS handshake
+// of an accepted connection.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// Conn is one remoting connection, accepted by a Server or dialled by a
+// Client. Both sides can send requests on it; responses are matched by
+// opaque. It has exactly two goroutines: the read loop (decodes frames,
+// completes futures, hands requests to worker pools, and cleans up when the
+// connection ends) and the write loop (writes everything queued in one
+// vectored write). Both are owned by the endpoint that created the Conn and
+// stopped by its Close.
+type Conn struct {
+	ep     *endpoint
+	id     uint64
+	raw    net.Conn // the TCP connection; closing it stops both loops
+	rw     net.Conn // what frames travel over: raw, or TLS over raw; set before the write loop starts
+	remote string
+	local  string
+	logger *slog.Logger
+
+	lastActive atomic.Int64 // unix nanos of the last successful read or write
+
+	// wake has capacity 1: a non-blocking send tells the write loop there is
+	// something to write.
+	wake chan struct{}
+
+	wmu     sync.Mutex
+	pending writeBatch // frames not yet handed to the write loop; guarded by wmu
+	wclosed bool       // no more frames accepted; guarded by wmu
+
+	fmu     sync.Mutex
+	futures map[int32]*future // in-flight requests sent on this Conn; nil once closed; guarded by fmu
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed when the Conn starts closing
+	closeErr  error         // why it closed; written before closed is closed
+}
+
+func newConn(ep *endpoint, raw, rw net.Conn) *Conn {
+	c := &Conn{
+		ep:      ep,
+		id:      ep.nextConnID.Add(1),
+		raw:     raw,
+		rw:      rw,
+		remote:  raw.RemoteAddr().String(),
+		local:   raw.LocalAddr().String(),
+		wake:    make(chan struct{}, 1),
+		futures: make(map[int32]*future),
+		closed:  make(chan struct{}),
+	}
+	c.logger = ep.logger.With("addr", c.remote, "conn", c.id)
+	c.touch()
+	return c
+}
+
+// RemoteAddr is the peer's "ip:port".
+func (c *Conn) RemoteAddr() string { return c.remote }
+
+// LocalAddr is our side's "ip:port".
+func (c *Conn) LocalAddr() string { return c.local }
+
+// ID is unique among the Conns of one Server or Client.
+func (c *Conn) ID() uint64 { return c.id }
+
+// Closed is closed once the connection starts closing.
+func (c *Conn) Closed() <-chan struct{} { return c.closed }
+
+// Close closes the connection; in-flight calls on it fail with
+// ErrConnClosed. It does not wait for the connection's goroutines (the owning
+// Server or Client does). Idempotent.
+func (c *Conn) Close() error {
+	c.closeWith(fmt.Errorf("remoting: closed locally: %w", ErrConnClosed))
+	return nil
+}
+
+func (c *Conn) String() string { return fmt.Sprintf("conn#%d(%s)", c.id, c.remote) }
+
+// closeWith starts closing with reason err. Only the first call counts.
+func (c *Conn) closeWith(err error) {
+	c.closeOnce.Do(func() {
+		c.closeErr = err
+		c.wmu.Lock()
+		c.wclosed = true
+		c.wmu.Unlock()
+		close(c.closed)
+		_ = c.raw.Close()
+	})
+}
+
+func (c *Conn) touch() { c.lastActive.Store(time.Now().UnixNano()) }
+
+// WriteResponse queues resp (FlagResponse is set on it) to be written by the
+// connection's write loop. It never blocks on the socket. resp must not be
+// modified afterwards; a Body over 64 KiB is referenced, not copied, until
+// written. Returns ErrConnClosed if the connection is closed.
+func (c *Conn) WriteResponse(resp *protocol.Command) error {
+	resp.Flag |= protocol.FlagResponse
+	return c.send(resp, nil)
+}
+
+// send encodes cmd and queues it. done, if not nil, runs on the write loop
+// once the frame was written (nil error) or dropped.
+func (c *Conn) send(cmd *protocol.Command, done func(error)) error {
+	bp := headerBufs.Get().(*[]byte)
+	hdr, err := protocol.AppendFrameHeader((*bp)[:0], cmd)
+	if err != nil {
+		headerBufs.Put(bp)
+		return fmt.Errorf("remoting: encode code %d: %w", cmd.Code, err)
+	}
+	total := len(hdr) + len(cmd.Body)
+	if total > c.ep.maxFrame {
+		headerBufs.Put(bp)
+		return fmt.Errorf("remoting: code %d: frame of %d bytes over the %d limit: %w", cmd.Code, total,
+			c.ep.maxFrame, protocol.ErrFrameTooLarge)
+	}
+	c.wmu.Lock()
+	if c.wclosed {
+		c.wmu.Unlock()
+		headerBufs.Put(bp)
+		return c.closedError()
+	}
+	if c.pending.bytes > 0 && c.pending.bytes+total > maxPendingWrite {
+		c.wmu.Unlock()
+		headerBufs.Put(bp)
+		c.logger.Warn("remoting: peer is not reading; closing", "pendingBytes", c.pending.bytes)
+		c.closeWith(fmt.Errorf("remoting: write queue over %d bytes: %w", maxPendingWrite, ErrConnClosed))
+		return c.closedError()
+	}
+	c.pending.add(hdr, cmd.Body, done)
+	c.wmu.Unlock()
+	*bp = hdr
+	headerBufs.Put(bp)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// headerBufs holds scratch buffers for encoding frame headers outside the
+// write lock.
+var headerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+func (c *Conn) closedError() error {
+	return fmt.Errorf("remoting: %s: %w", c.remote, ErrConnClosed)
+}
+
+// writeLoop writes queued frames until the connection closes. Frames queued
+// while a write is in progress go out together in the next write.
+func (c *Conn) writeLoop() {
+	var spare writeBatch
+	for {
+		select {
+		case <-c.wake:
+		case <-c.closed:
+			c.drainWrites()
+			return
+		}
+		for {
+			c.wmu.Lock()
+			if c.pending.empty() {
+				c.wmu.Unlock()
+				break
+			}
+			c.pending, spare = spare, c.pending
+			c.wmu.Unlock()
+			err := spare.writeTo(c.rw)
+			if err == nil {
+				c.touch()
+				spare.finish(nil)
+				continue
+			}
+			spare.finish(fmt.Errorf("remoting: write to %s: %w", c.remote, err))
+			c.closeWith(fmt.Errorf("remoting: write: %w", err))
+			c.drainWrites()
+			return
+		}
+	}
+}
+
+// drainWrites fails whatever is still queued after close.
+func (c *Conn) drainWrites() {
+	c.wmu.Lock()
+	b := c.pending
+	c.pending = writeBatch{}
+	c.wclosed = true
+	c.wmu.Unlock()
+	b.finish(c.closedError())
+}
+
+// readLoop owns the connection: it sets up TLS (server permissive mode),
+// starts the write loop, then reads frames until an error, and finally
+// fails the pending futures and reports the close.
+func (c *Conn) readLoop(serverTLS *tls.Config) {
+	r, err := c.setup(serverTLS)
+	if err == nil && !c.ep.goFunc("remoting-write", c.writeLoop) {
+		err = ErrClosed
+	}
+	if err != nil {
+		c.closeWith(err)
+		c.cleanup(err)
+		return
+	}
+	c.ep.connOpened(c)
+	fr := protocol.NewFrameReader(r, c.ep.maxFrame, readBufSize)
+	for {
+		cmd, err := fr.Next()
+		if err != nil {
+			c.closeWith(err)
+			break
+		}
+		c.touch()
+		if cmd.IsResponse() {
+			c.completeResponse(cmd)
+		} else {
+			c.ep.dispatch(c, cmd)
+		}
+	}
+	c.cleanup(c.closeErr)
+}
+
+// setup returns the reader frames come from. With serverTLS set it peeks at
+// the first byte: 0x16 (a TLS handshake record) means TLS, anything else
+// plain (Java's permissive mode, remoting.md §1.1).
+func (c *Conn) setup(serverTLS *tls.Config) (io.Reader, error) {
+	if serverTLS == nil {
+		return c.rw, nil
+	}
+	br := bufio.NewReaderSize(c.raw, readBufSize)
+	_ = c.raw.SetReadDeadline(time.Now().Add(tlsHandshakeTimeout))
+	defer func() { _ = c.raw.SetReadDeadline(time.Time{}) }()
+	first, err := br.Peek(1)
+	if err != nil {
+		return nil, fmt.Errorf("remoting: peek first byte: %w", err)
+	}
+	if first[0] != 0x16 {
+		return br, nil
+	}
+	tc := tls.Server(&peekedConn{Conn: c.raw, r: br}, serverTLS)
+	ctx, cancel := context.WithTimeout(c.ep.ctx, tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("remoting: TLS handshake: %w", err)
+	}
+	c.rw = tc
+	return tc, nil
+}
+
+// peekedConn reads through the bufio.Reader that peeked at the first byte.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// cleanup runs once on the read loop after the connection ended.
+func (c *Conn) cleanup(reason error) {
+	c.fmu.Lock()
+	fs := c.futures
+	c.futures = nil
+	c.fmu.Unlock()
+	if len(fs) > 0 {
+		failed := fmt.Errorf("remoting: %s: %w", c.remote, ErrConnClosed)
+		for _, f := range fs {
+			f.complete(nil, failed)
+		}
+	}
+	c.ep.connClosed(c, reason)
+}
+
+// normalClose reports whether err is an ordinary end of a connection (peer
+// closed, we closed) rather than an exception worth reporting.
+func normalClose(err error) bool {
+	return err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, ErrConnClosed) || errors.Is(err, ErrClosed)
+}
+
+// completeResponse hands a response to the future waiting for its opaque.
+func (c *Conn) completeResponse(resp *protocol.Command) {
+	f := c.takeFuture(resp.Opaque)
+	if f == nil {
+		c.logger.Debug("remoting: response matches no request", "opaque", resp.Opaque, "code", resp.Code)
+		return
+	}
+	f.complete(resp, nil)
+}
+
+// addFuture registers f under its opaque.
+func (c *Conn) addFuture(f *future) error {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if c.futures == nil {
+		return c.closedError()
+	}
+	c.futures[f.opaque] = f
+	return nil
+}
+
+// takeFuture removes and returns the future for opaque, or nil. Whoever
+// takes a future is the only one who completes it.
+func (c *Conn) takeFuture(opaque int32) *future {
+	c.fmu.Lock()
+	f := c.futures[opaque]
+	if f != nil {
+		delete(c.futures, opaque)
+	}
+	c.fmu.Unlock()
+	return f
+}
+
+// prepareRequest stamps req as a request of ours with the given opaque.
+func prepareRequest(req *protocol.Command, opaque int32, oneway bool) {
+	req.Opaque = opaque
+	req.Flag &^= protocol.FlagResponse
+	if oneway {
+		req.Flag |= protocol.FlagOneway
+	} else {
+		req.Flag &^= protocol.FlagOneway
+	}
+}
+
+// invokeSync sends req and waits for its response or ctx. It sets
+// req.Opaque and clears the response and oneway flags.
+func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int32) (*protocol.Command, error) {
+	prepareRequest(req, opaque, false)
+	f := syncFutures.Get().(*future)
+	f.opaque = opaque
+	if err := c.addFuture(f); err != nil {
+		syncFutures.Put(f)
+		return nil, err
+	}
+	if err := c.send(req, nil); err != nil {
+		if c.takeFuture(opaque) == nil {
+			<-f.ch // completed concurrently (connection closed): consume it
+		}
+		syncFutures.Put(f)
+		return nil, err
+	}
+	var r result
+	select {
+	case r = <-f.ch:
+	case <-ctx.Done():
+		if c.takeFuture(opaque) != nil {
+			syncFutures.Put(f)
+			return nil, ctxError(ctx, fmt.Sprintf("%s code %d opaque %d", c.remote, req.Code, opaque))
+		}
+		r = <-f.ch // the response won the race
+	}
+	syncFutures.Put(f)
+	return r.resp, r.err
+}
+
+// invokeOneway queues req with the oneway flag; done runs when written.
+func (c *Conn) invokeOneway(req *protocol.Command, opaque int32, done func(error)) error {
+	prepareRequest(req, opaque, true)
+	return c.send(req, done)
+}

@@ -1,0 +1,240 @@
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// Processor handles one request. Return (resp, nil) to answer now; (nil,
+// nil) to answer later through conn.WriteResponse (or never, for oneway);
+// (nil, err) for an error response: a *protocol.Error's code and remark,
+// otherwise SYSTEM_ERROR with err's text. It runs on the worker pool of its
+// request code; ctx is cancelled when the Server or Client closes. The
+// response's Opaque and FlagResponse are set by remoting. A panic is
+// recovered, logged and answered with SYSTEM_ERROR.
+type Processor func(ctx context.Context, conn *Conn, req *protocol.Command) (*protocol.Command, error)
+
+// PoolConfig sizes a processor's worker pool: Workers goroutines take
+// requests from a queue of QueueSize. A request arriving at a full queue is
+// answered SYSTEM_BUSY "[OVERLOAD]system busy, start flow control for a
+// while" at once (oneway requests are dropped). Zero values mean
+// DefaultPoolWorkers and DefaultPoolQueue.
+type PoolConfig struct {
+	Workers   int
+	QueueSize int
+}
+
+// Pool defaults.
+const (
+	DefaultPoolWorkers = 8
+	DefaultPoolQueue   = 10000
+)
+
+// RPCHook observes every request handled by a Server or Client. Before runs
+// on the worker before the processor; a non-nil error is answered (as a
+// processor error would be) and the processor is skipped. After runs with
+// the final response (nil when there is none, e.g. deferred or oneway).
+// Hooks run on worker goroutines and must be safe for concurrent use.
+type RPCHook interface {
+	Before(conn *Conn, req *protocol.Command) error
+	After(conn *Conn, req *protocol.Command, resp *protocol.Command)
+}
+
+// ConnListener receives connection events. OnConnect, OnException and
+// OnClose run on the connection's read loop, OnIdle on the idle scanner;
+// none may block. OnException (decode error, oversize frame, I/O error) and
+// OnIdle are each followed by OnClose.
+type ConnListener interface {
+	OnConnect(*Conn)
+	OnClose(*Conn)
+	OnIdle(*Conn)
+	OnException(*Conn, error)
+}
+
+type task struct {
+	conn *Conn
+	req  *protocol.Command
+	proc Processor
+}
+
+// pool is a set of workers and their queue.
+type pool struct {
+	name    string
+	workers int
+	tasks   chan task
+	started atomic.Bool
+}
+
+// route is where requests with one code go.
+type route struct {
+	proc Processor
+	pool *pool
+}
+
+func newPool(name string, cfg PoolConfig) *pool {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultPoolWorkers
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultPoolQueue
+	}
+	return &pool{name: name, workers: cfg.Workers, tasks: make(chan task, cfg.QueueSize)}
+}
+
+// dispatcher routes requests to pools. The table is copy-on-write, so the
+// read loops look codes up without a lock.
+type dispatcher struct {
+	ep      *endpoint
+	mu      sync.Mutex // serializes registrations
+	table   atomic.Pointer[map[int32]route]
+	def     atomic.Pointer[route]
+	hooks   atomic.Pointer[[]RPCHook]
+	started atomic.Bool
+}
+
+func (d *dispatcher) init(ep *endpoint) {
+	d.ep = ep
+	empty := map[int32]route{}
+	d.table.Store(&empty)
+}
+
+func (d *dispatcher) register(codes []protocol.RequestCode, r route) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	next := make(map[int32]route, len(*d.table.Load())+len(codes))
+	for k, v := range *d.table.Load() {
+		next[k] = v
+	}
+	for _, code := range codes {
+		next[int32(code)] = r
+	}
+	d.table.Store(&next)
+	if d.started.Load() {
+		d.startPool(r.pool)
+	}
+}
+
+func (d *dispatcher) setDefault(r route) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.def.Store(&r)
+	if d.started.Load() {
+		d.startPool(r.pool)
+	}
+}
+
+func (d *dispatcher) addHook(h RPCHook) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var next []RPCHook
+	if cur := d.hooks.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, h)
+	d.hooks.Store(&next)
+}
+
+func (d *dispatcher) startPools() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.started.Store(true)
+	for _, r := range *d.table.Load() {
+		d.startPool(r.pool)
+	}
+	if r := d.def.Load(); r != nil {
+		d.startPool(r.pool)
+	}
+}
+
+// startPool starts p's workers once. REQUIRES: d.mu held.
+func (d *dispatcher) startPool(p *pool) {
+	if p.started.Swap(true) {
+		return
+	}
+	for range p.workers {
+		d.ep.goFunc("remoting-worker-"+p.name, func() { d.work(p) })
+	}
+}
+
+func (d *dispatcher) work(p *pool) {
+	for {
+		select {
+		case t := <-p.tasks:
+			d.process(t)
+		case <-d.ep.quit:
+			return
+		}
+	}
+}
+
+// dispatch runs on a read loop: it hands req to its pool without blocking.
+func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
+	r, ok := (*d.table.Load())[req.Code]
+	if !ok {
+		if def := d.def.Load(); def != nil {
+			r, ok = *def, true
+		}
+	}
+	if !ok {
+		if !req.IsOneway() {
+			_ = c.WriteResponse(protocol.NewResponse(req, protocol.RequestCodeNotSupported, notSupportedRemark(req.Code)))
+		}
+		c.logger.Debug("remoting: request code not supported", "code", req.Code)
+		return
+	}
+	select {
+	case r.pool.tasks <- task{c, req, r.proc}:
+	default:
+		c.logger.Debug("remoting: pool full", "pool", r.pool.name, "code", req.Code)
+		if !req.IsOneway() {
+			_ = c.WriteResponse(protocol.NewResponse(req, protocol.SystemBusy, overloadRemark))
+		}
+	}
+}
+
+// process runs hooks and the processor for one request, then answers.
+func (d *dispatcher) process(t task) {
+	resp := d.call(t)
+	if resp == nil || t.req.IsOneway() {
+		return
+	}
+	resp.Opaque = t.req.Opaque
+	if err := t.conn.WriteResponse(resp); err != nil {
+		t.conn.logger.Debug("remoting: response not sent", "code", t.req.Code, "opaque", t.req.Opaque, "err", err)
+	}
+}
+
+func (d *dispatcher) call(t task) (resp *protocol.Command) {
+	var hooks []RPCHook
+	if h := d.hooks.Load(); h != nil {
+		hooks = *h
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.conn.logger.Error("remoting: processor panicked", "code", t.req.Code, "panic", r,
+				"stack", string(debug.Stack()))
+			resp = protocol.NewResponse(t.req, protocol.SystemError, fmt.Sprintf("processor panic: %v", r))
+		}
+	}()
+	var err error
+	for _, h := range hooks {
+		if err = h.Before(t.conn, t.req); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		resp, err = t.proc(d.ep.ctx, t.conn, t.req)
+	}
+	if err != nil {
+		resp = errorResponse(t.req, err)
+	}
+	for _, h := range hooks {
+		h.After(t.conn, t.req, resp)
+	}
+	return resp
+}

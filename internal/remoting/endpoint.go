@@ -1,0 +1,243 @@
+package remoting
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// endpoint is what a Server and a Client share: the connections they own,
+// the goroutines they start, the processor table for requests arriving on
+// those connections, connection listeners and the idle scanner.
+type endpoint struct {
+	logger   *slog.Logger
+	maxFrame int           // largest frame including its length word
+	idle     time.Duration // close connections without reads or writes for this long; 0 = never
+	serverTLS *tls.Config  // accepted connections: permissive TLS when set
+
+	dispatcher
+	listeners atomic.Pointer[[]ConnListener] // copy-on-write
+
+	opaque     atomic.Int32  // last opaque used for requests we send
+	nextConnID atomic.Uint64 // last Conn id handed out
+
+	// ctx is cancelled by shutdown; processors and handshakes run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	quit   chan struct{} // closed by shutdown; stops workers and the scanner
+
+	mu      sync.Mutex
+	conns   map[*Conn]struct{} // open connections; guarded by mu
+	closing bool               // no goroutine or connection may start; guarded by mu
+
+	wg           sync.WaitGroup
+	shutdownOnce sync.Once
+
+	// onClosed, if set, runs on the read loop after a Conn closed (the
+	// Client drops it from its address table).
+	onClosed func(*Conn)
+}
+
+func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoint {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrameSize
+	}
+	switch {
+	case idle == 0:
+		idle = DefaultIdleTimeout
+	case idle < 0:
+		idle = 0
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ep := &endpoint{
+		logger:   logger,
+		maxFrame: maxFrame,
+		idle:     idle,
+		ctx:      ctx,
+		cancel:   cancel,
+		quit:     make(chan struct{}),
+		conns:    make(map[*Conn]struct{}),
+	}
+	ep.dispatcher.init(ep)
+	return ep
+}
+
+// goFunc starts fn on a goroutine counted in wg and labelled for pprof. It
+// refuses (false) once shutdown has begun.
+func (ep *endpoint) goFunc(name string, fn func()) bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.closing {
+		return false
+	}
+	ep.wg.Add(1)
+	go func() {
+		defer ep.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("remoting", name), func(context.Context) { fn() })
+	}()
+	return true
+}
+
+// startConn registers a new connection and starts its read loop (which
+// starts its write loop). It closes raw and returns false once shutdown
+// has begun.
+func (ep *endpoint) startConn(raw, rw net.Conn, serverTLS *tls.Config) (*Conn, bool) {
+	c := newConn(ep, raw, rw)
+	ep.mu.Lock()
+	if ep.closing {
+		ep.mu.Unlock()
+		_ = raw.Close()
+		return nil, false
+	}
+	ep.conns[c] = struct{}{}
+	ep.wg.Add(1)
+	ep.mu.Unlock()
+	go func() {
+		defer ep.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("remoting", "read"), func(context.Context) { c.readLoop(serverTLS) })
+	}()
+	return c, true
+}
+
+func (ep *endpoint) connOpened(c *Conn) {
+	c.logger.Debug("remoting: connection open", "local", c.local)
+	for _, l := range ep.listenerList() {
+		l.OnConnect(c)
+	}
+}
+
+// connClosed runs on c's read loop once c has ended.
+func (ep *endpoint) connClosed(c *Conn, reason error) {
+	ep.mu.Lock()
+	delete(ep.conns, c)
+	ep.mu.Unlock()
+	if ep.onClosed != nil {
+		ep.onClosed(c)
+	}
+	ls := ep.listenerList()
+	if !normalClose(reason) {
+		c.logger.Warn("remoting: closing connection", "reason", reason)
+		for _, l := range ls {
+			l.OnException(c, reason)
+		}
+	} else {
+		c.logger.Debug("remoting: connection closed", "reason", reason)
+	}
+	for _, l := range ls {
+		l.OnClose(c)
+	}
+}
+
+func (ep *endpoint) addListener(l ConnListener) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	var next []ConnListener
+	if cur := ep.listeners.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, l)
+	ep.listeners.Store(&next)
+}
+
+func (ep *endpoint) listenerList() []ConnListener {
+	if p := ep.listeners.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// idleLoop closes connections that neither read nor wrote for ep.idle.
+func (ep *endpoint) idleLoop() {
+	tick := min(ep.idle/4, time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ep.quit:
+			return
+		case now := <-t.C:
+			limit := now.Add(-ep.idle).UnixNano()
+			for _, c := range ep.snapshot() {
+				if c.lastActive.Load() >= limit {
+					continue
+				}
+				c.logger.Info("remoting: closing idle connection", "idle", ep.idle)
+				for _, l := range ep.listenerList() {
+					l.OnIdle(c)
+				}
+				c.closeWith(errIdle)
+			}
+		}
+	}
+}
+
+func (ep *endpoint) snapshot() []*Conn {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	out := make([]*Conn, 0, len(ep.conns))
+	for c := range ep.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// start launches the idle scanner and the worker pools.
+func (ep *endpoint) start() {
+	if ep.idle > 0 {
+		ep.goFunc("remoting-idle", ep.idleLoop)
+	}
+	ep.dispatcher.startPools()
+}
+
+// shutdown stops everything: no new goroutines or connections, processors'
+// context cancelled, connections closed, workers and scanner stopped; then
+// it waits for every goroutine. Safe to call more than once; every call
+// waits.
+func (ep *endpoint) shutdown() {
+	ep.shutdownOnce.Do(func() {
+		ep.mu.Lock()
+		ep.closing = true
+		conns := make([]*Conn, 0, len(ep.conns))
+		for c := range ep.conns {
+			conns = append(conns, c)
+		}
+		ep.mu.Unlock()
+		ep.cancel()
+		close(ep.quit)
+		for _, c := range conns {
+			c.closeWith(ErrClosed)
+		}
+	})
+	ep.wg.Wait()
+}
+
+func (ep *endpoint) isClosing() bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	return ep.closing
+}
+
+// acquire takes a permit from sem, waiting for ctx.
+func acquire(ctx context.Context, sem chan struct{}, quit <-chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ErrTooManyRequests
+	}
+}
