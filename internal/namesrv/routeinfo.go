@@ -134,6 +134,8 @@ type RegisterBrokerResult struct {
 	// Stale is set when the registration was ignored because another address
 	// already holds this broker id with a newer state version.
 	Stale bool
+	// NewBroker is set when this broker process had no liveness entry.
+	NewBroker bool
 }
 
 // RegisterBroker applies a broker registration (storage-and-broker.md
@@ -256,6 +258,8 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest) (RegisterBr
 	if timeout <= 0 {
 		timeout = m.opts.BrokerChannelExpiredTime
 	}
+	_, wasLive := m.brokerLiveTable[addrInfo]
+	res.NewBroker = !wasLive
 	m.brokerLiveTable[addrInfo] = &brokerLiveInfo{
 		lastUpdate: now, timeout: timeout, dataVersion: dataVersion,
 		channel: req.Channel, haServerAddr: req.HaServerAddr,

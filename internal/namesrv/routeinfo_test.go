@@ -125,8 +125,8 @@ func TestRegisterBrokerMasterSlave(t *testing.T) {
 	if r := m.PickupTopicRouteData("T"); r != nil {
 		t.Fatalf("a slave's topics must not create queue data, got %+v", r)
 	}
-	if res := mustRegister(t, m, master); res != (RegisterBrokerResult{}) {
-		t.Fatalf("master result %+v, want empty", res)
+	if res := mustRegister(t, m, master); res.MasterAddr != "" || res.HaServerAddr != "" || !res.NewBroker {
+		t.Fatalf("master result %+v, want a new broker without master address", res)
 	}
 	res := mustRegister(t, m, slave)
 	if res.MasterAddr != "10.0.0.1:10911" || res.HaServerAddr != "10.0.0.1:10911-ha" {
