@@ -26,6 +26,9 @@ type brokerFlags struct {
 	brokerIP      string
 	flushDiskType string
 	set           []string
+	// defaultBrokerName replaces the host-name default (standalone uses
+	// broker-a); the file and --broker-name still override it.
+	defaultBrokerName string
 }
 
 func (f *brokerFlags) register(cmd *cobra.Command) {
@@ -45,6 +48,9 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 // Unknown file keys are warned about by name; a bad value is an error.
 func (f *brokerFlags) load(cmd *cobra.Command, logger *slog.Logger) (broker.Config, error) {
 	cfg := broker.DefaultConfig()
+	if f.defaultBrokerName != "" {
+		cfg.BrokerName = f.defaultBrokerName
+	}
 	if env := os.Getenv("NAMESRV_ADDR"); env != "" {
 		if _, err := cfg.SetKey("namesrvAddr", env); err != nil {
 			return cfg, err

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/namesrv"
+)
+
+func init() { register(newStandaloneCmd) }
+
+func newStandaloneCmd(g *globalFlags) *cobra.Command {
+	f := &brokerFlags{defaultBrokerName: "broker-a"}
+	var dataDir string
+	var namesrvPort, brokerPort int
+	cmd := &cobra.Command{
+		Use:   "standalone",
+		Short: "Run a name server and a broker in one process (data under --data)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger(os.Stderr)
+			if err != nil {
+				return err
+			}
+			cfg, err := f.load(cmd, logger)
+			if err != nil {
+				return err
+			}
+			abs, err := filepath.Abs(dataDir)
+			if err != nil {
+				return err
+			}
+
+			nsCfg := namesrv.DefaultConfig()
+			nsCfg.ListenPort = namesrvPort
+			nsCfg.BindAddress = cfg.BindAddress
+			nsCfg.KVConfigPath = filepath.Join(abs, "namesrv", "kvConfig.json")
+			ns := namesrv.New(nsCfg, logger)
+			if err := ns.Start(); err != nil {
+				return fmt.Errorf("name server: %w", err)
+			}
+			nsAddr := net.JoinHostPort(cfg.BrokerIP1, fmt.Sprint(ns.Addr().(*net.TCPAddr).Port))
+
+			cfg.NamesrvAddr = []string{nsAddr}
+			cfg.ListenPort = brokerPort
+			cfg.Store.StorePathRootDir = filepath.Join(abs, "broker")
+			if err := cfg.Validate(); err != nil {
+				ns.Close()
+				return err
+			}
+			logEffectiveConfig(logger, cfg.ToMap())
+			b, err := broker.New(cfg, logger)
+			if err == nil {
+				err = b.Start()
+			}
+			if err != nil {
+				ns.Close()
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
+			<-cmd.Context().Done()
+			logger.Info("shutting down")
+			// Startup in reverse: the broker unregisters from the name server first.
+			return errors.Join(b.Close(), ns.Close())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.confFile, "config", "c", "", "broker.conf properties file")
+	fl.StringVar(&dataDir, "data", "./data", "data directory (broker store and name-server KV config)")
+	fl.IntVar(&namesrvPort, "namesrv-port", namesrv.DefaultListenPort, "name-server port (0 = any free port)")
+	fl.IntVar(&brokerPort, "broker-port", 10911, "broker port (0 = any free port)")
+	fl.StringVar(&f.brokerName, "broker-name", "broker-a", "broker name (brokerName)")
+	fl.StringVar(&f.clusterName, "cluster", "", "cluster name (brokerClusterName)")
+	fl.StringVar(&f.flushDiskType, "flush-disk-type", "", "ASYNC_FLUSH or SYNC_FLUSH (flushDiskType)")
+	fl.StringArrayVar(&f.set, "set", nil, "any broker.conf key, key=value (repeatable)")
+	return cmd
+}
