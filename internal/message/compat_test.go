@@ -2,9 +2,12 @@ package message_test
 
 import (
 	"bytes"
+	"flag"
 	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +169,39 @@ func TestOfficialGoClientIDs(t *testing.T) {
 	}
 	if d := before.Sub(u.Time(time.Now().Add(time.Second))); d < -2*time.Second || d > 2*time.Second {
 		t.Errorf("embedded time off by %v", d)
+	}
+}
+
+// TestOfficialClientFuzzSeeds writes inputs made by the official Go client
+// into the fuzz corpora under -update, and otherwise checks they are there
+// (go test runs them as seeds of FuzzDecodeBatch / FuzzDecodeProperties).
+func TestOfficialClientFuzzSeeds(t *testing.T) {
+	m1 := primitive.NewMessage("TopicTest", []byte("batched body one"))
+	m1.WithTag("TagA")
+	m1.WithKeys([]string{"k1", "k2"})
+	m2 := primitive.NewMessage("TopicTest", nil)
+	m2.WithProperty("custom", "value")
+	seeds := []struct {
+		fuzz, name, kind string
+		data             []byte
+	}{
+		{"FuzzDecodeBatch", "official_go_client_batch", "[]byte", producer.MarshalMessageBatch(m1, m2)},
+		{"FuzzDecodeProperties", "official_go_client_properties", "string", []byte(m1.MarshallProperties())},
+	}
+	for _, s := range seeds {
+		path := filepath.Join("testdata", "fuzz", s.fuzz, s.name)
+		content := "go test fuzz v1\n" + s.kind + "(" + strconv.Quote(string(s.data)) + ")\n"
+		if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("missing fuzz seed %s (run with -update): %v", path, err)
+		}
 	}
 }

@@ -150,3 +150,16 @@ func TestSplitKeysLikeTheIndex(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSystemProperty(t *testing.T) {
+	for _, name := range []string{"KEYS", "TAGS", "UNIQ_KEY", "DELAY", "__transactionId__", "TIMER_DELIVER_MS", "__RMQ.TRANSIENT.x"} {
+		if !IsSystemProperty(name) {
+			t.Errorf("IsSystemProperty(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"", "orderId", "tags", "KEYS2"} {
+		if IsSystemProperty(name) {
+			t.Errorf("IsSystemProperty(%q) = true", name)
+		}
+	}
+}
