@@ -44,6 +44,7 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	base := logger
 	logger = logger.With("component", "namesrv")
 	idle := time.Duration(cfg.ServerChannelMaxIdleTimeSeconds) * time.Second
 	if cfg.ServerChannelMaxIdleTimeSeconds == 0 {
@@ -56,7 +57,7 @@ func New(cfg Config, logger *slog.Logger) *Server {
 		remoting: remoting.NewServer(remoting.ServerConfig{
 			ListenAddr:  cfg.ListenAddr(),
 			IdleTimeout: idle,
-			Logger:      logger,
+			Logger:      base,
 		}),
 		cfg:  cfg,
 		quit: make(chan struct{}),
