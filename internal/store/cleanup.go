@@ -121,7 +121,7 @@ func (s *Store) cleanCommitLog() {
 	deleted := 0
 	for i := 0; i < len(files)-1 && deleted < s.cfg.DeleteFileBatchMax; i++ {
 		f := files[i]
-		expired := now.UnixMilli() >= f.lastModified.Load()+reserved.Milliseconds()
+		expired := now.UnixMilli() >= f.lastModifiedMillis()+reserved.Milliseconds()
 		if !expired && !forcibly {
 			break
 		}

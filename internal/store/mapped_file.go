@@ -61,7 +61,7 @@ type mappedFile struct {
 	cleaned      atomic.Bool
 	shutdownAt   atomic.Int64 // unix ms of the first shutdown call
 	flushMu      sync.Mutex   // serialises flushes of this file
-	lastModified atomic.Int64 // unix ms, for expiry; refreshed on append
+	lastModified atomic.Int64 // mtime at load (unix ms), for expiry
 }
 
 // fileName renders RocketMQ's 20-digit zero-padded offset name.
@@ -339,4 +339,13 @@ func (mf *mappedFile) flushAll() error {
 		return fmt.Errorf("store: msync %s: %w", mf.path, err)
 	}
 	return nil
+}
+
+// lastModifiedMillis is the time of the last append this process made (on
+// the store clock), else the file's mtime at load.
+func (mf *mappedFile) lastModifiedMillis() int64 {
+	if ts := mf.storeTimestamp.Load(); ts > 0 {
+		return ts
+	}
+	return mf.lastModified.Load()
 }

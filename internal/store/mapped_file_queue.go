@@ -30,6 +30,10 @@ type mappedFileQueue struct {
 	committedWhere atomic.Int64
 	// storeTimestamp of the last flushed record (commit log only).
 	flushedTimestamp atomic.Int64
+
+	// syncFault, when set, is consulted before every flush: a test seam that
+	// injects msync/fsync failures (pebble's errorfs in miniature).
+	syncFault atomic.Pointer[func() error]
 }
 
 func newMappedFileQueue(dir string, fileSize int64, alloc func(int64) (*mappedFile, error)) *mappedFileQueue {
@@ -234,6 +238,11 @@ func (q *mappedFileQueue) flush(leastPages int) (bool, error) {
 		return true, nil
 	}
 	ts := f.storeTimestamp.Load()
+	if fault := q.syncFault.Load(); fault != nil && f.readPosition() > f.flushed.Load() {
+		if err := (*fault)(); err != nil {
+			return true, err
+		}
+	}
 	pos, err := f.flush(leastPages)
 	if err != nil {
 		return true, err
