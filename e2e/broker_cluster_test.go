@@ -1,0 +1,208 @@
+package e2e
+
+// Helpers of the broker end-to-end tests: a name server and a broker in
+// this process on free loopback ports with a temp data dir (the standalone
+// layout), and official rocketmq-client-go/v2 producers and consumers.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/namesrv"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// testCluster is a name server plus one broker.
+type testCluster struct {
+	t      *testing.T
+	ns     *namesrv.Server
+	nsAddr string
+	cfg    broker.Config
+	b      *broker.Broker // nil while stopped
+}
+
+// brokerTestConfig is a broker for dir with small store files.
+func brokerTestConfig(dir string) broker.Config {
+	cfg := broker.DefaultConfig()
+	cfg.BrokerName = "broker-a"
+	cfg.ListenPort = 0
+	cfg.Store.StorePathRootDir = dir
+	cfg.Store.MappedFileSizeCommitLog = 8 << 20
+	cfg.Store.MappedFileSizeConsumeQueue = 20 * 10000
+	cfg.Store.MaxMessageSize = 1 << 20
+	cfg.SendMessageThreadPoolNums = 2
+	cfg.PullMessageThreadPoolNums = 8
+	return cfg
+}
+
+func startCluster(t *testing.T, mutate func(*broker.Config)) *testCluster {
+	t.Helper()
+	rlog.SetLogLevel("error")
+	nsCfg := namesrv.DefaultConfig()
+	nsCfg.ListenPort = 0
+	nsCfg.BindAddress = "127.0.0.1"
+	ns := namesrv.New(nsCfg, testutil.Logger(t))
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{t: t, ns: ns, nsAddr: ns.Addr().String()}
+	t.Cleanup(func() { ns.Close() })
+	c.cfg = brokerTestConfig(t.TempDir())
+	c.cfg.NamesrvAddr = []string{c.nsAddr}
+	if mutate != nil {
+		mutate(&c.cfg)
+	}
+	c.startBroker()
+	t.Cleanup(func() { c.stopBroker() })
+	return c
+}
+
+func (c *testCluster) startBroker() {
+	c.t.Helper()
+	b, err := broker.New(c.cfg, testutil.Logger(c.t))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	// Restarts keep the port so clients' routes stay valid.
+	c.cfg.ListenPort = b.Config().ListenPort
+	c.b = b
+}
+
+func (c *testCluster) stopBroker() {
+	if c.b != nil {
+		if err := c.b.Close(); err != nil {
+			c.t.Errorf("broker close: %v", err)
+		}
+		c.b = nil
+	}
+}
+
+// createTopic creates a topic on the broker and waits until the name server
+// routes it, so clients find it without the TBW102 detour.
+func (c *testCluster) createTopic(topic string, queues int32) {
+	c.t.Helper()
+	tc := protocol.NewTopicConfig(topic)
+	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
+	if err := c.b.Topics.Update(tc); err != nil {
+		c.t.Fatal(err)
+	}
+	waitRoute(c.t, c.ns, topic)
+}
+
+func waitRoute(t *testing.T, ns *namesrv.Server, topic string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		r := ns.Routes().PickupTopicRouteData(topic)
+		return r != nil && len(r.QueueDatas) > 0
+	}, "topic %s never routed", topic)
+}
+
+// uniqueName makes client instance and group names unique per test: the Go
+// client keeps process-wide client instances keyed by instance name.
+var nameSeq atomic.Int64
+
+func uniqueName(t *testing.T, prefix string) string {
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	return fmt.Sprintf("%s_%s_%d", prefix, name, nameSeq.Add(1))
+}
+
+func newProducer(t *testing.T, nsAddr string, opts ...producer.Option) rocketmq.Producer {
+	t.Helper()
+	all := append([]producer.Option{
+		producer.WithNameServer([]string{nsAddr}),
+		producer.WithGroupName(uniqueName(t, "pg")),
+		producer.WithInstanceName(uniqueName(t, "pi")),
+		producer.WithRetry(2),
+		producer.WithSendMsgTimeout(5 * time.Second),
+	}, opts...)
+	p, err := rocketmq.NewProducer(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown() })
+	return p
+}
+
+// received collects consumed messages by message id.
+type received struct {
+	mu    sync.Mutex
+	msgs  map[string]*primitive.MessageExt
+	dups  int
+	count atomic.Int64
+}
+
+func newReceived() *received { return &received{msgs: make(map[string]*primitive.MessageExt)} }
+
+func (r *received) add(msgs ...*primitive.MessageExt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := r.msgs[m.MsgId]; ok {
+			r.dups++
+			continue
+		}
+		r.msgs[m.MsgId] = m
+		r.count.Add(1)
+	}
+}
+
+func (r *received) get(id string) (*primitive.MessageExt, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.msgs[id]
+	return m, ok
+}
+
+func (r *received) duplicates() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dups
+}
+
+// newPushConsumer starts a push consumer of topic with expr that records
+// into r. Shutdown is registered with t.Cleanup (and is idempotent).
+func newPushConsumer(t *testing.T, nsAddr, group, topic, expr string, r *received, opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
+	all := append([]consumer.Option{
+		consumer.WithNameServer([]string{nsAddr}),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(uniqueName(t, "ci")),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	}, opts...)
+	c, err := rocketmq.NewPushConsumer(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			r.add(msgs...)
+			return consumer.ConsumeSuccess, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown() })
+	return c
+}
