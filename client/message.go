@@ -1,0 +1,144 @@
+package client
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+)
+
+// Well-known message property names (remoting.md §6.3) users may set or
+// read through Message.Properties.
+const (
+	PropertyKeys             = message.PropertyKeys
+	PropertyTags             = message.PropertyTags
+	PropertyUniqKey          = message.PropertyUniqClientMessageIDKeyidx
+	PropertyDelayLevel       = message.PropertyDelayTimeLevel
+	PropertyWaitStoreMsgOK   = message.PropertyWaitStoreMsgOK
+	PropertyShardingKey      = "__SHARDINGKEY"
+	PropertyTransactionCheck = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+)
+
+// Message is what a producer sends. Topic and Body are required; Properties
+// carry tags, keys and user properties under RocketMQ's names. The producer
+// does not modify the Message it is given (it works on a copy), so a
+// Message may be sent again or from several goroutines.
+type Message struct {
+	Topic      string
+	Body       []byte
+	Flag       int32             // opaque user flag stored with the message
+	Properties map[string]string // may be nil
+}
+
+// NewMessage returns a message for topic with body.
+func NewMessage(topic string, body []byte) *Message {
+	return &Message{Topic: topic, Body: body}
+}
+
+// SetProperty sets a property and returns m, for chaining.
+func (m *Message) SetProperty(name, value string) *Message {
+	if m.Properties == nil {
+		m.Properties = make(map[string]string, 4)
+	}
+	m.Properties[name] = value
+	return m
+}
+
+// Property returns a property, "" when absent.
+func (m *Message) Property(name string) string { return m.Properties[name] }
+
+// WithTag sets the TAGS property (one tag) and returns m.
+func (m *Message) WithTag(tag string) *Message {
+	if tag == "" {
+		delete(m.Properties, PropertyTags)
+		return m
+	}
+	return m.SetProperty(PropertyTags, tag)
+}
+
+// Tag returns the TAGS property.
+func (m *Message) Tag() string { return m.Properties[PropertyTags] }
+
+// WithKeys sets the KEYS property (space separated, indexed by the broker
+// for queries) and returns m.
+func (m *Message) WithKeys(keys ...string) *Message {
+	return m.SetProperty(PropertyKeys, strings.Join(keys, message.KeySeparator))
+}
+
+// Keys returns the KEYS property split on spaces.
+func (m *Message) Keys() []string { return message.SplitKeys(m.Properties[PropertyKeys]) }
+
+// WithDelayLevel asks the broker to deliver the message after delay level
+// 1..18 (1s 5s 10s 30s 1m 2m ... 2h) and returns m.
+func (m *Message) WithDelayLevel(level int) *Message {
+	return m.SetProperty(PropertyDelayLevel, strconv.Itoa(level))
+}
+
+// WithShardingKey sets the sharding key (Java's __SHARDINGKEY) and returns m.
+func (m *Message) WithShardingKey(key string) *Message {
+	return m.SetProperty(PropertyShardingKey, key)
+}
+
+func (m *Message) clone() *Message {
+	c := *m
+	c.Properties = make(map[string]string, len(m.Properties)+4)
+	for k, v := range m.Properties {
+		c.Properties[k] = v
+	}
+	return &c
+}
+
+// MessageExt is a message as stored by a broker: what consumers receive and
+// what a transaction check carries.
+type MessageExt struct {
+	Message
+	MsgID                     string // UNIQ_KEY when present, else OffsetMsgID
+	OffsetMsgID               string // broker address + commit-log offset
+	BrokerName                string // broker the message was read from ("" when unknown)
+	QueueID                   int32
+	QueueOffset               int64
+	CommitLogOffset           int64
+	SysFlag                   int32
+	BornTime                  time.Time
+	BornHost                  string
+	StoreTime                 time.Time
+	StoreHost                 string
+	ReconsumeTimes            int32
+	StoreSize                 int32
+	BodyCRC                   uint32
+	PreparedTransactionOffset int64
+}
+
+// newMessageExt converts a decoded stored record. The body is used as is:
+// callers decode with message.DecodeOptions{Decompress: true} to hand out
+// plain bodies. namespace, when set, is stripped from the topic.
+func newMessageExt(e *message.Ext, brokerName, namespace string) *MessageExt {
+	m := &MessageExt{
+		Message: Message{
+			Topic:      unwrapNamespace(namespace, e.Topic),
+			Body:       e.Body,
+			Flag:       e.Flag,
+			Properties: e.Properties,
+		},
+		MsgID:                     e.MsgID(),
+		OffsetMsgID:               e.OffsetMsgID(),
+		BrokerName:                brokerName,
+		QueueID:                   e.QueueID,
+		QueueOffset:               e.QueueOffset,
+		CommitLogOffset:           e.CommitLogOffset,
+		SysFlag:                   e.SysFlag,
+		BornTime:                  time.UnixMilli(e.BornTimestamp),
+		BornHost:                  e.BornHost.String(),
+		StoreTime:                 time.UnixMilli(e.StoreTimestamp),
+		StoreHost:                 e.StoreHost.String(),
+		ReconsumeTimes:            e.ReconsumeTimes,
+		StoreSize:                 e.StoreSize,
+		BodyCRC:                   e.BodyCRC,
+		PreparedTransactionOffset: e.PreparedTransactionOffset,
+	}
+	if m.Properties == nil {
+		m.Properties = map[string]string{}
+	}
+	return m
+}

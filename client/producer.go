@@ -1,0 +1,777 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// SendStatus is how a broker stored a message it accepted.
+type SendStatus int
+
+// Send statuses. Every status but SendOK means the message is stored but a
+// durability promise (flush or replication) was not met in time.
+const (
+	SendOK SendStatus = iota
+	SendFlushDiskTimeout
+	SendFlushSlaveTimeout
+	SendSlaveNotAvailable
+)
+
+func (s SendStatus) String() string {
+	switch s {
+	case SendOK:
+		return "SEND_OK"
+	case SendFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case SendFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case SendSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	}
+	return "SendStatus(" + strconv.Itoa(int(s)) + ")"
+}
+
+// SendResult is a broker's answer to a send.
+type SendResult struct {
+	Status        SendStatus
+	MsgID         string // UNIQ_KEY; comma-separated, one per message, for batches
+	OffsetMsgID   string // broker address + commit-log offset; comma-separated for batches
+	Queue         MessageQueue
+	QueueOffset   int64 // consume-queue offset of the (first) message
+	TransactionID string
+	RegionID      string
+	TraceOn       bool
+}
+
+// Producer sends messages to the brokers of a RocketMQ (or Apogee) cluster.
+//
+// NewProducer starts nothing; Start fetches nothing either (routes are
+// fetched on first use) but starts the route refresh and heartbeat loops;
+// Close waits for in-flight asynchronous sends to finish (their callbacks
+// run) and stops everything. All methods are safe for concurrent use.
+type Producer struct {
+	group     string // as given
+	wireGroup string // namespace applied
+	cfg       producerConfig
+	in        *instance
+	fault     *faultStrategy
+	hooks     hookSet
+
+	// inflight counts SendAsync calls whose callback has not run yet; Close
+	// waits for it after refusing new sends.
+	inflightMu sync.RWMutex
+	closing    bool // guarded by inflightMu
+	inflight   sync.WaitGroup
+
+	tx *txState // nil unless WithTransactionListener
+}
+
+// NewProducer returns a producer of group. It validates the options and
+// starts nothing.
+func NewProducer(group string, opts ...ProducerOpt) (*Producer, error) {
+	cfg := defaultProducerConfig()
+	for _, o := range opts {
+		o.applyProducer(&cfg)
+	}
+	if group == "" {
+		return nil, fmt.Errorf("client: producer group is empty")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p := &Producer{
+		group:     group,
+		wireGroup: wrapNamespace(cfg.namespace, group),
+		cfg:       cfg,
+		in:        newInstance(cfg.clientConfig),
+		fault:     newFaultStrategy(cfg.latencyFault),
+		hooks:     newHookSet(cfg.hooks),
+	}
+	p.in.addHeartbeatSource(func(hb *protocol.HeartbeatData) {
+		hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: p.wireGroup})
+	})
+	if cfg.txListener != nil {
+		p.tx = newTxState(p)
+		p.in.handle(protocol.CheckTransactionState, p.tx.onCheck)
+	}
+	return p, nil
+}
+
+// Group returns the producer group.
+func (p *Producer) Group() string { return p.group }
+
+// ClientID returns the id brokers know this producer by ("ip@instance").
+func (p *Producer) ClientID() string { return p.in.clientID }
+
+// Start starts the route refresh and heartbeat loops.
+func (p *Producer) Start() error {
+	if err := p.in.start(); err != nil {
+		return err
+	}
+	if p.tx != nil {
+		p.tx.start()
+	}
+	return nil
+}
+
+// Close waits for in-flight asynchronous sends (their callbacks run), then
+// closes every connection and stops every goroutine. Idempotent.
+func (p *Producer) Close() error {
+	p.inflightMu.Lock()
+	already := p.closing
+	p.closing = true
+	p.inflightMu.Unlock()
+	if already {
+		return nil
+	}
+	p.inflight.Wait()
+	if p.tx != nil {
+		p.tx.stop()
+	}
+	return p.in.close()
+}
+
+// beginAsync registers an asynchronous send unless Close has begun.
+func (p *Producer) beginAsync() error {
+	p.inflightMu.RLock()
+	defer p.inflightMu.RUnlock()
+	if p.closing {
+		return ErrClosed
+	}
+	p.inflight.Add(1)
+	return nil
+}
+
+// Queues returns the writable queues of topic (fetching its route if
+// needed), e.g. to choose one for SendToQueue.
+func (p *Producer) Queues(ctx context.Context, topic string) ([]MessageQueue, error) {
+	if err := p.in.running(); err != nil {
+		return nil, err
+	}
+	r, err := p.in.publishRoute(ctx, wrapNamespace(p.cfg.namespace, topic), p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MessageQueue, len(r.publish))
+	for i, q := range r.publish {
+		q.Topic = topic
+		out[i] = q
+	}
+	return out, nil
+}
+
+// ---- request building ----
+
+// outgoing is a validated message (or batch) ready to be sent: everything
+// but the queue and born timestamp is encoded once, before the first
+// attempt.
+type outgoing struct {
+	userTopic      string
+	topic          string // wire topic
+	body           []byte
+	flag           int32
+	properties     string
+	sysFlag        int32
+	batch          bool
+	reconsumeTimes int32
+	maxReconsume   int32
+	uniqIDs        string   // MsgID of the result
+	msg            *Message // for hooks
+	msgs           []*Message
+}
+
+// validTopic checks a topic name as the broker does (remoting.md §1.7).
+func validTopic(t string) error {
+	if t == "" {
+		return fmt.Errorf("%w: empty topic", ErrIllegalMessage)
+	}
+	if len(t) > 127 {
+		return fmt.Errorf("%w: topic %q longer than 127 bytes", ErrIllegalMessage, t)
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|') {
+			return fmt.Errorf("%w: topic %q has character %q (allowed: letters, digits, %%, |, -, _)", ErrIllegalMessage, t, c)
+		}
+	}
+	return nil
+}
+
+// prepare validates msg and encodes it for sending. The caller's message is
+// not modified.
+func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, error) {
+	if msg == nil {
+		return nil, fmt.Errorf("%w: nil message", ErrIllegalMessage)
+	}
+	if err := validTopic(msg.Topic); err != nil {
+		return nil, err
+	}
+	if len(msg.Body) == 0 {
+		return nil, fmt.Errorf("%w: empty body (topic %s)", ErrIllegalMessage, msg.Topic)
+	}
+	if len(msg.Body) > p.cfg.maxMessageSize {
+		return nil, fmt.Errorf("%w: body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(msg.Body), p.cfg.maxMessageSize, msg.Topic)
+	}
+	props := make(map[string]string, len(msg.Properties)+len(extra)+1)
+	for k, v := range msg.Properties {
+		props[k] = v
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
+		props[message.PropertyUniqClientMessageIDKeyidx] = p.in.idGen.Next()
+	}
+	o := &outgoing{
+		userTopic: msg.Topic,
+		topic:     wrapNamespace(p.cfg.namespace, msg.Topic),
+		flag:      msg.Flag,
+		uniqIDs:   props[message.PropertyUniqClientMessageIDKeyidx],
+		msg:       msg,
+	}
+	if strings.HasPrefix(o.topic, retryGroupTopicPrefix) {
+		// Java moves these two into the header for retry topics.
+		if v, ok := props[message.PropertyReconsumeTime]; ok {
+			n, _ := strconv.ParseInt(v, 10, 32)
+			o.reconsumeTimes = int32(n)
+			delete(props, message.PropertyReconsumeTime)
+		}
+		if v, ok := props[message.PropertyMaxReconsumeTimes]; ok {
+			n, _ := strconv.ParseInt(v, 10, 32)
+			o.maxReconsume = int32(n)
+			delete(props, message.PropertyMaxReconsumeTimes)
+		}
+	}
+	if strings.EqualFold(props[message.PropertyTransactionPrepared], "true") {
+		o.sysFlag |= message.SysFlagTransactionPreparedType
+	}
+	body, flags := maybeCompress(msg.Body, p.cfg.compressOver, p.cfg.compressLevel)
+	o.body = body
+	o.sysFlag |= flags
+	o.properties = message.EncodeProperties(props)
+	if len(o.properties) > message.MaxPropertiesSize {
+		return nil, fmt.Errorf("%w: properties of %d bytes exceed %d (topic %s)", ErrIllegalMessage, len(o.properties), message.MaxPropertiesSize, msg.Topic)
+	}
+	return o, nil
+}
+
+// prepareBatch validates and encodes a batch: one topic, no delay level, no
+// retry topic (as Java requires); each message gets a UNIQ_KEY; the body is
+// never compressed.
+func (p *Producer) prepareBatch(msgs []*Message) (*outgoing, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("%w: empty batch", ErrIllegalMessage)
+	}
+	topic := msgs[0].Topic
+	if err := validTopic(topic); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(topic, retryGroupTopicPrefix) {
+		return nil, fmt.Errorf("%w: batch to retry topic %s", ErrIllegalMessage, topic)
+	}
+	inner := make([]message.Message, len(msgs))
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		if m == nil || m.Topic != topic {
+			return nil, fmt.Errorf("%w: batch mixes topics (%s)", ErrIllegalMessage, topic)
+		}
+		if len(m.Body) == 0 {
+			return nil, fmt.Errorf("%w: empty body in batch (topic %s)", ErrIllegalMessage, topic)
+		}
+		if m.Properties[message.PropertyDelayTimeLevel] != "" {
+			return nil, fmt.Errorf("%w: delay level in batch (topic %s)", ErrIllegalMessage, topic)
+		}
+		props := make(map[string]string, len(m.Properties)+1)
+		for k, v := range m.Properties {
+			props[k] = v
+		}
+		if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
+			props[message.PropertyUniqClientMessageIDKeyidx] = p.in.idGen.Next()
+		}
+		ids[i] = props[message.PropertyUniqClientMessageIDKeyidx]
+		inner[i] = message.Message{Topic: wrapNamespace(p.cfg.namespace, topic), Flag: m.Flag, Body: m.Body, Properties: props}
+	}
+	body, err := message.AppendBatch(nil, inner)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrIllegalMessage, err)
+	}
+	if len(body) > p.cfg.maxMessageSize {
+		return nil, fmt.Errorf("%w: batch body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(body), p.cfg.maxMessageSize, topic)
+	}
+	return &outgoing{
+		userTopic: topic,
+		topic:     wrapNamespace(p.cfg.namespace, topic),
+		body:      body,
+		batch:     true,
+		uniqIDs:   strings.Join(ids, ","),
+		msgs:      msgs,
+	}, nil
+}
+
+// request builds the send request of o for queue q.
+func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Command {
+	code := protocol.SendMessageV2
+	v2 := true
+	switch {
+	case o.batch:
+		code = protocol.SendBatchMessage
+	case p.cfg.useV1Header:
+		code, v2 = protocol.SendMessage, false
+	}
+	name := func(long, short string) string {
+		if v2 {
+			return short
+		}
+		return long
+	}
+	ext := make(map[string]string, 14)
+	ext[name("producerGroup", "a")] = p.wireGroup
+	ext[name("topic", "b")] = o.topic
+	ext[name("defaultTopic", "c")] = p.cfg.createTopicKey
+	ext[name("defaultTopicQueueNums", "d")] = strconv.Itoa(int(p.cfg.defaultTopicQueueNums))
+	ext[name("queueId", "e")] = strconv.Itoa(q.QueueID)
+	ext[name("sysFlag", "f")] = strconv.Itoa(int(o.sysFlag))
+	ext[name("bornTimestamp", "g")] = strconv.FormatInt(born, 10)
+	ext[name("flag", "h")] = strconv.Itoa(int(o.flag))
+	ext[name("properties", "i")] = o.properties
+	ext[name("reconsumeTimes", "j")] = strconv.Itoa(int(o.reconsumeTimes))
+	ext[name("unitMode", "k")] = "false"
+	if o.maxReconsume != 0 {
+		ext[name("maxReconsumeTimes", "l")] = strconv.Itoa(int(o.maxReconsume))
+	}
+	ext[name("batch", "m")] = strconv.FormatBool(o.batch)
+	ext[name("bname", "n")] = q.BrokerName
+	return protocol.NewRequest(code, ext, o.body)
+}
+
+// result turns a send response into a SendResult or an error.
+func (p *Producer) result(o *outgoing, q MessageQueue, addr string, resp *protocol.Command) (*SendResult, error) {
+	var st SendStatus
+	switch protocol.ResponseCode(resp.Code) {
+	case protocol.Success:
+		st = SendOK
+	case protocol.FlushDiskTimeout:
+		st = SendFlushDiskTimeout
+	case protocol.FlushSlaveTimeout:
+		st = SendFlushSlaveTimeout
+	case protocol.SlaveNotAvailable:
+		st = SendSlaveNotAvailable
+	default:
+		return nil, newBrokerError(addr, q.BrokerName, o.userTopic, resp)
+	}
+	res := &SendResult{
+		Status:        st,
+		MsgID:         o.uniqIDs,
+		OffsetMsgID:   resp.Ext("msgId"),
+		Queue:         MessageQueue{Topic: o.userTopic, BrokerName: q.BrokerName, QueueID: q.QueueID},
+		TransactionID: resp.Ext("transactionId"),
+		RegionID:      resp.Ext("MSG_REGION"),
+		TraceOn:       resp.Ext("TRACE_ON") != "false",
+	}
+	if v := resp.Ext("queueId"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			res.Queue.QueueID = n
+		}
+	}
+	if v := resp.Ext("queueOffset"); v != "" {
+		res.QueueOffset, _ = strconv.ParseInt(v, 10, 64)
+	}
+	if res.RegionID == "" {
+		res.RegionID = "DefaultRegion"
+	}
+	return res, nil
+}
+
+// retriable reports whether a failed attempt may be retried on another
+// broker: network failures and the broker codes of §11.3.
+func retriable(err error) bool {
+	var be *BrokerError
+	if errors.As(err, &be) {
+		return be.Retriable()
+	}
+	return !errors.Is(err, ErrIllegalMessage) && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled)
+}
+
+// sendDeadline is now + sendTimeout, or ctx's deadline when earlier.
+func (p *Producer) sendDeadline(ctx context.Context) time.Time {
+	d := time.Now().Add(p.cfg.sendTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		return cd
+	}
+	return d
+}
+
+// addrOf returns the address messages for q go to.
+func (p *Producer) addrOf(ctx context.Context, q MessageQueue) (string, error) {
+	addr := p.in.masterAddr(q.BrokerName)
+	if addr == "" {
+		// The broker may be new: refresh the route once.
+		if _, err := p.in.refreshRoute(ctx, wrapNamespace(p.cfg.namespace, q.Topic)); err != nil && !errors.Is(err, ErrNoRoute) {
+			return "", err
+		}
+		if addr = p.in.masterAddr(q.BrokerName); addr == "" {
+			return "", fmt.Errorf("client: no master address for broker %s (topic %s)", q.BrokerName, q.Topic)
+		}
+	}
+	return p.in.sendAddr(addr), nil
+}
+
+func (p *Producer) hookContext(o *outgoing, q MessageQueue, addr string, mode SendMode, attempt int, born time.Time) *SendContext {
+	if p.hooks.empty() {
+		return nil
+	}
+	return &SendContext{ProducerGroup: p.group, Message: o.msg, Batch: o.msgs, Queue: q, BrokerAddr: addr, Mode: mode, Attempt: attempt, BornTime: born}
+}
+
+func (p *Producer) before(ctx context.Context, sc *SendContext) {
+	if sc == nil {
+		return
+	}
+	for _, h := range p.hooks.before {
+		h.OnBeforeSend(ctx, sc)
+	}
+}
+
+func (p *Producer) after(ctx context.Context, sc *SendContext, res *SendResult, err error, latency time.Duration) {
+	if sc == nil {
+		return
+	}
+	sc.Result, sc.Err, sc.Latency = res, err, latency
+	for _, h := range p.hooks.after {
+		h.OnAfterSend(ctx, sc)
+	}
+}
+
+// ---- synchronous ----
+
+// Send sends msg and waits for the broker's answer, retrying failed
+// attempts on other brokers (WithRetries), all within the send timeout or
+// ctx's deadline, whichever comes first. A message the broker stored with
+// a degraded status (FLUSH_DISK_TIMEOUT, ...) is returned with that Status
+// and a nil error. Errors name the broker, code and topic (*BrokerError).
+func (p *Producer) Send(ctx context.Context, msg *Message) (*SendResult, error) {
+	if err := p.in.running(); err != nil {
+		return nil, err
+	}
+	o, err := p.prepare(msg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.sendSync(ctx, o, nil)
+}
+
+// SendBatch sends msgs, which must share one topic, as one request
+// (SEND_BATCH_MESSAGE). They are stored consecutively in one queue. The
+// body is never compressed.
+func (p *Producer) SendBatch(ctx context.Context, msgs ...*Message) (*SendResult, error) {
+	if err := p.in.running(); err != nil {
+		return nil, err
+	}
+	o, err := p.prepareBatch(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return p.sendSync(ctx, o, nil)
+}
+
+// SendToQueue sends msg to one queue, without retries elsewhere.
+func (p *Producer) SendToQueue(ctx context.Context, msg *Message, q MessageQueue) (*SendResult, error) {
+	if err := p.in.running(); err != nil {
+		return nil, err
+	}
+	o, err := p.prepare(msg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return p.sendSync(ctx, o, &q)
+}
+
+// SendOrderly sends msg to the queue selector picks among the topic's
+// writable queues (e.g. HashQueueSelector with an order id as arg), so
+// messages with the same arg keep their order. No retry on another queue.
+func (p *Producer) SendOrderly(ctx context.Context, msg *Message, selector QueueSelector, arg any) (*SendResult, error) {
+	if err := p.in.running(); err != nil {
+		return nil, err
+	}
+	if selector == nil {
+		return nil, fmt.Errorf("client: nil queue selector")
+	}
+	qs, err := p.Queues(ctx, msg.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, msg.Topic)
+	}
+	q := selector.Select(qs, msg, arg)
+	return p.SendToQueue(ctx, msg, q)
+}
+
+// sendSync runs the attempt loop of a synchronous send; with fixed set only
+// that queue is tried, once.
+func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueue) (*SendResult, error) {
+	deadline := p.sendDeadline(ctx)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var qs []MessageQueue
+	if fixed != nil {
+		q := *fixed
+		q.Topic = o.userTopic
+		qs = []MessageQueue{q}
+		if p.in.masterAddr(q.BrokerName) == "" {
+			if _, err := p.in.publishRoute(ctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		r, err := p.in.publishRoute(ctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+		if err != nil {
+			return nil, err
+		}
+		qs = r.publish
+	}
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
+	}
+	attempts := 1 + p.cfg.retrySync
+	if fixed != nil {
+		attempts = 1
+	}
+	var (
+		lastBroker string
+		lastErr    error
+		lastRes    *SendResult
+	)
+	for attempt := 0; attempt < attempts; attempt++ {
+		if ctx.Err() != nil {
+			break
+		}
+		q := qs[0]
+		if fixed == nil {
+			q = p.fault.selectQueue(qs, lastBroker)
+		}
+		lastBroker = q.BrokerName
+		res, err := p.attemptSync(ctx, o, q, attempt)
+		if err == nil {
+			if res.Status == SendOK || !p.cfg.retryAnotherBrokerNotOK {
+				return res, nil
+			}
+			lastRes = res
+			continue
+		}
+		lastErr = err
+		if !retriable(err) {
+			return nil, err
+		}
+		p.in.logger.Debug("send attempt failed", "topic", o.topic, "brokerName", q.BrokerName, "attempt", attempt, "err", err)
+	}
+	if lastRes != nil {
+		return lastRes, nil
+	}
+	if lastErr == nil {
+		lastErr = ctx.Err()
+	}
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w: send to topic %s after %d attempt(s): %w", ErrTimeout, o.userTopic, attempts, lastErr)
+	}
+	return nil, lastErr
+}
+
+func (p *Producer) attemptSync(ctx context.Context, o *outgoing, q MessageQueue, attempt int) (*SendResult, error) {
+	addr, err := p.addrOf(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	born := time.Now()
+	req := p.request(o, q, born.UnixMilli())
+	sc := p.hookContext(o, q, addr, SendModeSync, attempt, born)
+	p.before(ctx, sc)
+	resp, err := p.in.remote.InvokeSync(ctx, addr, req)
+	latency := time.Since(born)
+	var res *SendResult
+	if err == nil {
+		res, err = p.result(o, q, addr, resp)
+	} else {
+		err = fmt.Errorf("client: send to %s@%s (topic %s): %w", q.BrokerName, addr, o.userTopic, err)
+	}
+	p.fault.update(q.BrokerName, latency, err != nil, err != nil && !isBrokerError(err))
+	p.after(ctx, sc, res, err, latency)
+	return res, err
+}
+
+func isBrokerError(err error) bool {
+	var be *BrokerError
+	return errors.As(err, &be)
+}
+
+// ---- one-way ----
+
+// SendOneway sends msg without waiting for an answer: it returns once the
+// request is queued on the connection. No retries; delivery is not
+// confirmed.
+func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
+	if err := p.in.running(); err != nil {
+		return err
+	}
+	o, err := p.prepare(msg, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithDeadline(ctx, p.sendDeadline(ctx))
+	defer cancel()
+	r, err := p.in.publishRoute(ctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+	if err != nil {
+		return err
+	}
+	if len(r.publish) == 0 {
+		return fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
+	}
+	q := p.fault.selectQueue(r.publish, "")
+	addr, err := p.addrOf(ctx, q)
+	if err != nil {
+		return err
+	}
+	born := time.Now()
+	sc := p.hookContext(o, q, addr, SendModeOneway, 0, born)
+	p.before(ctx, sc)
+	err = p.in.remote.InvokeOneway(ctx, addr, p.request(o, q, born.UnixMilli()))
+	if err != nil {
+		err = fmt.Errorf("client: oneway send to %s@%s (topic %s): %w", q.BrokerName, addr, o.userTopic, err)
+	}
+	p.after(ctx, sc, nil, err, time.Since(born))
+	return err
+}
+
+// ---- asynchronous ----
+
+// SendAsync sends msg and returns once the request is queued; cb runs
+// exactly once, later, on a client callback goroutine, with the result or
+// the error after up to WithAsyncRetries retries on other brokers. The
+// send timeout (or ctx's deadline) bounds the whole send; cancelling ctx
+// abandons it. cb must not block for long: it holds one of a bounded set of
+// callback goroutines. If SendAsync returns an error, cb is not called.
+// Close waits for outstanding callbacks.
+func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
+	if cb == nil {
+		return fmt.Errorf("client: nil callback")
+	}
+	if err := p.in.running(); err != nil {
+		return err
+	}
+	o, err := p.prepare(msg, nil)
+	if err != nil {
+		return err
+	}
+	return p.sendAsync(ctx, o, cb)
+}
+
+// SendBatchAsync is SendBatch with SendAsync's completion model.
+func (p *Producer) SendBatchAsync(ctx context.Context, msgs []*Message, cb func(*SendResult, error)) error {
+	if cb == nil {
+		return fmt.Errorf("client: nil callback")
+	}
+	if err := p.in.running(); err != nil {
+		return err
+	}
+	o, err := p.prepareBatch(msgs)
+	if err != nil {
+		return err
+	}
+	return p.sendAsync(ctx, o, cb)
+}
+
+func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
+	deadline := p.sendDeadline(ctx)
+	rctx, rcancel := context.WithDeadline(ctx, deadline)
+	r, err := p.in.publishRoute(rctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+	rcancel()
+	if err != nil {
+		return err
+	}
+	if len(r.publish) == 0 {
+		return fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
+	}
+	if err := p.beginAsync(); err != nil {
+		return err
+	}
+	a := &asyncSend{p: p, o: o, qs: r.publish, cb: cb, deadline: deadline, parent: ctx}
+	if err := a.attempt(); err != nil {
+		p.inflight.Done()
+		return err
+	}
+	return nil
+}
+
+// asyncSend is one SendAsync in progress. Attempts run one after another:
+// the next attempt starts from the previous one's callback.
+type asyncSend struct {
+	p        *Producer
+	o        *outgoing
+	qs       []MessageQueue
+	cb       func(*SendResult, error)
+	deadline time.Time
+	parent   context.Context
+
+	n          int // attempts made
+	lastBroker string
+}
+
+// attempt starts the next attempt. An error means the request could not
+// be queued and nothing will call back; for the first attempt it is
+// returned to the caller, for later ones finish reports it.
+func (a *asyncSend) attempt() error {
+	p := a.p
+	q := p.fault.selectQueue(a.qs, a.lastBroker)
+	a.lastBroker = q.BrokerName
+	attemptNo := a.n
+	a.n++
+	ctx, cancel := context.WithDeadline(a.parent, a.deadline)
+	addr, err := p.addrOf(ctx, q)
+	if err != nil {
+		cancel()
+		return err
+	}
+	born := time.Now()
+	sc := p.hookContext(a.o, q, addr, SendModeAsync, attemptNo, born)
+	p.before(ctx, sc)
+	err = p.in.remote.InvokeAsync(ctx, addr, p.request(a.o, q, born.UnixMilli()), func(resp *protocol.Command, err error) {
+		cancel()
+		latency := time.Since(born)
+		var res *SendResult
+		if err == nil {
+			res, err = p.result(a.o, q, addr, resp)
+		} else {
+			err = fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
+		}
+		p.fault.update(q.BrokerName, latency, err != nil, err != nil && !isBrokerError(err))
+		p.after(ctx, sc, res, err, latency)
+		a.done(res, err)
+	})
+	if err != nil {
+		cancel()
+		p.fault.update(q.BrokerName, time.Since(born), true, true)
+		return fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
+	}
+	return nil
+}
+
+// done handles an attempt's outcome: retry or call back.
+func (a *asyncSend) done(res *SendResult, err error) {
+	for err != nil && retriable(err) && a.n <= a.p.cfg.retryAsync && time.Now().Before(a.deadline) && a.parent.Err() == nil {
+		aerr := a.attempt()
+		if aerr == nil {
+			return // the next attempt calls back
+		}
+		err = aerr
+	}
+	defer a.p.inflight.Done()
+	a.cb(res, err)
+}
