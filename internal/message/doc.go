@@ -65,5 +65,13 @@
 // only known there with SetQueueOffset, SetPhysicalOffset and
 // SetStoreTimestamp (positions OffsetQueueOffset, OffsetPhysicalOffset,
 // StoreTimestampOffset(sysFlag)). StoredSize / StoredSizeOf and CheckLimits
-// size and validate a record before encoding.
+// size and validate a record before encoding. Readers that need a few fields
+// of many records (dispatch, pull filtering, recovery) use ViewStored, a
+// validated zero-copy view that allocates nothing; DecodeStored and
+// DecodeStoredAll materialise Ext values that never alias their input's
+// owner (DecodeStoredAll copies the input once).
+//
+// Properties are encoded in ascending key order so equal maps give equal
+// bytes, and decoded with the Java broker's rules (empty names or values
+// dropped; a value may contain 0x01).
 package message

@@ -76,6 +76,16 @@ func FuzzDecodeStored(f *testing.F) {
 		if len(all) == 0 || all[0].CommitLogOffset != m.CommitLogOffset || !bytes.Equal(all[0].Body, m.Body) {
 			t.Fatalf("DecodeStoredAll disagrees with DecodeStored")
 		}
+		// A prefix of the input (a partial read) holds the record iff it is
+		// at least n long; otherwise it is a torn tail, never corruption.
+		half := b[:len(b)/2]
+		if hm, hn, herr := DecodeStored(half, DecodeOptions{}); len(half) >= n {
+			if herr != nil || hn != n || hm.CommitLogOffset != m.CommitLogOffset {
+				t.Fatalf("prefix of %d bytes: %d, %v", len(half), hn, herr)
+			}
+		} else if !errors.Is(herr, ErrShortBuffer) {
+			t.Fatalf("prefix of %d bytes (record %d): %v, want ErrShortBuffer", len(half), n, herr)
+		}
 		rec := b[:n]
 		v, vn, err := ViewStored(b)
 		if err != nil || vn != n {

@@ -1,6 +1,7 @@
 package message
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 )
@@ -135,11 +136,6 @@ func (m *Message) propertyInt32(name string) int32 {
 // Clone returns a copy sharing Body but with its own Properties map.
 func (m *Message) Clone() Message {
 	c := *m
-	if m.Properties != nil {
-		c.Properties = make(map[string]string, len(m.Properties))
-		for k, v := range m.Properties {
-			c.Properties[k] = v
-		}
-	}
+	c.Properties = maps.Clone(m.Properties)
 	return c
 }

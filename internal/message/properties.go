@@ -177,7 +177,9 @@ func AppendProperties(dst []byte, props map[string]string) []byte {
 // value are skipped; a value may contain further 0x01 bytes. It never fails
 // and never panics. The result is never nil; its strings share s's memory.
 func DecodeProperties(s string) map[string]string {
-	props := make(map[string]string, strings.Count(s, string(PropertySeparator))+1)
+	// The hint is capped: a hostile string of separators must not size a
+	// map far beyond what its valid pairs could fill.
+	props := make(map[string]string, min(strings.Count(s, string(PropertySeparator))+1, 32))
 	for len(s) > 0 {
 		seg := s
 		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
