@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+func sendN(t *testing.T, p rocketmq.Producer, topic, tag, prefix string, n int) []string {
+	t.Helper()
+	ctx := testutil.Context(t, 60*time.Second)
+	ids := make([]string, 0, n)
+	for i := range n {
+		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("%s-%d", prefix, i)))
+		if tag != "" {
+			m.WithTag(tag)
+		}
+		res, err := p.SendSync(ctx, m)
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		ids = append(ids, res.MsgID)
+	}
+	return ids
+}
+
+// TestClusteringSplitsQueues: two push consumers of one group share the
+// topic's queues (remoting.md Appendix B; rebalance after
+// NOTIFY_CONSUMER_IDS_CHANGED, storage §8.6): every message is consumed,
+// by exactly one of them once both are running, and both get some.
+func TestClusteringSplitsQueues(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 8)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+
+	r1, r2 := newReceived(), newReceived()
+	newPushConsumer(t, c.nsAddr, group, topic, "*", r1)
+	newPushConsumer(t, c.nsAddr, group, topic, "*", r2)
+	// Both members known to the broker and each holding queues.
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		return len(c.b.Clients.ConsumerIDs(group)) == 2
+	}, "second consumer never registered")
+	// Let both finish rebalancing: a probe message per queue round must be
+	// consumed before the measured run starts.
+	probe := sendN(t, p, topic, "", "probe", 16)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		return r1.count.Load()+r2.count.Load() >= int64(len(probe))
+	}, "probes not consumed")
+
+	base1, base2 := r1.count.Load(), r2.count.Load()
+	ids := sendN(t, p, topic, "", "steady", 200)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		n := 0
+		for _, id := range ids {
+			_, a := r1.get(id)
+			_, b := r2.get(id)
+			if a || b {
+				n++
+			}
+		}
+		return n == len(ids)
+	}, "not every message consumed")
+	both := 0
+	for _, id := range ids {
+		_, a := r1.get(id)
+		_, b := r2.get(id)
+		if a && b {
+			both++
+		}
+	}
+	if both != 0 {
+		t.Errorf("%d messages consumed by both members in steady state", both)
+	}
+	if r1.count.Load() == base1 || r2.count.Load() == base2 {
+		t.Errorf("queues not split: consumer1 got %d, consumer2 got %d", r1.count.Load()-base1, r2.count.Load()-base2)
+	}
+}
+
+// TestBroadcasting: every consumer of a broadcasting group gets every
+// message.
+func TestBroadcasting(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	group := uniqueName(t, "bg")
+	r1, r2 := newReceived(), newReceived()
+	opts := []consumer.Option{consumer.WithConsumerModel(consumer.BroadCasting)}
+	newPushConsumer(t, c.nsAddr, group, topic, "*", r1, opts...)
+	newPushConsumer(t, c.nsAddr, group, topic, "*", r2, opts...)
+	p := newProducer(t, c.nsAddr)
+	ids := sendN(t, p, topic, "", "bc", 40)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		for _, id := range ids {
+			if _, ok := r1.get(id); !ok {
+				return false
+			}
+			if _, ok := r2.get(id); !ok {
+				return false
+			}
+		}
+		return true
+	}, "broadcast not delivered to both: %d and %d of %d", r1.count.Load(), r2.count.Load(), len(ids))
+}
+
+// TestTagSubscription: the broker filters by tag hash (§7.5); a consumer of
+// "TagA || TagC" gets exactly those messages.
+func TestTagSubscription(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	p := newProducer(t, c.nsAddr)
+	want := map[string]bool{}
+	for _, tag := range []string{"TagA", "TagB", "TagC", ""} {
+		ids := sendN(t, p, topic, tag, "tag"+tag, 10)
+		for _, id := range ids {
+			want[id] = tag == "TagA" || tag == "TagC"
+		}
+	}
+	r := newReceived()
+	newPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, "TagA || TagC", r)
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= 20 }, "received %d of 20", r.count.Load())
+	// Give stray deliveries a chance to show up: the queues' ends are known.
+	sentinel := sendN(t, p, topic, "TagA", "sentinel", 2)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		_, a := r.get(sentinel[0])
+		_, b := r.get(sentinel[1])
+		return a && b
+	}, "sentinels not received")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, m := range r.msgs {
+		if w, known := want[id]; known && !w {
+			t.Errorf("received message with tag %q", m.GetTags())
+		}
+	}
+	if r.count.Load() != 22 {
+		t.Errorf("received %d messages, want 22", r.count.Load())
+	}
+}
+
+// TestOffsetsSurviveConsumerRestart: offsets committed by a consumer (piggy-
+// backed on pulls and UPDATE_CONSUMER_OFFSET) make its successor in the same
+// group start after what was consumed (§8.5, §11.7).
+func TestOffsetsSurviveConsumerRestart(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+	first := sendN(t, p, topic, "", "first", 40)
+
+	r1 := newReceived()
+	c1 := newPushConsumer(t, c.nsAddr, group, topic, "*", r1)
+	testutil.Eventually(t, 30*time.Second, func() bool { return r1.count.Load() >= int64(len(first)) }, "first batch not consumed")
+	// Wait until the broker holds the committed offsets of all 40.
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		var sum int64
+		for q := int32(0); q < 4; q++ {
+			off, _ := c.b.Offsets.Query(group, topic, q)
+			sum += off
+		}
+		return sum == int64(len(first))
+	}, "offsets not committed")
+	if err := c1.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := sendN(t, p, topic, "", "second", 20)
+	r2 := newReceived()
+	newPushConsumer(t, c.nsAddr, group, topic, "*", r2)
+	testutil.Eventually(t, 30*time.Second, func() bool { return r2.count.Load() >= int64(len(second)) }, "second batch not consumed")
+	for _, id := range first {
+		if _, ok := r2.get(id); ok {
+			t.Fatalf("restarted consumer re-received %s from before its restart", id)
+		}
+	}
+}
