@@ -1,0 +1,136 @@
+package client
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func queues(topic, broker string, n int) []MessageQueue {
+	out := make([]MessageQueue, n)
+	for i := range out {
+		out[i] = MessageQueue{Topic: topic, BrokerName: broker, QueueID: i}
+	}
+	return out
+}
+
+func ids(mqs []MessageQueue) []int {
+	out := make([]int, len(mqs))
+	for i, mq := range mqs {
+		out[i] = mq.QueueID
+	}
+	return out
+}
+
+// TestAllocateAveragely checks the AVG ranges of storage-and-broker.md §11.5.
+func TestAllocateAveragely(t *testing.T) {
+	cases := []struct {
+		name    string
+		queues  int
+		clients int
+		want    [][]int
+	}{
+		{"8 queues 3 clients", 8, 3, [][]int{{0, 1, 2}, {3, 4, 5}, {6, 7}}},
+		{"4 queues 4 clients", 4, 4, [][]int{{0}, {1}, {2}, {3}}},
+		{"2 queues 3 clients", 2, 3, [][]int{{0}, {1}, {}}},
+		{"9 queues 2 clients", 9, 2, [][]int{{0, 1, 2, 3, 4}, {5, 6, 7, 8}}},
+		{"0 queues", 0, 2, [][]int{{}, {}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mqs := queues("T", "b", tc.queues)
+			cids := make([]string, tc.clients)
+			for i := range cids {
+				cids[i] = fmt.Sprintf("c%d", i)
+			}
+			for i, cid := range cids {
+				got := ids(AllocateAveragely().Allocate("g", cid, mqs, cids))
+				if !slices.Equal(got, tc.want[i]) {
+					t.Errorf("client %d: got %v, want %v", i, got, tc.want[i])
+				}
+			}
+			if got := AllocateAveragely().Allocate("g", "stranger", mqs, cids); len(got) != 0 {
+				t.Errorf("unknown client got %v", got)
+			}
+		})
+	}
+}
+
+func TestAllocateByCircle(t *testing.T) {
+	mqs := queues("T", "b", 8)
+	cids := []string{"a", "b", "c"}
+	want := [][]int{{0, 3, 6}, {1, 4, 7}, {2, 5}}
+	for i, cid := range cids {
+		if got := ids(AllocateAveragelyByCircle().Allocate("g", cid, mqs, cids)); !slices.Equal(got, want[i]) {
+			t.Errorf("%s: got %v, want %v", cid, got, want[i])
+		}
+	}
+}
+
+// TestAllocateStrategiesPartition checks that every strategy but CONFIG
+// hands each queue to exactly one member.
+func TestAllocateStrategiesPartition(t *testing.T) {
+	mqs := append(queues("T", "broker-a", 8), queues("T", "broker-b", 8)...)
+	slices.SortFunc(mqs, compareMessageQueue)
+	for _, s := range []AllocateStrategy{AllocateAveragely(), AllocateAveragelyByCircle(), AllocateConsistentHash(0)} {
+		for clients := 1; clients <= 20; clients++ {
+			cids := make([]string, clients)
+			for i := range cids {
+				cids[i] = fmt.Sprintf("10.0.0.%d@%d", i, 100+i)
+			}
+			slices.Sort(cids)
+			owner := map[MessageQueue]string{}
+			for _, cid := range cids {
+				for _, mq := range s.Allocate("g", cid, mqs, cids) {
+					if prev, dup := owner[mq]; dup {
+						t.Fatalf("%s/%d: %v given to %s and %s", s.Name(), clients, mq, prev, cid)
+					}
+					owner[mq] = cid
+				}
+			}
+			if len(owner) != len(mqs) {
+				t.Fatalf("%s/%d: %d of %d queues allocated", s.Name(), clients, len(owner), len(mqs))
+			}
+		}
+	}
+}
+
+// TestAllocateConsistentHashStable checks that adding a member moves only
+// queues to the new member.
+func TestAllocateConsistentHashStable(t *testing.T) {
+	mqs := queues("T", "b", 32)
+	s := AllocateConsistentHash(10)
+	before := map[MessageQueue]string{}
+	cids := []string{"a", "b", "c"}
+	for _, cid := range cids {
+		for _, mq := range s.Allocate("g", cid, mqs, cids) {
+			before[mq] = cid
+		}
+	}
+	cids = []string{"a", "b", "c", "d"}
+	for _, cid := range cids[:3] {
+		for _, mq := range s.Allocate("g", cid, mqs, cids) {
+			if before[mq] != cid {
+				t.Errorf("%v moved from %s to %s", mq, before[mq], cid)
+			}
+		}
+	}
+	if got := ringHash("a-0"); got != ringHash("a-0") || got == ringHash("a-1") {
+		t.Fatal("ring hash not deterministic or degenerate")
+	}
+}
+
+func TestAllocateByConfig(t *testing.T) {
+	fixed := []MessageQueue{{Topic: "T", BrokerName: "b", QueueID: 3}}
+	got := AllocateByConfig(fixed...).Allocate("g", "x", queues("T", "b", 8), []string{"y"})
+	if !slices.Equal(got, fixed) {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestMessageQueueString(t *testing.T) {
+	mq := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 2}
+	if got, want := mq.String(), "MessageQueue [topic=T, brokerName=broker-a, queueId=2]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,387 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// consumerEnv is what consumers need from the shared client instance
+// (instance.go): identity, routes, broker addresses, the remoting client and
+// the registry that puts consumers into heartbeats and routes
+// NOTIFY_CONSUMER_IDS_CHANGED to them. consumer_instance.go adapts the
+// instance to it; tests may fake it.
+type consumerEnv interface {
+	clientID() string
+	invokeSync(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error)
+	invokeOneway(ctx context.Context, addr string, req *protocol.Command) error
+	// subscribeQueues returns the readable queues of a topic (wire name),
+	// sorted, fetching the route from a name server when it is not cached.
+	subscribeQueues(ctx context.Context, topic string) ([]MessageQueue, error)
+	// brokerAddr returns the address of brokerName's master, or of another
+	// member when the master is absent and onlyMaster is false; "" when
+	// the broker is unknown.
+	brokerAddr(brokerName string, onlyMaster bool) string
+	// anyBrokerAddr returns some broker address serving topic ("" if none).
+	anyBrokerAddr(ctx context.Context, topic string) string
+	registerConsumer(group string, c consumerInner) error
+	unregisterConsumer(group string)
+	// heartbeatNow sends a heartbeat to every known broker at once.
+	heartbeatNow(ctx context.Context)
+	namespace() string
+}
+
+// consumerInner is what the instance needs from a consumer: its heartbeat
+// data, the topics whose routes to keep fresh, and a rebalance trigger.
+type consumerInner interface {
+	consumerData() protocol.ConsumerData
+	subscribedTopics() []string
+	rebalanceNow()
+}
+
+// consumerAPI issues the consumer's broker requests (remoting.md §3.4, §7).
+type consumerAPI struct {
+	env   consumerEnv
+	group string // wire name
+}
+
+func (a *consumerAPI) addr(ctx context.Context, mq MessageQueue, onlyMaster bool) (string, error) {
+	if addr := a.env.brokerAddr(mq.BrokerName, onlyMaster); addr != "" {
+		return addr, nil
+	}
+	// Unknown broker: refresh the topic's route once and look again.
+	if _, err := a.env.subscribeQueues(ctx, mq.Topic); err != nil {
+		return "", err
+	}
+	if addr := a.env.brokerAddr(mq.BrokerName, onlyMaster); addr != "" {
+		return addr, nil
+	}
+	return "", fmt.Errorf("client: broker %s of topic %s not found: %w", mq.BrokerName, mq.Topic, ErrNoRoute)
+}
+
+func (a *consumerAPI) call(ctx context.Context, mq MessageQueue, onlyMaster bool, code protocol.RequestCode, header any, timeout time.Duration) (*protocol.Command, string, error) {
+	addr, err := a.addr(ctx, mq, onlyMaster)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequest(code, protocol.EncodeHeader(header, false), nil))
+	if err != nil {
+		return nil, addr, fmt.Errorf("client: %s to %s (%s): %w", code, mq.BrokerName, addr, err)
+	}
+	return resp, addr, nil
+}
+
+// queryConsumerOffset implements offsetBackend: -1 when the broker has no
+// offset (QUERY_NOT_FOUND).
+func (a *consumerAPI) queryConsumerOffset(ctx context.Context, group string, mq MessageQueue) (int64, error) {
+	h := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: mq.Topic, QueueID: int32(mq.QueueID)}
+	resp, addr, err := a.call(ctx, mq, false, protocol.QueryConsumerOffset, &h, 3*time.Second)
+	if err != nil {
+		return -1, err
+	}
+	switch protocol.ResponseCode(resp.Code) {
+	case protocol.Success:
+		return resp.ExtInt64("offset")
+	case protocol.QueryNotFound:
+		return -1, nil
+	}
+	return -1, newBrokerError(addr, mq.BrokerName, mq.Topic, resp)
+}
+
+// updateConsumerOffset implements offsetBackend. Like the Go client it
+// waits for the answer, so a failed upload is reported.
+func (a *consumerAPI) updateConsumerOffset(ctx context.Context, group string, mq MessageQueue, offset int64) error {
+	h := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: group, Topic: mq.Topic, QueueID: int32(mq.QueueID), CommitOffset: offset}
+	resp, addr, err := a.call(ctx, mq, false, protocol.UpdateConsumerOffset, &h, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	if resp.Code != int32(protocol.Success) {
+		return newBrokerError(addr, mq.BrokerName, mq.Topic, resp)
+	}
+	return nil
+}
+
+// maxOffset is GET_MAX_OFFSET: the next offset to be written.
+func (a *consumerAPI) maxOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	h := protocol.QueueHeader{Topic: mq.Topic, QueueID: int32(mq.QueueID)}
+	return a.offsetCall(ctx, mq, protocol.GetMaxOffset, &h)
+}
+
+// minOffset is GET_MIN_OFFSET.
+func (a *consumerAPI) minOffset(ctx context.Context, mq MessageQueue) (int64, error) {
+	h := protocol.QueueHeader{Topic: mq.Topic, QueueID: int32(mq.QueueID)}
+	return a.offsetCall(ctx, mq, protocol.GetMinOffset, &h)
+}
+
+// searchOffset is SEARCH_OFFSET_BY_TIMESTAMP.
+func (a *consumerAPI) searchOffset(ctx context.Context, mq MessageQueue, t time.Time) (int64, error) {
+	h := protocol.SearchOffsetRequestHeader{Topic: mq.Topic, QueueID: int32(mq.QueueID), Timestamp: t.UnixMilli()}
+	return a.offsetCall(ctx, mq, protocol.SearchOffsetByTimestamp, &h)
+}
+
+func (a *consumerAPI) offsetCall(ctx context.Context, mq MessageQueue, code protocol.RequestCode, header any) (int64, error) {
+	resp, addr, err := a.call(ctx, mq, false, code, header, 3*time.Second)
+	if err != nil {
+		return -1, err
+	}
+	if resp.Code != int32(protocol.Success) {
+		return -1, newBrokerError(addr, mq.BrokerName, mq.Topic, resp)
+	}
+	off, err := resp.ExtInt64("offset")
+	if err != nil {
+		return -1, fmt.Errorf("client: %s from %s: %w", code, addr, err)
+	}
+	return off, nil
+}
+
+// consumerIDs is GET_CONSUMER_LIST_BY_GROUP asked to some broker of topic.
+func (a *consumerAPI) consumerIDs(ctx context.Context, topic string) ([]string, error) {
+	addr := a.env.anyBrokerAddr(ctx, topic)
+	if addr == "" {
+		return nil, fmt.Errorf("client: no broker for topic %s: %w", topic, ErrNoRoute)
+	}
+	h := protocol.ConsumerGroupHeader{ConsumerGroup: a.group}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequest(protocol.GetConsumerListByGroup, protocol.EncodeHeader(&h, false), nil))
+	if err != nil {
+		return nil, fmt.Errorf("client: GET_CONSUMER_LIST_BY_GROUP to %s: %w", addr, err)
+	}
+	if resp.Code != int32(protocol.Success) {
+		return nil, newBrokerError(addr, "", topic, resp)
+	}
+	var body protocol.ConsumerListBody
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return nil, fmt.Errorf("client: consumer list from %s: %w", addr, err)
+	}
+	return body.ConsumerIDList, nil
+}
+
+// lockBatch is LOCK_BATCH_MQ for queues of one broker; it returns the
+// queues this client now holds.
+func (a *consumerAPI) lockBatch(ctx context.Context, brokerName string, mqs []MessageQueue) ([]MessageQueue, error) {
+	resp, addr, err := a.lockCall(ctx, protocol.LockBatchMQ, brokerName, mqs)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code != int32(protocol.Success) {
+		return nil, newBrokerError(addr, brokerName, "", resp)
+	}
+	var body protocol.LockBatchResponseBody
+	if err := json.Unmarshal(resp.Body, &body); err != nil {
+		return nil, fmt.Errorf("client: lock response from %s: %w", addr, err)
+	}
+	out := make([]MessageQueue, 0, len(body.LockOKMQSet))
+	for _, q := range body.LockOKMQSet {
+		out = append(out, MessageQueue{Topic: q.Topic, BrokerName: q.BrokerName, QueueID: int(q.QueueID)})
+	}
+	return out, nil
+}
+
+// unlockBatch is UNLOCK_BATCH_MQ.
+func (a *consumerAPI) unlockBatch(ctx context.Context, brokerName string, mqs []MessageQueue) error {
+	resp, addr, err := a.lockCall(ctx, protocol.UnlockBatchMQ, brokerName, mqs)
+	if err != nil {
+		return err
+	}
+	if resp.Code != int32(protocol.Success) {
+		return newBrokerError(addr, brokerName, "", resp)
+	}
+	return nil
+}
+
+func (a *consumerAPI) lockCall(ctx context.Context, code protocol.RequestCode, brokerName string, mqs []MessageQueue) (*protocol.Command, string, error) {
+	addr := a.env.brokerAddr(brokerName, true)
+	if addr == "" {
+		return nil, "", fmt.Errorf("client: %s: master of %s unknown: %w", code, brokerName, ErrNoRoute)
+	}
+	body := protocol.LockBatchRequestBody{ConsumerGroup: a.group, ClientID: a.env.clientID()}
+	for _, mq := range mqs {
+		body.MQSet = append(body.MQSet, protocol.MessageQueue{Topic: mq.Topic, BrokerName: mq.BrokerName, QueueID: int32(mq.QueueID)})
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, "", fmt.Errorf("client: encode lock body: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequest(code, nil, data))
+	if err != nil {
+		return nil, addr, fmt.Errorf("client: %s to %s (%s): %w", code, brokerName, addr, err)
+	}
+	return resp, addr, nil
+}
+
+// pullRequest is one PULL_MESSAGE call.
+type pullRequest struct {
+	mq             MessageQueue
+	offset         int64
+	maxNums        int32
+	sysFlag        int32
+	commitOffset   int64
+	suspend        time.Duration
+	timeout        time.Duration
+	subExpression  string
+	expressionType string
+	subVersion     int64
+	lite           bool
+}
+
+// pullResult is a pull answer: the response code, the offsets and the
+// decoded messages (already decompressed).
+type pullResult struct {
+	code            protocol.ResponseCode
+	nextBeginOffset int64
+	minOffset       int64
+	maxOffset       int64
+	msgs            []*message.Ext
+	addr            string
+}
+
+// pull sends PULL_MESSAGE (or LITE_PULL_MESSAGE) to the master of the
+// queue's broker and waits up to r.timeout for the answer.
+func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, error) {
+	h := protocol.PullMessageRequestHeader{
+		ConsumerGroup:        a.group,
+		Topic:                r.mq.Topic,
+		QueueID:              int32(r.mq.QueueID),
+		QueueOffset:          r.offset,
+		MaxMsgNums:           r.maxNums,
+		SysFlag:              r.sysFlag,
+		CommitOffset:         r.commitOffset,
+		SuspendTimeoutMillis: r.suspend.Milliseconds(),
+		Subscription:         r.subExpression,
+		SubVersion:           r.subVersion,
+		ExpressionType:       r.expressionType,
+		BrokerName:           r.mq.BrokerName,
+	}
+	code := protocol.PullMessage
+	if r.lite {
+		code = protocol.LitePullMessage
+	}
+	resp, addr, err := a.call(ctx, r.mq, false, code, &h, r.timeout)
+	if err != nil {
+		return nil, err
+	}
+	res := &pullResult{code: protocol.ResponseCode(resp.Code), addr: addr}
+	switch res.code {
+	case protocol.Success, protocol.PullNotFound, protocol.PullRetryImmediately, protocol.PullOffsetMoved:
+	default:
+		return nil, newBrokerError(addr, r.mq.BrokerName, r.mq.Topic, resp)
+	}
+	var rh protocol.PullMessageResponseHeader
+	if err := protocol.DecodeHeader(resp.ExtFields, &rh, false); err != nil {
+		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
+	}
+	res.nextBeginOffset, res.minOffset, res.maxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
+	if res.code == protocol.Success && len(resp.Body) > 0 {
+		msgs, err := message.DecodeStoredAll(resp.Body, message.DecodeOptions{Decompress: true})
+		if err != nil && len(msgs) == 0 {
+			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
+		}
+		res.msgs = msgs
+	}
+	return res, nil
+}
+
+// sendBack returns a message the listener failed on to the broker
+// (CONSUMER_SEND_MSG_BACK 36, remoting.md §7.8). delayLevel 0 lets the
+// broker choose (3 + reconsume times); -1 sends it to the DLQ. When the
+// call fails it falls back to a plain send to %RETRY%<group>.
+func (a *consumerAPI) sendBack(ctx context.Context, m *MessageExt, delayLevel int, maxReconsume int32) error {
+	mq := MessageQueue{Topic: m.Topic, BrokerName: m.BrokerName, QueueID: int(m.QueueID)}
+	ext := map[string]string{
+		"offset":            strconv.FormatInt(m.CommitLogOffset, 10),
+		"group":             a.group,
+		"delayLevel":        strconv.Itoa(delayLevel),
+		"originMsgId":       m.MsgID,
+		"originTopic":       wrapNamespace(a.env.namespace(), m.Topic),
+		"unitMode":          "false",
+		"maxReconsumeTimes": strconv.Itoa(int(maxReconsume)),
+		"bname":             m.BrokerName,
+	}
+	addr, err := a.addr(ctx, mq, true)
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		var resp *protocol.Command
+		resp, err = a.env.invokeSync(cctx, addr, protocol.NewRequest(protocol.ConsumerSendMsgBack, ext, nil))
+		cancel()
+		if err == nil && resp.Code == int32(protocol.Success) {
+			return nil
+		}
+		if err == nil {
+			err = newBrokerError(addr, m.BrokerName, m.Topic, resp)
+		}
+	}
+	if ferr := a.sendToRetryTopic(ctx, m, maxReconsume); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return nil
+}
+
+// sendToRetryTopic is the fallback of sendBack: a normal send of a copy to
+// %RETRY%<group> with the retry properties set (remoting.md §7.8 step 4).
+func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, maxReconsume int32) error {
+	retryTopic := retryGroupTopicPrefix + a.group
+	props := make(map[string]string, len(m.Properties)+3)
+	for k, v := range m.Properties {
+		props[k] = v
+	}
+	if props[message.PropertyRetryTopic] == "" {
+		props[message.PropertyRetryTopic] = wrapNamespace(a.env.namespace(), m.Topic)
+	}
+	if props[message.PropertyOriginMessageID] == "" {
+		props[message.PropertyOriginMessageID] = m.MsgID
+	}
+	props[message.PropertyDelayTimeLevel] = strconv.Itoa(3 + int(m.ReconsumeTimes))
+	qs, err := a.env.subscribeQueues(ctx, retryTopic)
+	if err != nil || len(qs) == 0 {
+		return fmt.Errorf("client: retry topic %s has no route: %w", retryTopic, ErrNoRoute)
+	}
+	mq := qs[int(m.QueueOffset)%len(qs)]
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup:     "CLIENT_INNER_PRODUCER",
+		Topic:             retryTopic,
+		DefaultTopic:      "TBW102",
+		QueueID:           int32(mq.QueueID),
+		SysFlag:           0,
+		BornTimestamp:     time.Now().UnixMilli(),
+		Flag:              m.Flag,
+		Properties:        message.EncodeProperties(props),
+		ReconsumeTimes:    m.ReconsumeTimes + 1,
+		MaxReconsumeTimes: maxReconsume,
+		BrokerName:        mq.BrokerName,
+	}
+	h.DefaultTopicQueueNums = 4
+	resp, addr, err := a.callBody(ctx, mq, protocol.SendMessage, &h, m.Body)
+	if err != nil {
+		return err
+	}
+	if resp.Code != int32(protocol.Success) {
+		return newBrokerError(addr, mq.BrokerName, retryTopic, resp)
+	}
+	return nil
+}
+
+func (a *consumerAPI) callBody(ctx context.Context, mq MessageQueue, code protocol.RequestCode, header any, body []byte) (*protocol.Command, string, error) {
+	addr, err := a.addr(ctx, mq, true)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequest(code, protocol.EncodeHeader(header, false), body))
+	if err != nil {
+		return nil, addr, fmt.Errorf("client: %s to %s (%s): %w", code, mq.BrokerName, addr, err)
+	}
+	return resp, addr, nil
+}

@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+// instanceEnv adapts the shared client instance (instance.go) to the
+// consumerEnv a consumer needs. A consumer owns its instance: the instance
+// starts when the consumer registers and closes when the consumer releases
+// it.
+type instanceEnv struct {
+	in       *instance
+	mu       sync.Mutex
+	group    string        // guarded by mu
+	consumer consumerInner // guarded by mu; nil once unregistered
+	active   atomic.Bool
+}
+
+// newConsumerEnv creates the instance of one consumer. The returned
+// function closes it.
+func newConsumerEnv(cfg *consumerConfig) (consumerEnv, func() error, error) {
+	e := &instanceEnv{in: newInstance(cfg.clientConfig)}
+	return e, e.in.close, nil
+}
+
+func (e *instanceEnv) clientID() string  { return e.in.clientID }
+func (e *instanceEnv) namespace() string { return e.in.cfg.namespace }
+
+func (e *instanceEnv) invokeSync(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error) {
+	if err := e.in.running(); err != nil {
+		return nil, err
+	}
+	return e.in.remote.InvokeSync(ctx, addr, req)
+}
+
+func (e *instanceEnv) invokeOneway(ctx context.Context, addr string, req *protocol.Command) error {
+	if err := e.in.running(); err != nil {
+		return err
+	}
+	return e.in.remote.InvokeOneway(ctx, addr, req)
+}
+
+func (e *instanceEnv) subscribeQueues(ctx context.Context, topic string) ([]MessageQueue, error) {
+	r, err := e.in.route(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	return r.subscribe, nil
+}
+
+func (e *instanceEnv) brokerAddr(brokerName string, onlyMaster bool) string {
+	addr, _, found := e.in.findBrokerAddr(brokerName, protocol.MasterID, onlyMaster)
+	if !found {
+		return ""
+	}
+	return addr
+}
+
+// anyBrokerAddr picks a random broker of the topic, as RocketMQ asks a
+// random one for the group's members (every broker knows all of them).
+func (e *instanceEnv) anyBrokerAddr(ctx context.Context, topic string) string {
+	r, err := e.in.route(ctx, topic)
+	if err != nil || len(r.data.BrokerDatas) == 0 {
+		return ""
+	}
+	bd := r.data.BrokerDatas[rand.IntN(len(r.data.BrokerDatas))]
+	if a := bd.BrokerAddrs[protocol.MasterID]; a != "" {
+		return a
+	}
+	for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
+		return bd.BrokerAddrs[id]
+	}
+	return ""
+}
+
+// registerConsumer puts the consumer into heartbeats, routes the broker's
+// notifications to it and starts the instance.
+func (e *instanceEnv) registerConsumer(group string, c consumerInner) error {
+	e.mu.Lock()
+	e.group, e.consumer = group, c
+	e.mu.Unlock()
+	e.in.addHeartbeatSource(func(hb *protocol.HeartbeatData) {
+		e.mu.Lock()
+		cur := e.consumer
+		e.mu.Unlock()
+		if cur != nil {
+			hb.ConsumerDataSet = append(hb.ConsumerDataSet, cur.consumerData())
+		}
+	})
+	e.in.handle(protocol.NotifyConsumerIDsChanged, e.onNotify)
+	e.in.handle(protocol.GetConsumerRunningInfo, e.onRunningInfo)
+	e.active.Store(true)
+	return e.in.start()
+}
+
+// unregisterConsumer removes the consumer from heartbeats and tells every
+// master (UNREGISTER_CLIENT) so the group rebalances at once.
+func (e *instanceEnv) unregisterConsumer(group string) {
+	e.mu.Lock()
+	e.consumer = nil
+	e.mu.Unlock()
+	e.active.Store(false)
+	e.in.mu.RLock()
+	var addrs []string
+	for _, ids := range e.in.brokers {
+		if a := ids[protocol.MasterID]; a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	e.in.mu.RUnlock()
+	h := protocol.UnregisterClientRequestHeader{ClientID: e.in.clientID, ConsumerGroup: group}
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), nameServerTimeout)
+			defer cancel()
+			_, _ = e.invokeSync(ctx, addr, protocol.NewRequest(protocol.UnregisterClient, protocol.EncodeHeader(&h, false), nil))
+		}()
+	}
+	wg.Wait()
+}
+
+func (e *instanceEnv) heartbeatNow(ctx context.Context) {
+	if err := e.in.sendHeartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		e.in.logger.Debug("heartbeat", "err", err)
+	}
+}
+
+// onNotify handles NOTIFY_CONSUMER_IDS_CHANGED (40, oneway).
+func (e *instanceEnv) onNotify(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	e.mu.Lock()
+	c, group := e.consumer, e.group
+	e.mu.Unlock()
+	if c != nil && req.Ext("consumerGroup") == group {
+		c.rebalanceNow()
+	}
+	return nil, nil
+}
+
+// onRunningInfo answers GET_CONSUMER_RUNNING_INFO (307) with the minimal
+// ConsumerRunningInfo: properties and subscriptions.
+func (e *instanceEnv) onRunningInfo(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	e.mu.Lock()
+	c, group := e.consumer, e.group
+	e.mu.Unlock()
+	if c == nil || req.Ext("consumerGroup") != group || req.Ext("clientId") != e.in.clientID {
+		return nil, protocol.Errorf(protocol.SystemError, "the consumer group %s not exist in this consumer", req.Ext("consumerGroup"))
+	}
+	data := c.consumerData()
+	info := map[string]any{
+		"properties": map[string]string{
+			"PROP_NAMESERVER_ADDR": joinAddrs(e.in.cfg.nameServers),
+			"PROP_CONSUME_TYPE":    data.ConsumeType,
+			"PROP_CLIENT_VERSION":  "V5_3_0",
+		},
+		"subscriptionSet": data.SubscriptionDataSet,
+		"mqTable":         map[string]any{},
+		"statusTable":     map[string]any{},
+	}
+	body, err := protocol.MarshalJSON(info)
+	if err != nil {
+		return nil, err
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = body
+	return resp, nil
+}
+
+func joinAddrs(a []string) string {
+	out := ""
+	for i, s := range a {
+		if i > 0 {
+			out += ";"
+		}
+		out += s
+	}
+	return out
+}

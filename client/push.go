@@ -1,0 +1,716 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// ConsumeResult is what a listener returns for a batch.
+type ConsumeResult int
+
+const (
+	// ConsumeSuccess: the batch is consumed; its offsets may be committed.
+	ConsumeSuccess ConsumeResult = iota
+	// ConsumeRetryLater: concurrent mode sends the batch back to the broker
+	// for redelivery after a delay (retry topic, then DLQ after
+	// maxReconsumeTimes); orderly mode suspends the queue and retries the
+	// same batch locally, like SuspendCurrentQueueAMoment.
+	ConsumeRetryLater
+	// SuspendCurrentQueueAMoment (orderly): retry the same batch after the
+	// suspend time without losing order.
+	SuspendCurrentQueueAMoment
+)
+
+func (r ConsumeResult) String() string {
+	switch r {
+	case ConsumeSuccess:
+		return "CONSUME_SUCCESS"
+	case ConsumeRetryLater:
+		return "RECONSUME_LATER"
+	case SuspendCurrentQueueAMoment:
+		return "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+	}
+	return fmt.Sprintf("ConsumeResult(%d)", int(r))
+}
+
+// MessageListener consumes a batch of at most consumeMessageBatchMaxSize
+// messages of one queue. It runs on a worker of the consumer's pool; ctx is
+// cancelled when the consumer closes or loses the queue. A non-nil error
+// counts as ConsumeRetryLater. A panic is recovered and counts as
+// ConsumeRetryLater too.
+type MessageListener func(ctx context.Context, msgs []*MessageExt) (ConsumeResult, error)
+
+// WithConsumeOrderly switches a push consumer to orderly consumption: each
+// queue is locked on its broker (LOCK_BATCH_MQ, renewed every 20 s) and
+// consumed by one worker at a time in offset order. Default off
+// (concurrent).
+func WithConsumeOrderly(on bool) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.orderly = on })
+}
+
+// PushConsumer receives messages of its subscriptions and hands them to
+// listeners. The cluster decides which queues it reads (rebalance); it
+// pulls them with long polling, caches them per queue (flow control) and
+// commits offsets after consumption. Delivery is at least once.
+//
+// Lifecycle: NewPushConsumer starts nothing; Subscribe before Start; Start
+// joins the group; Close leaves it, waits for running listeners and every
+// goroutine, and persists offsets.
+type PushConsumer struct {
+	cfg    consumerConfig
+	group  string // user's name
+	logger *slog.Logger
+
+	newEnv func(*consumerConfig) (consumerEnv, func() error, error)
+
+	mu       sync.Mutex
+	subs     map[string]*subscription   // by wire topic; fixed after Start
+	handlers map[string]MessageListener // by wire topic; fixed after Start
+	started  bool
+	closed   bool
+
+	env        consumerEnv
+	releaseEnv func() error
+	api        *consumerAPI
+	store      offsetStore
+	wireGroup  string
+
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	wake   chan struct{} // rebalance wake-up, capacity 1
+	tasks  chan func()   // consume pool input
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// queuesMu guards queues; never held during I/O or listener calls.
+	queuesMu sync.Mutex
+	queues   map[MessageQueue]*queueState
+
+	stats consumerStats
+}
+
+// queueState is one assigned queue: its cache and its pull goroutine.
+type queueState struct {
+	mq     MessageQueue
+	pq     *processQueue
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the pull goroutine returns
+	// orderlyScheduled is true while an orderly consume task for the
+	// queue is queued or running.
+	orderlyScheduled atomic.Bool
+}
+
+type consumerStats struct {
+	pulled    atomic.Int64
+	consumed  atomic.Int64
+	failed    atomic.Int64
+	sentBack  atomic.Int64
+	rebalance atomic.Int64
+}
+
+// ConsumerStats is a snapshot of a consumer's counters.
+type ConsumerStats struct {
+	Pulled, Consumed, Failed, SentBack, Rebalances int64
+	Queues                                         int
+}
+
+// NewPushConsumer returns a consumer of group. Options default to
+// RocketMQ's (clustering, consume from last offset, averagely allocation, 20
+// workers); WithNameServers is required.
+func NewPushConsumer(group string, opts ...ConsumerOpt) (*PushConsumer, error) {
+	if group == "" {
+		return nil, errors.New("client: empty consumer group")
+	}
+	cfg := defaultConsumerConfig()
+	for _, o := range opts {
+		o.applyConsumer(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &PushConsumer{
+		cfg:      cfg,
+		group:    group,
+		logger:   cfg.logger.With("component", "push-consumer", "group", group),
+		newEnv:   newConsumerEnv,
+		subs:     make(map[string]*subscription),
+		handlers: make(map[string]MessageListener),
+		queues:   make(map[MessageQueue]*queueState),
+		wake:     make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Subscribe adds a topic subscription with its listener. Call it before
+// Start; a second call for the same topic replaces the first.
+func (c *PushConsumer) Subscribe(topic string, sel Selector, listener MessageListener) error {
+	if topic == "" || listener == nil {
+		return errors.New("client: Subscribe needs a topic and a listener")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("client: Subscribe after Start")
+	}
+	wire := wrapNamespace(c.cfg.namespace, topic)
+	s, err := newSubscription(wire, sel)
+	if err != nil {
+		return err
+	}
+	c.subs[wire] = s
+	c.handlers[wire] = listener
+	return nil
+}
+
+// Start joins the group: it registers with the shared client instance
+// (heartbeats carry the subscriptions), fetches routes, starts the consume
+// pool, the rebalance, offset-persist and (orderly) lock-renewal
+// goroutines, and runs a first rebalance before returning.
+func (c *PushConsumer) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.started {
+		return nil
+	}
+	if len(c.subs) == 0 {
+		return errors.New("client: Start without a subscription")
+	}
+	env, release, err := c.newEnv(&c.cfg)
+	if err != nil {
+		return err
+	}
+	c.env, c.releaseEnv = env, release
+	c.wireGroup = wrapNamespace(c.cfg.namespace, c.group)
+	c.api = &consumerAPI{env: env, group: c.wireGroup}
+	if c.cfg.model == Clustering {
+		retry := retryGroupTopicPrefix + c.wireGroup
+		s, _ := newSubscription(retry, TagSelector("*"))
+		c.subs[retry] = s
+		c.store = newRemoteOffsetStore(c.wireGroup, c.api)
+	} else {
+		c.store = newLocalOffsetStore(c.cfg.offsetDir, env.clientID(), c.wireGroup)
+	}
+	if err := c.store.load(); err != nil {
+		_ = release()
+		return err
+	}
+	if err := env.registerConsumer(c.wireGroup, c); err != nil {
+		_ = release()
+		return err
+	}
+	c.started = true
+	c.tasks = make(chan func(), c.cfg.consumeGoroutines*4)
+	for i := 0; i < c.cfg.consumeGoroutines; i++ {
+		c.goFunc("consume", c.consumeWorker)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	for topic := range c.subs {
+		if _, err := env.subscribeQueues(ctx, topic); err != nil {
+			c.logger.Warn("no route yet", "topic", topic, "err", err)
+		}
+	}
+	env.heartbeatNow(ctx)
+	c.doRebalance(ctx)
+	c.goFunc("rebalance", c.rebalanceLoop)
+	c.goFunc("persist-offsets", c.persistLoop)
+	if c.cfg.orderly && c.cfg.model == Clustering {
+		c.goFunc("lock-renew", c.lockLoop)
+	}
+	c.logger.Info("push consumer started", "clientId", env.clientID(), "model", c.cfg.model.String(), "orderly", c.cfg.orderly)
+	return nil
+}
+
+// Close leaves the group: it stops pulling, waits for running listeners
+// and every goroutine, persists offsets, unlocks orderly queues and
+// unregisters from the instance. Messages cached but not consumed are
+// redelivered to the group later. Idempotent.
+func (c *PushConsumer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	started := c.started
+	c.mu.Unlock()
+	c.cancel()
+	close(c.quit)
+	c.wg.Wait()
+	if !started {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.queuesMu.Lock()
+	all := slices.Collect(maps.Keys(c.queues))
+	for _, qs := range c.queues {
+		qs.pq.dropped.Store(true)
+	}
+	c.queues = map[MessageQueue]*queueState{}
+	c.queuesMu.Unlock()
+	err := c.store.persist(ctx, all)
+	if c.cfg.orderly && c.cfg.model == Clustering {
+		c.unlockAll(ctx, all)
+	}
+	c.env.unregisterConsumer(c.wireGroup)
+	// Tell the brokers at once so the group rebalances without waiting for
+	// the connection to expire.
+	c.env.heartbeatNow(ctx)
+	return errors.Join(err, c.releaseEnv())
+}
+
+// Stats returns the consumer's counters.
+func (c *PushConsumer) Stats() ConsumerStats {
+	c.queuesMu.Lock()
+	n := len(c.queues)
+	c.queuesMu.Unlock()
+	return ConsumerStats{
+		Pulled: c.stats.pulled.Load(), Consumed: c.stats.consumed.Load(), Failed: c.stats.failed.Load(),
+		SentBack: c.stats.sentBack.Load(), Rebalances: c.stats.rebalance.Load(), Queues: n,
+	}
+}
+
+// goFunc runs fn on a counted goroutine with a pprof label; it refuses
+// once Close has begun.
+func (c *PushConsumer) goFunc(name string, fn func()) bool {
+	select {
+	case <-c.quit:
+		return false
+	default:
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("apogee", "consumer-"+name), func(context.Context) { fn() })
+	}()
+	return true
+}
+
+// sleep waits d or until the consumer (or ctx) is done; false if done.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// consumerData implements consumerInner for heartbeats.
+func (c *PushConsumer) consumerData() protocol.ConsumerData {
+	d := protocol.ConsumerData{
+		GroupName:        c.wireGroup,
+		ConsumeType:      protocol.ConsumePassively,
+		MessageModel:     c.cfg.model.String(),
+		ConsumeFromWhere: c.cfg.fromWhere.String(),
+	}
+	for _, t := range slices.Sorted(maps.Keys(c.subs)) {
+		d.SubscriptionDataSet = append(d.SubscriptionDataSet, c.subs[t].data())
+	}
+	return d
+}
+
+func (c *PushConsumer) subscribedTopics() []string { return slices.Collect(maps.Keys(c.subs)) }
+
+// rebalanceNow implements consumerInner: NOTIFY_CONSUMER_IDS_CHANGED.
+func (c *PushConsumer) rebalanceNow() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *PushConsumer) rebalanceLoop() {
+	t := time.NewTicker(c.cfg.rebalanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		case <-c.wake:
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		c.doRebalance(ctx)
+		cancel()
+	}
+}
+
+// doRebalance recomputes this member's queues of every subscribed topic
+// and starts or stops pull goroutines accordingly (§11.5).
+func (c *PushConsumer) doRebalance(ctx context.Context) {
+	c.stats.rebalance.Add(1)
+	want := make(map[MessageQueue]bool)
+	failedTopics := make(map[string]bool)
+	for topic := range c.subs {
+		mqs, err := c.allocate(ctx, topic)
+		if err != nil {
+			failedTopics[topic] = true
+			c.logger.Debug("rebalance: allocation failed", "topic", topic, "err", err)
+			continue
+		}
+		for _, mq := range mqs {
+			want[mq] = true
+		}
+	}
+	// Drop queues no longer ours (unless their topic failed to allocate:
+	// keep consuming what we have rather than stall).
+	now := time.Now()
+	var removed []*queueState
+	c.queuesMu.Lock()
+	for mq, qs := range c.queues {
+		if (!want[mq] && !failedTopics[mq.Topic]) || qs.pq.dropped.Load() || qs.pq.pullExpired(now) {
+			qs.pq.dropped.Store(true)
+			qs.cancel()
+			delete(c.queues, mq)
+			removed = append(removed, qs)
+		}
+	}
+	var added []MessageQueue
+	for mq := range want {
+		if _, ok := c.queues[mq]; !ok {
+			added = append(added, mq)
+		}
+	}
+	c.queuesMu.Unlock()
+
+	if len(removed) > 0 {
+		var mqs []MessageQueue
+		for _, qs := range removed {
+			<-qs.done // the pull goroutine stops at its next check
+			mqs = append(mqs, qs.mq)
+		}
+		if err := c.store.persist(ctx, mqs); err != nil {
+			c.logger.Warn("persist offsets of removed queues", "err", err)
+		}
+		for _, mq := range mqs {
+			c.store.remove(mq)
+		}
+		if c.cfg.orderly && c.cfg.model == Clustering {
+			c.unlockAll(ctx, mqs)
+		}
+	}
+	slices.SortFunc(added, compareMessageQueue)
+	if c.cfg.orderly && c.cfg.model == Clustering && len(added) > 0 {
+		added = c.lockQueues(ctx, added)
+	}
+	for _, mq := range added {
+		off, err := startOffset(ctx, c.store, c.api, mq, c.cfg.fromWhere, c.cfg.consumeTimestamp)
+		if err != nil {
+			c.logger.Warn("rebalance: no start offset", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
+			continue
+		}
+		c.addQueue(mq, off)
+	}
+	if len(added) > 0 || len(removed) > 0 {
+		c.logger.Info("rebalanced", "added", len(added), "removed", len(removed))
+	}
+}
+
+// allocate returns this member's queues of topic.
+func (c *PushConsumer) allocate(ctx context.Context, topic string) ([]MessageQueue, error) {
+	mqs, err := c.env.subscribeQueues(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if c.cfg.model == Broadcasting {
+		return mqs, nil
+	}
+	cids, err := c.api.consumerIDs(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(cids) == 0 {
+		return nil, errors.New("client: empty consumer list")
+	}
+	mqs = slices.Clone(mqs)
+	slices.SortFunc(mqs, compareMessageQueue)
+	cids = slices.Clone(cids)
+	slices.Sort(cids)
+	return c.cfg.strategy.Allocate(c.wireGroup, c.env.clientID(), mqs, cids), nil
+}
+
+func (c *PushConsumer) addQueue(mq MessageQueue, offset int64) {
+	qctx, cancel := context.WithCancel(c.ctx)
+	qs := &queueState{mq: mq, pq: newProcessQueue(), cancel: cancel, done: make(chan struct{})}
+	if c.cfg.orderly && c.cfg.model == Clustering {
+		qs.pq.setLocked(time.Now())
+	}
+	c.queuesMu.Lock()
+	c.queues[mq] = qs
+	c.queuesMu.Unlock()
+	if !c.goFunc("pull", func() { defer close(qs.done); c.pullLoop(qctx, qs, offset) }) {
+		close(qs.done)
+		cancel()
+	}
+}
+
+func (c *PushConsumer) queueList() []*queueState {
+	c.queuesMu.Lock()
+	defer c.queuesMu.Unlock()
+	return slices.Collect(maps.Values(c.queues))
+}
+
+// pullLoop pulls one queue until the queue is dropped or the consumer
+// closes. It pauses (never drops) while the cache is over its thresholds.
+func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int64) {
+	pq, mq := qs.pq, qs.mq
+	sub := c.subs[mq.Topic]
+	for ctx.Err() == nil && !pq.dropped.Load() {
+		pq.markPulled() // a paused queue is alive, not expired
+		if pq.count.Load() > c.cfg.pullThresholdForQueue || pq.cachedSizeMiB() > c.cfg.pullThresholdSizeForQue ||
+			(!c.cfg.orderly && pq.span() > c.cfg.consumeMaxSpan) {
+			sleep(ctx, 50*time.Millisecond)
+			continue
+		}
+		if c.cfg.orderly && c.cfg.model == Clustering && !pq.locked.Load() {
+			sleep(ctx, time.Second)
+			continue
+		}
+		req := &pullRequest{
+			mq: mq, offset: offset, maxNums: c.cfg.pullBatchSize, sysFlag: protocol.PullFlagSuspend,
+			suspend: c.cfg.pullSuspend, timeout: c.cfg.pullTimeout, expressionType: sub.expressionType(),
+		}
+		if c.cfg.model == Clustering {
+			if committed, ok := c.store.(*remoteOffsetStore).get(mq); ok && committed > 0 {
+				req.sysFlag |= protocol.PullFlagCommitOffset
+				req.commitOffset = committed
+			}
+		}
+		if c.cfg.postSubscriptionOnPull || sub.sql92 {
+			req.sysFlag |= protocol.PullFlagSubscription
+			req.subExpression = sub.expr
+			req.subVersion = sub.version
+		}
+		res, err := c.api.pull(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			delay := 3 * time.Second
+			var be *BrokerError
+			if errors.As(err, &be) && be.Code == int32(protocol.SystemBusy) {
+				delay = 20 * time.Millisecond
+			}
+			c.logger.Debug("pull failed", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
+			sleep(ctx, delay)
+			continue
+		}
+		switch res.code {
+		case protocol.Success:
+			var msgs []*MessageExt
+			for _, e := range res.msgs {
+				if sub.match(e) {
+					msgs = append(msgs, toMessageExt(e, mq, c.wireGroup, c.cfg.namespace))
+				}
+			}
+			c.stats.pulled.Add(int64(len(msgs)))
+			offset = res.nextBeginOffset
+			if len(msgs) == 0 {
+				// Everything was filtered out: nothing will commit past
+				// it, so record the progress here.
+				if pq.empty() {
+					c.store.update(mq, offset, true)
+				}
+				continue
+			}
+			wasEmpty := pq.putMessages(msgs)
+			if !c.submit(ctx, qs, msgs, wasEmpty) {
+				return
+			}
+		case protocol.PullNotFound, protocol.PullRetryImmediately:
+			offset = res.nextBeginOffset
+		case protocol.PullOffsetMoved:
+			c.logger.Warn("offset moved", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID,
+				"offset", offset, "nextBeginOffset", res.nextBeginOffset)
+			pq.dropped.Store(true)
+			c.store.update(mq, res.nextBeginOffset, false)
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_ = c.store.persist(pctx, []MessageQueue{mq})
+			cancel()
+			c.rebalanceNow()
+			return
+		}
+		if c.cfg.pullInterval > 0 {
+			sleep(ctx, c.cfg.pullInterval)
+		}
+	}
+}
+
+// submit hands freshly cached messages to the pool: batches of
+// consumeMessageBatchMaxSize in concurrent mode, one queue task in orderly
+// mode. It blocks while the pool's queue is full.
+func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*MessageExt, _ bool) bool {
+	if c.cfg.orderly {
+		c.scheduleOrderly(qs, 0)
+		return true
+	}
+	for batch := range slices.Chunk(msgs, c.cfg.consumeBatchMaxSize) {
+		b := batch
+		select {
+		case c.tasks <- func() { c.consumeConcurrently(qs, b) }:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+func (c *PushConsumer) consumeWorker() {
+	for {
+		select {
+		case <-c.quit:
+			return
+		case task := <-c.tasks:
+			task()
+		}
+	}
+}
+
+// callListener runs the listener with hooks and panic recovery.
+func (c *PushConsumer) callListener(ctx context.Context, topic string, msgs []*MessageExt) (res ConsumeResult, err error) {
+	listener := c.handlers[wrapNamespace(c.cfg.namespace, topic)]
+	if listener == nil {
+		// Retry-topic messages carry their original topic; fall back to the
+		// only listener when the topic is unknown (e.g. a renamed topic).
+		for _, l := range c.handlers {
+			listener = l
+			break
+		}
+	}
+	for _, h := range c.cfg.hooks {
+		h.BeforeConsume(c.group, msgs)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				res, err = ConsumeRetryLater, fmt.Errorf("client: listener panic: %v", p)
+			}
+		}()
+		res, err = listener(ctx, msgs)
+	}()
+	if err != nil && res == ConsumeSuccess {
+		res = ConsumeRetryLater
+	}
+	for _, h := range c.cfg.hooks {
+		h.AfterConsume(c.group, msgs, res, err)
+	}
+	return res, err
+}
+
+func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
+	pq := qs.pq
+	if pq.dropped.Load() {
+		return
+	}
+	ctx := c.ctx
+	res, err := c.callListener(ctx, msgs[0].Topic, msgs)
+	if pq.dropped.Load() {
+		// The queue moved to another member while we consumed: do not
+		// commit; the new owner redelivers from the committed offset.
+		return
+	}
+	done := msgs
+	if res != ConsumeSuccess {
+		c.stats.failed.Add(int64(len(msgs)))
+		if err != nil {
+			c.logger.Debug("listener failed", "topic", qs.mq.Topic, "err", err)
+		}
+		if c.cfg.model == Broadcasting {
+			// Broadcasting has no retry topic: the failure is dropped, as
+			// RocketMQ does.
+			c.logger.Warn("broadcasting consumption failed; message dropped", "topic", qs.mq.Topic, "count", len(msgs))
+		} else {
+			var later []*MessageExt
+			done = nil
+			for _, m := range msgs {
+				if serr := c.api.sendBack(ctx, m, 0, c.maxReconsume()); serr != nil {
+					c.logger.Warn("send back failed; will consume again", "topic", m.Topic, "msgId", m.MsgID, "err", serr)
+					m.ReconsumeTimes++
+					later = append(later, m)
+				} else {
+					c.stats.sentBack.Add(1)
+					done = append(done, m)
+				}
+			}
+			if len(later) > 0 {
+				c.goFunc("consume-later", func() {
+					if sleep(c.ctx, 5*time.Second) {
+						select {
+						case c.tasks <- func() { c.consumeConcurrently(qs, later) }:
+						case <-c.quit:
+						}
+					}
+				})
+			}
+		}
+	} else {
+		c.stats.consumed.Add(int64(len(msgs)))
+	}
+	if len(done) == 0 {
+		return
+	}
+	if off := pq.removeMessages(done); off >= 0 && !pq.dropped.Load() {
+		c.store.update(qs.mq, off, true)
+	}
+}
+
+func (c *PushConsumer) maxReconsume() int32 {
+	if c.cfg.maxReconsumeTimes < 0 {
+		if c.cfg.orderly {
+			return 1<<31 - 1
+		}
+		return 16
+	}
+	return c.cfg.maxReconsumeTimes
+}
+
+func (c *PushConsumer) persistLoop() {
+	t := time.NewTicker(c.cfg.persistInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+		var mqs []MessageQueue
+		for _, qs := range c.queueList() {
+			mqs = append(mqs, qs.mq)
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+		if err := c.store.persist(ctx, mqs); err != nil && ctx.Err() == nil {
+			c.logger.Warn("persist offsets", "err", err)
+		}
+		cancel()
+	}
+}
+
+// Offsets returns the consumer's in-memory consumed offsets.
+func (c *PushConsumer) Offsets() map[MessageQueue]int64 {
+	if c.store == nil {
+		return nil
+	}
+	return c.store.snapshot()
+}
