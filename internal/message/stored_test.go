@@ -464,3 +464,16 @@ func TestAppendStoredNoAllocs(t *testing.T) {
 		t.Errorf("AppendStored allocates %.1f times per record", allocs)
 	}
 }
+
+func TestExtLogValue(t *testing.T) {
+	m := sampleExt()
+	v := m.LogValue()
+	got := map[string]string{}
+	for _, a := range v.Group() {
+		got[a.Key] = a.Value.String()
+	}
+	if got["topic"] != "TopicTest" || got["queueId"] != "3" || got["queueOffset"] != "42" ||
+		got["msgId"] != "7F00000100002A9F0000000000001000" {
+		t.Errorf("LogValue = %v", got)
+	}
+}

@@ -48,3 +48,15 @@ func FuzzTagsHashCode(f *testing.F) {
 		}
 	})
 }
+
+func TestTagsHashCodeBytesNoAllocs(t *testing.T) {
+	tags := []byte("标签😀TagA")
+	allocs := testing.AllocsPerRun(100, func() {
+		if TagsHashCodeBytes(tags) != TagsHashCode("标签😀TagA") {
+			t.Fatal("bytes and string hashes differ")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("TagsHashCodeBytes allocates %.1f times", allocs)
+	}
+}
