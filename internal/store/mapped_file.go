@@ -349,3 +349,5 @@ func (mf *mappedFile) lastModifiedMillis() int64 {
 	}
 	return mf.lastModified.Load()
 }
+
+func (mf *mappedFile) lastModifiedTime() time.Time { return time.UnixMilli(mf.lastModifiedMillis()) }
