@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/namesrv"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// TestCleanRestartAsyncFlush: every acknowledged message is readable after a
+// clean broker shutdown and restart under ASYNC_FLUSH (shutdown flushes).
+func TestCleanRestartAsyncFlush(t *testing.T) {
+	c := startCluster(t, func(cfg *broker.Config) { cfg.Store.FlushDiskType = "ASYNC_FLUSH" })
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	p := newProducer(t, c.nsAddr)
+	ids := sendN(t, p, topic, "", "before-restart", 100)
+
+	c.stopBroker()
+	c.startBroker()
+	waitRoute(t, c.ns, topic)
+
+	r := newReceived()
+	newPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, "*", r)
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= int64(len(ids)) },
+		"received %d of %d after restart", r.count.Load(), len(ids))
+	for _, id := range ids {
+		if _, ok := r.get(id); !ok {
+			t.Fatalf("acknowledged message %s lost across a clean restart", id)
+		}
+	}
+}
+
+// TestKillRestartSyncFlush SIGKILLs a real `apogee broker` process running
+// SYNC_FLUSH while a producer sends, restarts it on the same store, and
+// checks that every acknowledged message is consumed (style.md: crash and
+// recovery).
+func TestKillRestartSyncFlush(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the apogee binary")
+	}
+	rlog := testutil.Logger(t)
+	bin := filepath.Join(t.TempDir(), "apogee")
+	build := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build apogee: %v\n%s", err, out)
+	}
+
+	nsCfg := namesrv.DefaultConfig()
+	nsCfg.ListenPort = 0
+	nsCfg.BindAddress = "127.0.0.1"
+	ns := namesrv.New(nsCfg, rlog)
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	nsAddr := ns.Addr().String()
+
+	port := freePort(t)
+	storeDir := t.TempDir()
+	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port), "--store-dir", storeDir,
+		"--broker-name", "broker-k", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
+		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=8388608",
+		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "messageIndexEnable=false"}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, args...)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = &logWriter{t: t}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		ready := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				if strings.Contains(sc.Text(), "listening on") {
+					close(ready)
+					break
+				}
+			}
+			for sc.Scan() {
+			}
+		}()
+		select {
+		case <-ready:
+		case <-time.After(20 * time.Second):
+			t.Fatal("broker process did not start")
+		}
+		return cmd
+	}
+	proc := start()
+	waitRoute(t, ns, "TBW102")
+
+	// A producer sends continuously (the first send auto-creates the topic
+	// through TBW102); the broker is killed mid-stream.
+	topic := uniqueName(t, "T")
+	p := newProducer(t, nsAddr)
+	var acked sync.Map
+	var nAcked atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx := testutil.Context(t, 120*time.Second)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(fmt.Sprintf("crash-%d", i))))
+			if err == nil && res.Status == primitive.SendOK {
+				acked.Store(res.MsgID, true)
+				nAcked.Add(1)
+			}
+		}
+	}()
+	testutil.Eventually(t, 60*time.Second, func() bool { return nAcked.Load() >= 300 }, "only %d sends acknowledged", nAcked.Load())
+	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	close(stop)
+	wg.Wait()
+	var ids []string
+	acked.Range(func(k, _ any) bool { ids = append(ids, k.(string)); return true })
+	t.Logf("%d messages acknowledged before SIGKILL", len(ids))
+
+	start()
+	waitRoute(t, ns, topic)
+	r := newReceived()
+	newPushConsumer(t, nsAddr, uniqueName(t, "cg"), topic, "*", r)
+	testutil.Eventually(t, 60*time.Second, func() bool { return r.count.Load() >= int64(len(ids)) },
+		"received %d of %d acknowledged after the crash", r.count.Load(), len(ids))
+	for _, id := range ids {
+		if _, ok := r.get(id); !ok {
+			t.Fatalf("acknowledged message %s lost in the crash", id)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// logWriter forwards a child's stderr to t.Log.
+type logWriter struct{ t *testing.T }
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	defer func() { _ = recover() }() // t.Log after the test ended panics
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+
