@@ -10,6 +10,7 @@ package namesrv
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/protocol"
@@ -44,7 +45,39 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *protocol
 			route.OrderTopicConf = conf
 		}
 	}
+	if req.ExtBool("__ZONE_MODE") {
+		if zone := req.Ext("__ZONE_NAME"); zone != "" {
+			filterByZone(route, zone)
+		}
+	}
 	return bodyResponse(req, route)
+}
+
+// filterByZone keeps, for a requester that asked for its zone
+// (__ZONE_MODE=true, __ZONE_NAME), the broker groups of that zone plus
+// every group without a master (so consumers can still read from slaves),
+// and the queue data of the kept groups (remoting.md §2.6).
+func filterByZone(route *protocol.TopicRouteData, zone string) {
+	removed := make(map[string]bool)
+	kept := route.BrokerDatas[:0]
+	for _, bd := range route.BrokerDatas {
+		if bd.MasterAddr() == "" || strings.EqualFold(bd.ZoneName, zone) {
+			kept = append(kept, bd)
+			continue
+		}
+		removed[bd.BrokerName] = true
+		for _, addr := range bd.BrokerAddrs {
+			delete(route.FilterServerTable, addr)
+		}
+	}
+	route.BrokerDatas = kept
+	qds := route.QueueDatas[:0]
+	for _, qd := range route.QueueDatas {
+		if !removed[qd.BrokerName] {
+			qds = append(qds, qd)
+		}
+	}
+	route.QueueDatas = qds
 }
 
 // startedAt is the start time (zero before Start).

@@ -431,3 +431,38 @@ func TestServerLifecycle(t *testing.T) {
 	}
 	b.Close()
 }
+
+func TestServerZoneFilter(t *testing.T) {
+	s := testServer(t, nil)
+	c := newRPC(t, s)
+	for _, b := range []struct{ name, addr, zone string }{{"broker-a", "a:1", "z1"}, {"broker-b", "b:1", "z2"}} {
+		ext, body := brokerReg{"C1", b.name, b.addr, 0, map[string]int32{"T": 4, "U": 1}, 1}.request(t)
+		ext["__ZONE_NAME"] = b.zone
+		c.ok(protocol.RegisterBroker, ext, body)
+	}
+	brokers := func(ext map[string]string) []string {
+		t.Helper()
+		ext["topic"] = "T"
+		route, err := protocol.DecodeTopicRouteData(c.ok(protocol.GetRouteInfoByTopic, ext, nil).Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, qd := range route.QueueDatas {
+			names = append(names, qd.BrokerName)
+		}
+		for _, bd := range route.BrokerDatas {
+			names = append(names, bd.BrokerName+"@"+bd.ZoneName)
+		}
+		return names
+	}
+	if got := brokers(map[string]string{}); !reflect.DeepEqual(got, []string{"broker-a", "broker-b", "broker-a@z1", "broker-b@z2"}) {
+		t.Errorf("no zone mode: %v", got)
+	}
+	if got := brokers(map[string]string{"__ZONE_MODE": "true", "__ZONE_NAME": "z2"}); !reflect.DeepEqual(got, []string{"broker-b", "broker-b@z2"}) {
+		t.Errorf("zone z2: %v", got)
+	}
+	if got := brokers(map[string]string{"__ZONE_MODE": "false", "__ZONE_NAME": "z2"}); len(got) != 4 {
+		t.Errorf("zone mode off: %v", got)
+	}
+}
