@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// blackhole accepts connections and reads them without ever answering: a
+// broker that stopped responding.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// attemptCounter is a send hook counting attempts per broker.
+type attemptCounter struct {
+	mu       sync.Mutex
+	attempts map[string]int
+	failures map[string]int
+}
+
+func (a *attemptCounter) OnAfterSend(_ context.Context, sc *client.SendContext) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.attempts[sc.Queue.BrokerName]++
+	if sc.Err != nil {
+		a.failures[sc.Queue.BrokerName]++
+	}
+}
+
+func (a *attemptCounter) get(broker string) (int, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.attempts[broker], a.failures[broker]
+}
+
+// twoBrokerTopic serves topic from the real broker-a and from broker-b,
+// which is registered with the name server but never answers.
+func twoBrokerTopic(t *testing.T) (c *testCluster, topic string) {
+	c = startCluster(t, nil)
+	topic = uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	fb := newFakeBroker(t, c.nsAddr, c.cfg.BrokerClusterName, "broker-b", blackhole(t), 0)
+	fb.addTopic(topic, 4, 6)
+	fb.register()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		r := c.ns.Routes().PickupTopicRouteData(topic)
+		return r != nil && len(r.QueueDatas) == 2
+	}, "topic %s not routed to both brokers", topic)
+	return c, topic
+}
+
+// TestSDKFaultStrategyIsolatesSilentBroker: with sendLatencyFaultEnable, a
+// broker that stops answering is isolated after its first timeout
+// (storage-and-broker.md §11.2: a failure counts as 30 s latency -> 600 s
+// isolation) and every later send goes to the other broker of the cluster.
+func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
+	c, topic := twoBrokerTopic(t)
+	counter := &attemptCounter{attempts: map[string]int{}, failures: map[string]int{}}
+	p := newSDKProducer(t, c.nsAddr, client.WithSendLatencyFaultEnable(true),
+		client.WithSendTimeout(time.Second), client.WithHooks(counter))
+	ctx := testutil.Context(t, 60*time.Second)
+
+	const n = 40
+	failed := 0
+	for i := range n {
+		res, err := p.Send(ctx, client.NewMessage(topic, []byte("fault")))
+		if err != nil {
+			if !errors.Is(err, client.ErrTimeout) {
+				t.Fatalf("send %d: unexpected error %v", i, err)
+			}
+			failed++
+			continue
+		}
+		if res.Queue.BrokerName != c.cfg.BrokerName {
+			t.Fatalf("send %d stored on %s", i, res.Queue.BrokerName)
+		}
+	}
+	attemptsB, failuresB := counter.get("broker-b")
+	if attemptsB > 1 || failed > 1 {
+		t.Fatalf("silent broker-b got %d attempts (%d failed), %d sends failed; want at most 1 (isolated after the first)", attemptsB, failuresB, failed)
+	}
+	okA, _ := counter.get(c.cfg.BrokerName)
+	if okA < n-1 {
+		t.Fatalf("broker-a got %d attempts, want >= %d", okA, n-1)
+	}
+	t.Logf("broker-b attempts %d, failed sends %d, broker-a attempts %d", attemptsB, failed, okA)
+}
+
+// TestSDKRetryMovesToAnotherBroker: without fault tolerance, a send whose
+// first attempt fails on a dead broker (connection refused) is retried on
+// the other broker (retryTimesWhenSendFailed, §11.3), so every send
+// succeeds.
+func TestSDKRetryMovesToAnotherBroker(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	// A broker address nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	fb := newFakeBroker(t, c.nsAddr, c.cfg.BrokerClusterName, "broker-b", dead, 0)
+	fb.addTopic(topic, 4, 6)
+	fb.register()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		r := c.ns.Routes().PickupTopicRouteData(topic)
+		return r != nil && len(r.QueueDatas) == 2
+	}, "topic %s not routed to both brokers", topic)
+
+	counter := &attemptCounter{attempts: map[string]int{}, failures: map[string]int{}}
+	p := newSDKProducer(t, c.nsAddr, client.WithHooks(counter))
+	ctx := testutil.Context(t, 60*time.Second)
+	var ok atomic.Int64
+	for i := range 20 {
+		res, err := p.Send(ctx, client.NewMessage(topic, []byte("retry")))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if res.Queue.BrokerName == c.cfg.BrokerName {
+			ok.Add(1)
+		}
+	}
+	attemptsB, failuresB := counter.get("broker-b")
+	if ok.Load() != 20 || attemptsB == 0 || failuresB != attemptsB {
+		t.Fatalf("ok %d, broker-b attempts %d failures %d: want 20 ok and only failed attempts on broker-b", ok.Load(), attemptsB, failuresB)
+	}
+}
