@@ -93,6 +93,12 @@ type normalizer struct {
 	src []byte
 	pos int
 	out []byte
+	// inKey is set while normalizing an object or array used as a key.
+	// Such a key may not itself hold object or array keys: quoting nests
+	// escapes, so each level would double the output (a tiny input could
+	// demand exponential memory). Real bodies (MessageQueue keys) need one
+	// level.
+	inKey bool
 }
 
 func (n *normalizer) errorf(format string, args ...any) error {
@@ -184,9 +190,15 @@ func (n *normalizer) key(depth int) error {
 	case '{', '[':
 		// Object or array key (Map<MessageQueue,X>): normalize it on its
 		// own, then quote the resulting text.
+		if n.inKey {
+			return n.errorf("object key nested in an object key")
+		}
 		saved := n.out
 		n.out = nil
-		if err := n.value(depth + 1); err != nil {
+		n.inKey = true
+		err := n.value(depth + 1)
+		n.inKey = false
+		if err != nil {
 			return err
 		}
 		inner := n.out
