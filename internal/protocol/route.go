@@ -370,7 +370,7 @@ func (b *RegisterBrokerBody) Encode() ([]byte, error) {
 
 // maxRegisterBodyInflated bounds the inflated size of a compressed
 // registration, so a small zlib bomb cannot take the name server's memory.
-const maxRegisterBodyInflated = 128 << 20
+const maxRegisterBodyInflated = 32 << 20
 
 // ErrRegisterBody is wrapped by DecodeRegisterBrokerBody's errors about the
 // compressed layout.
