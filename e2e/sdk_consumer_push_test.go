@@ -1,0 +1,335 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// sdkReceived collects messages consumed by Apogee SDK consumers, by id.
+type sdkReceived struct {
+	mu    sync.Mutex
+	msgs  map[string]*client.MessageExt
+	dups  int
+	count atomic.Int64
+}
+
+func newSDKReceived() *sdkReceived { return &sdkReceived{msgs: map[string]*client.MessageExt{}} }
+
+func (r *sdkReceived) add(msgs ...*client.MessageExt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := r.msgs[m.MsgID]; ok {
+			r.dups++
+			continue
+		}
+		r.msgs[m.MsgID] = m
+		r.count.Add(1)
+	}
+}
+
+func (r *sdkReceived) get(id string) (*client.MessageExt, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.msgs[id]
+	return m, ok
+}
+
+func (r *sdkReceived) ids() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]bool{}
+	for id := range r.msgs {
+		out[id] = true
+	}
+	return out
+}
+
+// recordListener records every message and succeeds.
+func recordListener(r *sdkReceived) client.MessageListener {
+	return func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		r.add(msgs...)
+		return client.ConsumeSuccess, nil
+	}
+}
+
+// newSDKPushConsumer starts an Apogee push consumer of topic, closed by
+// t.Cleanup. Rebalance runs every second so membership changes settle fast.
+func newSDKPushConsumer(t *testing.T, nsAddr, group, topic string, sel client.Selector, l client.MessageListener, opts ...client.ConsumerOpt) *client.PushConsumer {
+	t.Helper()
+	all := append([]client.ConsumerOpt{
+		client.WithNameServers(nsAddr),
+		client.WithLogger(testutil.Logger(t)),
+		client.WithInstanceName(uniqueName(t, "sci")),
+		client.WithConsumeFromWhere(client.ConsumeFromFirstOffset),
+		client.WithRebalanceInterval(time.Second),
+		client.WithPersistConsumerOffsetInterval(500 * time.Millisecond),
+		client.WithPullSuspend(2 * time.Second),
+	}, opts...)
+	c, err := client.NewPushConsumer(group, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, sel, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Logf("consumer close: %v", err)
+		}
+	})
+	return c
+}
+
+// TestSDKPushConsumerFromOfficialProducer: messages sent by the official
+// Go producer (plain, tagged with keys and user properties, a body over
+// 4 KiB that it compresses, a batch) reach the Apogee push consumer with
+// byte-identical bodies and properties (remoting.md §6.5-§6.8).
+func TestSDKPushConsumerFromOfficialProducer(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	p := newProducer(t, c.nsAddr)
+	ctx := testutil.Context(t, 60*time.Second)
+
+	type sent struct {
+		body  []byte
+		tag   string
+		keys  string
+		props map[string]string
+	}
+	want := map[string]sent{}
+	big := bytes.Repeat([]byte("apogee-compressible-"), 1000) // 20 KB: compressed by the producer
+	for i, body := range [][]byte{[]byte("plain"), []byte("tagged"), big, {0, 1, 2, 255}} {
+		m := primitive.NewMessage(topic, body)
+		s := sent{body: body}
+		if i == 1 || i == 2 {
+			s.tag, s.keys = fmt.Sprintf("tag%d", i), fmt.Sprintf("k%d k%d-b", i, i)
+			s.props = map[string]string{"user": fmt.Sprintf("v%d", i), "ünïcode": "välue"}
+			m.WithProperties(maps.Clone(s.props)) // replaces the map: first
+			m.WithTag(s.tag)
+			m.WithKeys(strings.Fields(s.keys))
+		}
+		res, err := p.SendSync(ctx, m)
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		want[res.MsgID] = s
+	}
+	var batch []*primitive.Message
+	for i := range 5 {
+		batch = append(batch, primitive.NewMessage(topic, []byte(fmt.Sprintf("batch-%d", i))))
+	}
+	res, err := p.SendSync(ctx, batch...)
+	if err != nil {
+		t.Fatalf("batch send: %v", err)
+	}
+	if res.Status != primitive.SendOK {
+		t.Fatalf("batch send: %v", res)
+	}
+	for i := range batch {
+		want[fmt.Sprintf("batch-%d", i)] = sent{body: []byte(fmt.Sprintf("batch-%d", i))}
+	}
+
+	r := newSDKReceived()
+	newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("*"), recordListener(r))
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= int64(len(want)) },
+		"consumed %d of %d", r.count.Load(), len(want))
+	byBody := map[string]*client.MessageExt{}
+	r.mu.Lock()
+	for _, m := range r.msgs {
+		byBody[string(m.Body)] = m
+	}
+	r.mu.Unlock()
+	for id, s := range want {
+		m, ok := r.get(id)
+		if !ok {
+			m, ok = byBody[string(s.body)]
+		}
+		if !ok {
+			t.Fatalf("message %s not received", id)
+		}
+		if !bytes.Equal(m.Body, s.body) {
+			t.Errorf("%s: body differs (%d bytes, want %d)", id, len(m.Body), len(s.body))
+		}
+		if m.Topic != topic || m.Tag() != s.tag || strings.Join(m.Keys(), " ") != s.keys {
+			t.Errorf("%s: topic %q tag %q keys %q", id, m.Topic, m.Tag(), m.Keys())
+		}
+		for k, v := range s.props {
+			if m.Property(k) != v {
+				t.Errorf("%s: property %s = %q, want %q", id, k, m.Property(k), v)
+			}
+		}
+		if m.QueueOffset < 0 || m.StoreHost == "" || m.OffsetMsgID == "" || m.BrokerName != "broker-a" {
+			t.Errorf("%s: broker fields not set: %+v", id, m)
+		}
+	}
+}
+
+// TestSDKPushConsumerClusteringSplitsQueues: two Apogee consumers of one
+// group divide the queues (rebalance, storage-and-broker.md §11.5); every
+// message is consumed and both members consume some.
+func TestSDKPushConsumerClusteringSplitsQueues(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 8)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+
+	r1, r2 := newSDKReceived(), newSDKReceived()
+	c1 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r1))
+	c2 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r2))
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		s1, s2 := c1.Stats(), c2.Stats()
+		// 8 topic queues + 1 retry queue shared by two members.
+		return s1.Queues > 0 && s2.Queues > 0 && s1.Queues+s2.Queues == 9
+	}, "queues never split: %d + %d", c1.Stats().Queues, c2.Stats().Queues)
+
+	ids := sendN(t, p, topic, "", "m", 200)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		got := r1.ids()
+		maps.Copy(got, r2.ids())
+		for _, id := range ids {
+			if !got[id] {
+				return false
+			}
+		}
+		return true
+	}, "not every message consumed: %d + %d of %d", r1.count.Load(), r2.count.Load(), len(ids))
+	if r1.count.Load() == 0 || r2.count.Load() == 0 {
+		t.Fatalf("one member consumed nothing: %d / %d", r1.count.Load(), r2.count.Load())
+	}
+	// Offsets are committed to the broker.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var total int64
+		for _, off := range c1.Offsets() {
+			total += off
+		}
+		for _, off := range c2.Offsets() {
+			total += off
+		}
+		return total >= int64(len(ids))
+	}, "offsets not advanced")
+}
+
+// TestSDKPushConsumerBroadcasting: every member of a broadcasting group
+// receives every message; offsets are kept in a local file.
+func TestSDKPushConsumerBroadcasting(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+	dir := t.TempDir()
+
+	r1, r2 := newSDKReceived(), newSDKReceived()
+	opts := []client.ConsumerOpt{client.WithMessageModel(client.Broadcasting), client.WithOffsetStoreDir(dir)}
+	newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r1), opts...)
+	newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r2), opts...)
+	ids := sendN(t, p, topic, "", "b", 40)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		return r1.count.Load() == int64(len(ids)) && r2.count.Load() == int64(len(ids))
+	}, "broadcast incomplete: %d / %d of %d", r1.count.Load(), r2.count.Load(), len(ids))
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "*", "*", "offsets.json"))
+		if len(files) != 2 {
+			return false
+		}
+		data, err := os.ReadFile(files[0])
+		return err == nil && bytes.Contains(data, []byte(topic))
+	}, "local offset files not written")
+}
+
+// TestSDKPushConsumerTagFilter: a tag subscription receives only its tags
+// (broker filters by hash code, the client by the tag string; remoting.md
+// §7.5).
+func TestSDKPushConsumerTagFilter(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	p := newProducer(t, c.nsAddr)
+	want := append(sendN(t, p, topic, "a", "a", 10), sendN(t, p, topic, "b", "b", 10)...)
+	sendN(t, p, topic, "c", "c", 10)
+	sendN(t, p, topic, "", "none", 10)
+	r := newSDKReceived()
+	newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("a || b"), recordListener(r))
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= int64(len(want)) },
+		"received %d of %d", r.count.Load(), len(want))
+	// Wait a little longer for unwanted messages that would show up.
+	last := sendN(t, p, topic, "a", "last", 1)
+	testutil.Eventually(t, 30*time.Second, func() bool { _, ok := r.get(last[0]); return ok }, "last message missing")
+	for _, m := range r.msgs {
+		if tag := m.Tag(); tag != "a" && tag != "b" {
+			t.Errorf("received tag %q (%s)", tag, m.Body)
+		}
+	}
+}
+
+// TestSDKPushConsumerAtLeastOnceWhenClosedMidBatch: a member closed while
+// its listener is still working commits nothing it did not finish; the
+// group's next member receives every message the first did not consume
+// (at-least-once, none lost).
+func TestSDKPushConsumerAtLeastOnceWhenClosedMidBatch(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+	ids := sendN(t, p, topic, "", "m", 100)
+
+	done1 := newSDKReceived()
+	var seen atomic.Int64
+	block := make(chan struct{})
+	slow := func(ctx context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		if seen.Add(int64(len(msgs))) > 30 {
+			// The "crash": hang until the consumer goes away.
+			select {
+			case <-ctx.Done():
+				return client.ConsumeRetryLater, ctx.Err()
+			case <-block:
+			}
+		}
+		done1.add(msgs...)
+		return client.ConsumeSuccess, nil
+	}
+	c1 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), slow,
+		client.WithConsumeGoroutines(2), client.WithConsumeMessageBatchMaxSize(4))
+	testutil.Eventually(t, 30*time.Second, func() bool { return seen.Load() > 30 }, "first consumer stuck early")
+	if err := c1.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	close(block)
+
+	r2 := newSDKReceived()
+	newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r2))
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		got := r2.ids()
+		maps.Copy(got, done1.ids())
+		for _, id := range ids {
+			if !got[id] {
+				return false
+			}
+		}
+		return true
+	}, "lost messages: first %d, second %d of %d", done1.count.Load(), r2.count.Load(), len(ids))
+	if done1.count.Load() >= int64(len(ids)) {
+		t.Fatalf("first consumer finished everything (%d); the test did not interrupt it", done1.count.Load())
+	}
+}
