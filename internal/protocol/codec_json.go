@@ -320,11 +320,37 @@ func (s *jsonScanner) int32Value(name string) (int32, error) {
 	if string(tok) == "null" {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(string(tok), 10, 32)
-	if err != nil {
+	n, ok := parseInt32(tok)
+	if !ok {
 		return 0, badFrame("JSON header: %s %q is not an int32", name, tok)
 	}
-	return int32(n), nil
+	return n, nil
+}
+
+// parseInt32 parses an optionally signed decimal int32 without allocating.
+func parseInt32(b []byte) (int32, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 10 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	if n < -1<<31 || n > 1<<31-1 {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 // stringValue reads a string; null gives ""; any other value gives its raw
@@ -427,7 +453,13 @@ func (s *jsonScanner) language(c *Command) error {
 		if err != nil {
 			return err
 		}
-		c.Language, _ = ParseLanguage(string(b))
+		c.Language = LanguageOther
+		for i, n := range languageNames {
+			if n == string(b) {
+				c.Language = LanguageCode(i)
+				break
+			}
+		}
 		return nil
 	}
 	tok := s.literal()
@@ -435,8 +467,8 @@ func (s *jsonScanner) language(c *Command) error {
 		c.Language = LanguageJava
 		return nil
 	}
-	n, err := strconv.ParseUint(string(tok), 10, 8)
-	if err != nil {
+	n, ok := parseInt32(tok)
+	if !ok || n < 0 || n > 255 {
 		return badFrame("JSON header: language %q", tok)
 	}
 	c.Language = LanguageCode(n)

@@ -11,14 +11,14 @@ import (
 // never blocks. After stop, run executes the callback on the caller.
 type callbackExecutor struct {
 	ep      *endpoint
-	queue   chan func()
+	queue   chan *future
 	wg      sync.WaitGroup
 	mu      sync.RWMutex
 	stopped bool // guarded by mu
 }
 
 func newCallbackExecutor(ep *endpoint, capacity int) *callbackExecutor {
-	return &callbackExecutor{ep: ep, queue: make(chan func(), capacity)}
+	return &callbackExecutor{ep: ep, queue: make(chan *future, capacity)}
 }
 
 func (e *callbackExecutor) start(workers int) {
@@ -26,31 +26,31 @@ func (e *callbackExecutor) start(workers int) {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			for fn := range e.queue {
-				e.safeRun(fn)
+			for f := range e.queue {
+				e.safeRun(f)
 			}
 		}()
 	}
 }
 
-func (e *callbackExecutor) run(fn func()) {
+func (e *callbackExecutor) run(f *future) {
 	e.mu.RLock()
 	if e.stopped {
 		e.mu.RUnlock()
-		e.safeRun(fn)
+		e.safeRun(f)
 		return
 	}
-	e.queue <- fn
+	e.queue <- f
 	e.mu.RUnlock()
 }
 
-func (e *callbackExecutor) safeRun(fn func()) {
+func (e *callbackExecutor) safeRun(f *future) {
 	defer func() {
 		if r := recover(); r != nil {
 			e.ep.logger.Error("remoting: async callback panicked", "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	fn()
+	f.callback()
 }
 
 // stop runs what is queued and waits for the workers. Idempotent.

@@ -40,6 +40,7 @@ type Client struct {
 	onewaySem chan struct{}
 	callbacks *callbackExecutor
 	reqPool   *pool
+	kick      chan struct{} // capacity 1: wakes timeoutLoop
 
 	mu      sync.RWMutex
 	conns   map[string]*clientConn // by address; guarded by mu
@@ -83,6 +84,7 @@ func NewClient(cfg ClientConfig) *Client {
 		onewaySem: make(chan struct{}, cfg.MaxOneway),
 		callbacks: newCallbackExecutor(ep, cfg.MaxAsync),
 		conns:     make(map[string]*clientConn),
+		kick:      make(chan struct{}, 1),
 	}
 	c.reqPool = newPool("client-requests", cfg.RequestPool)
 	ep.onClosed = c.forget
@@ -114,6 +116,7 @@ func (c *Client) Start() error {
 	}
 	c.started = true
 	c.ep.start()
+	c.ep.goFunc("remoting-async-timeouts", c.timeoutLoop)
 	c.callbacks.start(c.cfg.CallbackWorkers)
 	return nil
 }
@@ -287,46 +290,65 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: async to %s: %w", addr, err)
 	}
-	ctx, cancel := withTimeout(ctx)
+	f := &future{cb: cb, ctx: ctx, sem: c.asyncSem, exec: c.callbacks}
+	if d, ok := ctx.Deadline(); ok {
+		f.deadline = d.UnixNano()
+	} else {
+		f.deadline = time.Now().Add(DefaultTimeout).UnixNano()
+	}
 	conn, err := c.getConn(ctx, addr)
 	if err != nil {
-		cancel()
-		<-c.asyncSem
+		f.release()
 		return err
 	}
-	opaque := c.ep.opaque.Add(1)
-	prepareRequest(req, opaque, false)
-	f := &future{opaque: opaque, cb: cb, exec: c.callbacks}
-	f.done = func() {
-		cancel()
-		<-c.asyncSem
-	}
-	// The timeout is armed before the future is published so that every
-	// completer sees f.stop; a context that ended before addFuture is
-	// caught by the check after it.
-	f.stop = context.AfterFunc(ctx, func() {
-		if conn.takeFuture(opaque) != nil {
-			f.finish(nil, ctxError(ctx, fmt.Sprintf("%s code %d opaque %d", addr, req.Code, opaque)), false)
-		}
-	})
+	f.opaque = c.ep.opaque.Add(1)
+	prepareRequest(req, f.opaque, false)
 	if err := conn.addFuture(f); err != nil {
-		f.stop()
-		f.done()
+		f.release()
 		return err
 	}
-	if ctx.Err() != nil && conn.takeFuture(opaque) != nil {
-		f.finish(nil, ctxError(ctx, fmt.Sprintf("%s code %d opaque %d", addr, req.Code, opaque)), true)
-		return nil
+	select { // make sure the timeout scanner is running
+	case c.kick <- struct{}{}:
+	default:
 	}
 	if err := conn.send(req, nil); err != nil {
-		if conn.takeFuture(opaque) != nil {
-			f.stop()
-			f.done()
+		if conn.takeFuture(f.opaque) != nil {
+			f.release()
 			return err
 		}
 		// Already completed (connection closed): the callback reports it.
 	}
 	return nil
+}
+
+// asyncTimeoutScanInterval is how often in-flight async calls are checked
+// against their deadlines (only while there are some).
+const asyncTimeoutScanInterval = 10 * time.Millisecond
+
+// timeoutLoop fails async calls whose context ended. It sleeps on kick
+// while no async call is in flight.
+func (c *Client) timeoutLoop() {
+	t := time.NewTimer(asyncTimeoutScanInterval)
+	defer t.Stop()
+	for {
+		if len(c.asyncSem) == 0 {
+			select {
+			case <-c.kick:
+			case <-c.ep.quit:
+				return
+			}
+		}
+		t.Reset(asyncTimeoutScanInterval)
+		select {
+		case <-t.C:
+		case <-c.ep.quit:
+			return
+		}
+		now := time.Now().UnixNano()
+		for _, conn := range c.ep.snapshot() {
+			conn.expireAsync(now)
+		}
+	}
 }
 
 // InvokeOneway sends req to addr with the oneway flag and returns once it is

@@ -166,6 +166,10 @@ func (ep *endpoint) idleLoop() {
 		case now := <-t.C:
 			limit := now.Add(-ep.idle).UnixNano()
 			for _, c := range ep.snapshot() {
+				if c.active.Swap(false) {
+					c.lastActive.Store(now.UnixNano())
+					continue
+				}
 				if c.lastActive.Load() >= limit {
 					continue
 				}

@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"context"
 	"sync"
 
 	"github.com/apogeemq/apogee/internal/protocol"
@@ -22,30 +23,34 @@ type future struct {
 	// receiving, and the completer never touches it after sending.
 	ch chan result
 
-	// Async calls: cb runs on the client's callback executor, then done
-	// (permit release, context cleanup).
-	cb   func(*protocol.Command, error)
-	stop func() bool // stops the context.AfterFunc timeout
-	done func()
-	exec *callbackExecutor
+	// Async calls: cb runs on the client's callback executor with res, then
+	// the permit goes back to sem. The client's timeout scanner fails the
+	// future once deadline (unix nanos) passes or ctx ends; ctx is kept
+	// only for that check.
+	cb       func(*protocol.Command, error)
+	deadline int64
+	ctx      context.Context
+	sem      chan struct{}
+	exec     *callbackExecutor
+	res      result
 }
 
 var syncFutures = sync.Pool{New: func() any { return &future{ch: make(chan result, 1)} }}
 
-func (f *future) complete(resp *protocol.Command, err error) { f.finish(resp, err, true) }
-
-// finish completes f. stopTimer is false on the timeout path itself, which
-// must not read f.stop (it may run before InvokeAsync stored it).
-func (f *future) finish(resp *protocol.Command, err error, stopTimer bool) {
+func (f *future) complete(resp *protocol.Command, err error) {
 	if f.cb == nil {
 		f.ch <- result{resp, err}
 		return
 	}
-	if stopTimer {
-		f.stop()
-	}
-	f.exec.run(func() {
-		defer f.done()
-		f.cb(resp, err)
-	})
+	f.res = result{resp, err}
+	f.exec.run(f)
 }
+
+// callback runs on the executor.
+func (f *future) callback() {
+	defer f.release()
+	f.cb(f.res.resp, f.res.err)
+}
+
+// release gives back what an async call holds.
+func (f *future) release() { <-f.sem }
