@@ -182,3 +182,6 @@ func (l connListener) OnIdle(c *remoting.Conn) {
 func (l connListener) OnException(c *remoting.Conn, err error) {
 	l.s.logger.Debug("namesrv: connection error", "addr", c.RemoteAddr(), "err", err)
 }
+
+// Stats returns the registry's table sizes (for metrics).
+func (s *Server) Stats() Stats { return s.routes.Stats() }
