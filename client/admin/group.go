@@ -1,0 +1,256 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/protocol"
+)
+
+// GroupConfig is a consumer group's broker-side settings
+// (SubscriptionGroupConfig). Zero fields take RocketMQ's defaults.
+type GroupConfig struct {
+	Group             string
+	ConsumeDisabled   bool // consumeEnable=false
+	BroadcastDisabled bool // consumeBroadcastEnable=false
+	Orderly           bool // consumeMessageOrderly
+	RetryQueueNums    int  // default 1
+	RetryMaxTimes     int  // default 16
+	BrokerID          int64
+	WhichBrokerSlowly int64 // whichBrokerWhenConsumeSlowly, default 1
+}
+
+// CreateSubscriptionGroup creates or updates a consumer group on every
+// master of the target (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).
+func (a *Admin) CreateSubscriptionGroup(ctx context.Context, g GroupConfig, target Target) error {
+	if g.Group == "" {
+		return fmt.Errorf("admin: empty group")
+	}
+	sc := protocol.NewSubscriptionGroupConfig(g.Group)
+	sc.ConsumeEnable = !g.ConsumeDisabled
+	sc.ConsumeBroadcastEnable = !g.BroadcastDisabled
+	sc.ConsumeMessageOrderly = g.Orderly
+	if g.RetryQueueNums > 0 {
+		sc.RetryQueueNums = int32(g.RetryQueueNums)
+	}
+	if g.RetryMaxTimes > 0 {
+		sc.RetryMaxTimes = int32(g.RetryMaxTimes)
+	}
+	sc.BrokerID = g.BrokerID
+	if g.WhichBrokerSlowly > 0 {
+		sc.WhichBrokerWhenConsumeSlowly = g.WhichBrokerSlowly
+	}
+	body, err := protocol.MarshalJSON(&sc)
+	if err != nil {
+		return fmt.Errorf("admin: encode group %s: %w", g.Group, err)
+	}
+	addrs, err := a.masters(ctx, target)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, addr := range slices.Sorted(maps.Keys(addrs)) {
+		if _, err := a.invokeOK(ctx, addr, "", protocol.NewRequest(protocol.UpdateAndCreateSubscriptionGroup, nil, body)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteSubscriptionGroup deletes a consumer group from every master of the
+// target (DELETE_SUBSCRIPTIONGROUP), with its offsets when cleanOffset.
+func (a *Admin) DeleteSubscriptionGroup(ctx context.Context, group string, target Target, cleanOffset bool) error {
+	addrs, err := a.masters(ctx, target)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, addr := range slices.Sorted(maps.Keys(addrs)) {
+		ext := map[string]string{"groupName": group, "cleanOffset": strconv.FormatBool(cleanOffset)}
+		if _, err := a.invokeOK(ctx, addr, "", protocol.NewRequest(protocol.DeleteSubscriptionGroup, ext, nil)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// QueueProgress is a group's position in one queue.
+type QueueProgress struct {
+	Queue          client.MessageQueue
+	BrokerOffset   int64     // next offset the broker will write
+	ConsumerOffset int64     // committed offset of the group
+	Lag            int64     // BrokerOffset - ConsumerOffset
+	LastTimestamp  time.Time // store time of the last consumed message; zero if none
+}
+
+// ConsumerProgress is a group's progress over every topic it consumes.
+type ConsumerProgress struct {
+	Group      string
+	Queues     []QueueProgress // sorted by topic, broker, queue
+	TotalLag   int64
+	ConsumeTPS float64
+}
+
+// ConsumerProgress asks every broker that serves the group's retry topic
+// for the group's offsets (GET_CONSUME_STATS), as mqadmin consumerProgress
+// does. topic "" covers every topic the group has offsets for.
+func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) (*ConsumerProgress, error) {
+	masters, err := a.groupBrokers(ctx, group, topic)
+	if err != nil {
+		return nil, err
+	}
+	cp := &ConsumerProgress{Group: group}
+	for _, name := range slices.Sorted(maps.Keys(masters)) {
+		addr := masters[name]
+		ext := map[string]string{"consumerGroup": group}
+		if topic != "" {
+			ext["topic"] = topic
+		}
+		resp, err := a.invokeOK(ctx, addr, topic, protocol.NewRequest(protocol.GetConsumeStats, ext, nil))
+		if err != nil {
+			return nil, err
+		}
+		cs, err := decodeConsumeStats(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("admin: consume stats of %s from %s: %w", group, addr, err)
+		}
+		cp.ConsumeTPS += cs.consumeTps
+		for mq, w := range cs.offsets {
+			qp := QueueProgress{Queue: mq, BrokerOffset: w.BrokerOffset, ConsumerOffset: w.ConsumerOffset, Lag: max(0, w.BrokerOffset-w.ConsumerOffset)}
+			if w.LastTimestamp > 0 {
+				qp.LastTimestamp = time.UnixMilli(w.LastTimestamp)
+			}
+			cp.Queues = append(cp.Queues, qp)
+			cp.TotalLag += qp.Lag
+		}
+	}
+	slices.SortFunc(cp.Queues, func(x, y QueueProgress) int { return compareQueue(x.Queue, y.Queue) })
+	return cp, nil
+}
+
+// groupBrokers returns the masters to ask about a group: those of its
+// retry topic, else those of topic.
+func (a *Admin) groupBrokers(ctx context.Context, group, topic string) (map[string]string, error) {
+	m, err := a.routeMasters(ctx, "%RETRY%"+group)
+	if err == nil && len(m) > 0 {
+		return m, nil
+	}
+	if topic != "" {
+		return a.routeMasters(ctx, topic)
+	}
+	if err == nil {
+		err = fmt.Errorf("admin: group %s: %w", group, ErrNotFound)
+	}
+	return nil, err
+}
+
+// Connection is one live consumer client of a group.
+type Connection struct {
+	ClientID   string
+	ClientAddr string
+	Language   string
+	Version    int32
+}
+
+// Subscription is one topic a group subscribes to.
+type Subscription struct {
+	Topic          string
+	Expression     string
+	ExpressionType string // TAG or SQL92
+}
+
+// ConsumerConnections describes a group's live members.
+type ConsumerConnections struct {
+	Group            string
+	Connections      []Connection   // sorted by client id
+	Subscriptions    []Subscription // sorted by topic
+	ConsumeType      string
+	MessageModel     string
+	ConsumeFromWhere string
+}
+
+// ConsumerConnections asks a broker of the group for its live members
+// (GET_CONSUMER_CONNECTION_LIST); a group without online consumers gives
+// a BrokerError with CONSUMER_NOT_ONLINE (206).
+func (a *Admin) ConsumerConnections(ctx context.Context, group string) (*ConsumerConnections, error) {
+	masters, err := a.groupBrokers(ctx, group, "")
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for _, name := range slices.Sorted(maps.Keys(masters)) {
+		addr := masters[name]
+		resp, err := a.invokeOK(ctx, addr, "", protocol.NewRequest(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil))
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		w, err := decodeConsumerConnection(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("admin: connections of %s from %s: %w", group, addr, err)
+		}
+		cc := &ConsumerConnections{Group: group, ConsumeType: w.ConsumeType, MessageModel: w.MessageModel, ConsumeFromWhere: w.ConsumeFromWhere}
+		for _, c := range w.ConnectionSet {
+			cc.Connections = append(cc.Connections, Connection{ClientID: c.ClientID, ClientAddr: c.ClientAddr, Language: c.Language, Version: c.Version})
+		}
+		slices.SortFunc(cc.Connections, func(x, y Connection) int {
+			if x.ClientID < y.ClientID {
+				return -1
+			}
+			if x.ClientID > y.ClientID {
+				return 1
+			}
+			return 0
+		})
+		for _, t := range slices.Sorted(maps.Keys(w.SubscriptionTable)) {
+			s := w.SubscriptionTable[t]
+			typ := s.ExpressionType
+			if typ == "" {
+				typ = protocol.ExpressionTag
+			}
+			cc.Subscriptions = append(cc.Subscriptions, Subscription{Topic: t, Expression: s.SubString, ExpressionType: typ})
+		}
+		return cc, nil
+	}
+	return nil, lastErr
+}
+
+// ResetOffsetByTime moves group's committed offsets on every queue of topic
+// to the first message stored at or after ts (INVOKE_BROKER_TO_RESET_OFFSET
+// on each broker of the topic). It returns the new offsets.
+func (a *Admin) ResetOffsetByTime(ctx context.Context, topic, group string, ts time.Time, force bool) (map[client.MessageQueue]int64, error) {
+	masters, err := a.routeMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := map[client.MessageQueue]int64{}
+	for _, name := range slices.Sorted(maps.Keys(masters)) {
+		addr := masters[name]
+		ext := map[string]string{
+			"topic":     topic,
+			"group":     group,
+			"timestamp": strconv.FormatInt(ts.UnixMilli(), 10),
+			"isForce":   strconv.FormatBool(force),
+			"queueId":   "-1",
+		}
+		resp, err := a.invokeOK(ctx, addr, topic, protocol.NewRequest(protocol.InvokeBrokerToResetOffset, ext, nil))
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.Body) == 0 {
+			continue
+		}
+		m, err := decodeResetOffset(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("admin: reset offsets of %s from %s: %w", group, addr, err)
+		}
+		maps.Copy(out, m)
+	}
+	return out, nil
+}
