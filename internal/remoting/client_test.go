@@ -53,6 +53,9 @@ func TestInvokeSyncTimeout(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("timeout took %v", d)
 	}
+	if st := c.Stats(); st.Timeouts != 1 {
+		t.Fatalf("stats %+v", st)
+	}
 	<-entered
 	// A cancelled (not timed out) context is reported as such.
 	ctx2, cancel2 := context.WithCancel(context.Background())

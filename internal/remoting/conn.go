@@ -329,6 +329,7 @@ func (c *Conn) expireAsync(now int64) {
 		}
 		what := fmt.Sprintf("%s opaque %d", c.remote, f.opaque)
 		if errors.Is(err, context.DeadlineExceeded) {
+			c.ep.timeouts.Add(1)
 			f.complete(nil, fmt.Errorf("remoting: %s: %w: %w", what, ErrTimeout, err))
 		} else {
 			f.complete(nil, fmt.Errorf("remoting: %s: %w", what, err))
@@ -425,6 +426,9 @@ func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int
 	case <-ctx.Done():
 		if c.takeFuture(opaque) != nil {
 			syncFutures.Put(f)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				c.ep.timeouts.Add(1)
+			}
 			return nil, ctxError(ctx, fmt.Sprintf("%s code %d opaque %d", c.remote, req.Code, opaque))
 		}
 		r = <-f.ch // the response won the race

@@ -181,6 +181,7 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 		}
 	}
 	if !ok {
+		d.ep.notSupported.Add(1)
 		if !req.IsOneway() {
 			_ = c.WriteResponse(protocol.NewResponse(req, protocol.RequestCodeNotSupported, notSupportedRemark(req.Code)))
 		}
@@ -189,7 +190,9 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 	}
 	select {
 	case r.pool.tasks <- task{c, req, r.proc}:
+		d.ep.requests.Add(1)
 	default:
+		d.ep.overloaded.Add(1)
 		c.logger.Debug("remoting: pool full", "pool", r.pool.name, "code", req.Code)
 		if !req.IsOneway() {
 			_ = c.WriteResponse(protocol.NewResponse(req, protocol.SystemBusy, overloadRemark))
@@ -216,6 +219,7 @@ func (d *dispatcher) call(t task) (resp *protocol.Command) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
+			d.ep.processorPanic.Add(1)
 			t.conn.logger.Error("remoting: processor panicked", "code", t.req.Code, "panic", r,
 				"stack", string(debug.Stack()))
 			resp = protocol.NewResponse(t.req, protocol.SystemError, fmt.Sprintf("processor panic: %v", r))

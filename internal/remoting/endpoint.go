@@ -1,8 +1,11 @@
 package remoting
 
 import (
+	"errors"
+
 	"context"
 	"crypto/tls"
+	"github.com/apogeemq/apogee/internal/protocol"
 	"log/slog"
 	"net"
 	"runtime/pprof"
@@ -23,6 +26,7 @@ type endpoint struct {
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write
 
+	counters
 	opaque     atomic.Int32  // last opaque used for requests we send
 	nextConnID atomic.Uint64 // last Conn id handed out
 
@@ -98,6 +102,7 @@ func (ep *endpoint) startConn(raw, rw net.Conn, serverTLS *tls.Config) (*Conn, b
 		return nil, false
 	}
 	ep.conns[c] = struct{}{}
+	ep.connsOpened.Add(1)
 	ep.wg.Add(1)
 	ep.mu.Unlock()
 	go func() {
@@ -123,6 +128,9 @@ func (ep *endpoint) connClosed(c *Conn, reason error) {
 		ep.onClosed(c)
 	}
 	ls := ep.listenerList()
+	if errors.Is(reason, protocol.ErrBadFrame) || errors.Is(reason, protocol.ErrFrameTooLarge) {
+		ep.codecErrors.Add(1)
+	}
 	if !normalClose(reason) {
 		c.logger.Warn("remoting: closing connection", "reason", reason)
 		for _, l := range ls {
@@ -177,6 +185,7 @@ func (ep *endpoint) idleLoop() {
 				for _, l := range ep.listenerList() {
 					l.OnIdle(c)
 				}
+				ep.idleClosed.Add(1)
 				c.closeWith(errIdle)
 			}
 		}

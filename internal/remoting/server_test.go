@@ -53,6 +53,9 @@ func TestUnknownCode(t *testing.T) {
 	if resp.ResponseCode() != protocol.RequestCodeNotSupported || resp.Remark != " request type 999 not supported" {
 		t.Fatalf("got %d %q", resp.Code, resp.Remark)
 	}
+	if st := s.Stats(); st.NotSupported != 1 || st.Conns != 1 || st.ConnsOpened != 1 {
+		t.Fatalf("stats %+v", st)
+	}
 }
 
 func TestDefaultProcessor(t *testing.T) {
@@ -205,6 +208,9 @@ func TestFullPoolSystemBusy(t *testing.T) {
 		resp.Remark != "[OVERLOAD]system busy, start flow control for a while" {
 		t.Fatalf("got %d %q", resp.Code, resp.Remark)
 	}
+	if st := s.Stats(); st.Overloaded != 1 {
+		t.Fatalf("stats %+v", st)
+	}
 	close(release)
 	for range 2 {
 		r := <-results
@@ -332,6 +338,9 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 			}
 		})
 	}
+	if st := s.Stats(); st.CodecErrors != 6 {
+		t.Errorf("CodecErrors = %d, want 6 (the truncated frame is an I/O error)", st.CodecErrors)
+	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for _, err := range rec.exceptions {
@@ -358,6 +367,9 @@ func TestIdleClose(t *testing.T) {
 		connects, closes, idles, _ := rec.counts()
 		return connects == 1 && closes == 1 && idles == 1
 	})
+	if st := s.Stats(); st.IdleClosed != 1 {
+		t.Fatalf("stats %+v", st)
+	}
 	// An active connection is not closed: keep calling for longer than the timeout.
 	c := startClient(t, ClientConfig{})
 	for range 8 {
