@@ -223,4 +223,3 @@ func compareQueue(a, b client.MessageQueue) int {
 	}
 	return a.QueueID - b.QueueID
 }
-
