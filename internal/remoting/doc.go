@@ -12,11 +12,11 @@
 //
 // # Frame layout on the wire (remoting.md §1.2–1.3)
 //
-//	 0               4       5               8                     8+H                  4+L
-//	 +---------------+-------+---------------+----------------------+--------------------+
-//	 | total length L| type  | header len H  | header (H bytes)     | body (L-4-H bytes) |
-//	 | uint32 BE     | u8    | u24 BE        | JSON (0)/ROCKETMQ (1)| opaque bytes       |
-//	 +---------------+-------+---------------+----------------------+--------------------+
+//	0               4       5               8                     8+H                  4+L
+//	+---------------+-------+---------------+----------------------+--------------------+
+//	| total length L| type  | header len H  | header (H bytes)     | body (L-4-H bytes) |
+//	| uint32 BE     | u8    | u24 BE        | JSON (0)/ROCKETMQ (1)| opaque bytes       |
+//	+---------------+-------+---------------+----------------------+--------------------+
 //
 // L excludes its own 4 bytes. The largest accepted L is MaxFrameSize-4
 // (16777212 by default). A frame that is too large, a header that does not
