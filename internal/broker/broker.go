@@ -36,6 +36,7 @@ type Broker struct {
 	Offsets      *ConsumerOffsetManager
 	DelayOffsets *DelayOffsetTable
 	Clients      *ClientManager
+	Locks        *RebalanceLockManager
 	// Store is created in Start, once the serving address is known (it is
 	// the STOREHOST of every message).
 	Store *store.Store
@@ -45,6 +46,7 @@ type Broker struct {
 	nsClient  *remoting.Client // to name servers
 	pullHold  *pullHoldService
 	sendQueue *sendQueue
+	schedule  *scheduleService
 	stats     brokerStats
 
 	addr      string         // brokerIP1:port, as advertised; set in Start
@@ -106,6 +108,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.Clients = newClientManager(b.notifyConsumerIDsChanged)
 	b.pullHold = newPullHoldService(b)
 	b.sendQueue = newSendQueue(b)
+	b.Locks = newRebalanceLockManager(b.now)
 	return b, nil
 }
 
@@ -208,6 +211,8 @@ func (b *Broker) start() error {
 
 	b.sendQueue.start()
 	b.goFunc("pull-hold", b.pullHold.run)
+	b.schedule = newScheduleService(b)
+	b.goFunc("schedule", b.schedule.run)
 	b.goFunc("persist", b.persistLoop)
 	b.goFunc("client-scan", b.clientScanLoop)
 	b.state.Store(stateRunning)

@@ -23,7 +23,14 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 
 	// Produce (send.go).
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.SendMessage, protocol.SendMessageV2,
-		protocol.SendBatchMessage, protocol.SendReplyMessage, protocol.SendReplyMessageV2}, b.sendQueue.enqueue, sendPool)
+		protocol.SendBatchMessage, protocol.SendReplyMessage, protocol.SendReplyMessageV2, protocol.ConsumerSendMsgBack},
+		b.sendQueue.enqueue, sendPool)
+	// Queries by key and by offset id (query.go).
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.QueryMessage, protocol.ViewMessageByID},
+		b.dispatch(map[protocol.RequestCode]remoting.Processor{
+			protocol.QueryMessage:    b.processQueryMessage,
+			protocol.ViewMessageByID: b.processViewMessage,
+		}), remoting.PoolConfig{Workers: c.QueryMessageThreadPoolNums, QueueSize: 20000})
 	// Consume (pull.go, pull_hold.go).
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PullMessage, protocol.LitePullMessage}, b.processPull, pullPool)
 	// Clients (heartbeat.go).
@@ -35,10 +42,12 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		}), clientPool)
 	// Consumer management and offsets (heartbeat.go, consumer_offset.go).
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.GetConsumerListByGroup, protocol.QueryConsumerOffset,
-		protocol.UpdateConsumerOffset}, b.dispatch(map[protocol.RequestCode]remoting.Processor{
+		protocol.UpdateConsumerOffset, protocol.LockBatchMQ, protocol.UnlockBatchMQ}, b.dispatch(map[protocol.RequestCode]remoting.Processor{
 		protocol.GetConsumerListByGroup: b.processGetConsumerList,
 		protocol.QueryConsumerOffset:    b.processQueryConsumerOffset,
 		protocol.UpdateConsumerOffset:   b.processUpdateConsumerOffset,
+		protocol.LockBatchMQ:            b.processLockBatch,
+		protocol.UnlockBatchMQ:          b.processUnlockBatch,
 	}), consumerPool)
 	// Admin: queue offsets, topics, subscription groups (consumer_offset.go,
 	// admin_topic.go, admin_group.go).

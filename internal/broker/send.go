@@ -254,8 +254,8 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 }
 
 // retryTopicCheck applies the %RETRY% rules of remoting.md §3.3.1 step 4:
-// the group must exist; a message past its retry limit goes to the DLQ
-// without delay.
+// the group must exist; a message past its retry limit, or sent while the
+// group holds ordered-consumption locks, goes to the DLQ without delay.
 func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command, props map[string]string) (string, int32, error) {
 	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
 	gc, ok, err := b.Groups.FindOrCreate(group, b.cfg.AutoCreateSubscriptionGroup)
@@ -269,7 +269,7 @@ func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *prot
 	if req.Version >= 121 && h.MaxReconsumeTimes > 0 {
 		maxTimes = h.MaxReconsumeTimes
 	}
-	if h.ReconsumeTimes <= maxTimes {
+	if h.ReconsumeTimes <= maxTimes && !b.Locks.HasActiveLocks(group) {
 		return h.Topic, h.QueueID, nil
 	}
 	dlq := DLQTopic(group)

@@ -99,5 +99,8 @@ func (b *Broker) safeProcessSend(conn *remoting.Conn, req *protocol.Command) (re
 			resp, err = nil, protocol.Errorf(protocol.SystemError, "processor panic: %v", r)
 		}
 	}()
+	if protocol.RequestCode(req.Code) == protocol.ConsumerSendMsgBack {
+		return b.processSendBack(b.baseCtx, conn, req)
+	}
 	return b.processSend(b.baseCtx, conn, req)
 }

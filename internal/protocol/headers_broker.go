@@ -295,3 +295,61 @@ func setHeaderField(f reflect.Value, s string) error {
 	}
 	return nil
 }
+
+// ConsumerSendMsgBackRequestHeader is CONSUMER_SEND_MSG_BACK's (36) header
+// (remoting.md §3.4, §7.8).
+type ConsumerSendMsgBackRequestHeader struct {
+	Offset            int64  `ext:"offset,req"` // commit-log offset of the consumed message
+	Group             string `ext:"group,req"`
+	DelayLevel        int32  `ext:"delayLevel,req"` // 0 = broker picks 3+reconsumeTimes; <0 = straight to DLQ
+	OriginMsgID       string `ext:"originMsgId"`
+	OriginTopic       string `ext:"originTopic"`
+	UnitMode          bool   `ext:"unitMode"`
+	MaxReconsumeTimes *int32 `ext:"maxReconsumeTimes"`
+}
+
+// ViewMessageRequestHeader is VIEW_MESSAGE_BY_ID's (33) header.
+type ViewMessageRequestHeader struct {
+	Offset int64  `ext:"offset,req"`
+	Topic  string `ext:"topic"`
+}
+
+// QueryMessageRequestHeader is QUERY_MESSAGE's (12) header.
+type QueryMessageRequestHeader struct {
+	Topic          string `ext:"topic,req"`
+	Key            string `ext:"key,req"`
+	MaxNum         int32  `ext:"maxNum,req"`
+	BeginTimestamp int64  `ext:"beginTimestamp,req"`
+	EndTimestamp   int64  `ext:"endTimestamp,req"`
+}
+
+// QueryMessageResponseHeader answers QUERY_MESSAGE.
+type QueryMessageResponseHeader struct {
+	IndexLastUpdateTimestamp int64 `ext:"indexLastUpdateTimestamp"`
+	IndexLastUpdatePhyoffset int64 `ext:"indexLastUpdatePhyoffset"`
+}
+
+// EndTransactionRequestHeader is END_TRANSACTION's (37) header (§3.3.2).
+type EndTransactionRequestHeader struct {
+	ProducerGroup        string `ext:"producerGroup,req"`
+	TranStateTableOffset int64  `ext:"tranStateTableOffset,req"`
+	CommitLogOffset      int64  `ext:"commitLogOffset,req"`
+	CommitOrRollback     int32  `ext:"commitOrRollback,req"` // 0 unknown, 8 commit, 12 rollback
+	FromTransactionCheck bool   `ext:"fromTransactionCheck"`
+	MsgID                string `ext:"msgId"`
+	TransactionID        string `ext:"transactionId"`
+	Topic                string `ext:"topic,omitempty"`
+	BrokerName           string `ext:"bname,omitempty"`
+}
+
+// CheckTransactionStateRequestHeader is CHECK_TRANSACTION_STATE's (39)
+// header, broker to producer (§3.6).
+type CheckTransactionStateRequestHeader struct {
+	Topic                string `ext:"topic,omitempty"`
+	TranStateTableOffset int64  `ext:"tranStateTableOffset"`
+	CommitLogOffset      int64  `ext:"commitLogOffset"`
+	MsgID                string `ext:"msgId,omitempty"`
+	TransactionID        string `ext:"transactionId,omitempty"`
+	OffsetMsgID          string `ext:"offsetMsgId,omitempty"`
+	BrokerName           string `ext:"bname,omitempty"`
+}

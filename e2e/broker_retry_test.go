@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// fastDelays makes every delay level one second so retries come back fast.
+func fastDelays(cfg *broker.Config) {
+	cfg.Store.MessageDelayLevel = strings.TrimSpace(strings.Repeat("1s ", 18))
+}
+
+// TestRetryAndDeadLetter: a message whose consumption fails is sent back
+// (CONSUMER_SEND_MSG_BACK), redelivered through SCHEDULE_TOPIC_XXXX and
+// %RETRY%<group> with reconsumeTimes+1 and its original topic; after
+// maxReconsumeTimes failures it lands in %DLQ%<group> (§8.10).
+func TestRetryAndDeadLetter(t *testing.T) {
+	c := startCluster(t, fastDelays)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	group := uniqueName(t, "cg")
+	// Routed before the consumer starts, so it pulls retries at once instead
+	// of after its next route refresh.
+	c.createTopic(broker.RetryTopic(group), 1)
+	p := newProducer(t, c.nsAddr)
+
+	var mu sync.Mutex
+	deliveries := map[string][]int32{} // body -> reconsume times seen
+	cons, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{c.nsAddr}),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(uniqueName(t, "ci")),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithMaxReconsumeTimes(2),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cons.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				if m.Topic != topic {
+					t.Errorf("retry delivered with topic %q, want the original %q", m.Topic, topic)
+				}
+				deliveries[string(m.Body)] = append(deliveries[string(m.Body)], m.ReconsumeTimes)
+			}
+			if string(msgs[0].Body) == "ok-after-one" && len(deliveries["ok-after-one"]) >= 2 {
+				return consumer.ConsumeSuccess, nil
+			}
+			return consumer.ConsumeRetryLater, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Shutdown() })
+
+	ctx := testutil.Context(t, 60*time.Second)
+	for _, body := range []string{"ok-after-one", "always-fails"} {
+		if _, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dlq := broker.DLQTopic(group)
+	testutil.Eventually(t, 45*time.Second, func() bool {
+		return c.b.Store.MaxOffsetInQueue(dlq, 0) == 1
+	}, "failing message never reached %s", dlq)
+	mu.Lock()
+	defer mu.Unlock()
+	if got := deliveries["ok-after-one"]; len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Errorf("ok-after-one deliveries (reconsume times) = %v, want [0 1]", got)
+	}
+	if got := deliveries["always-fails"]; len(got) != 3 {
+		t.Errorf("always-fails delivered %v times, want 3 (first + maxReconsumeTimes)", got)
+	}
+}
+
+// TestDelayLevelMessage: a message with a delay level is held in
+// SCHEDULE_TOPIC_XXXX and delivered to its topic after the delay (§8.8).
+func TestDelayLevelMessage(t *testing.T) {
+	c := startCluster(t, func(cfg *broker.Config) { cfg.Store.MessageDelayLevel = "1s 2s" })
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 1)
+	p := newProducer(t, c.nsAddr)
+	r := newReceived()
+	newPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, "*", r)
+	m := primitive.NewMessage(topic, []byte("later"))
+	m.WithDelayTimeLevel(2)
+	sent := time.Now()
+	if _, err := p.SendSync(testutil.Context(t, 30*time.Second), m); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool { return r.count.Load() == 1 }, "delayed message not delivered")
+	if d := time.Since(sent); d < 1500*time.Millisecond {
+		t.Fatalf("delivered after %v, before its 2 s delay", d)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, got := range r.msgs {
+		if string(got.Body) != "later" || got.Topic != topic {
+			t.Fatalf("delivered %q on %q", got.Body, got.Topic)
+		}
+	}
+}
+
+// TestOrderlyConsumer: an orderly consumer locks its queues
+// (LOCK_BATCH_MQ) and receives each queue's messages in order.
+func TestOrderlyConsumer(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	p := newProducer(t, c.nsAddr, producer.WithQueueSelector(producer.NewHashQueueSelector()))
+	ctx := testutil.Context(t, 60*time.Second)
+	for i := range 30 {
+		m := primitive.NewMessage(topic, []byte{byte(i)})
+		m.WithShardingKey([]string{"a", "b"}[i%2])
+		if _, err := p.SendSync(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	perQueue := map[int][]byte{}
+	cons, err := rocketmq.NewPushConsumer(
+		consumer.WithNameServer([]string{c.nsAddr}),
+		consumer.WithGroupName(uniqueName(t, "og")),
+		consumer.WithInstance(uniqueName(t, "ci")),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumerOrder(true),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cons.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				perQueue[m.Queue.QueueId] = append(perQueue[m.Queue.QueueId], m.Body[0])
+			}
+			return consumer.ConsumeSuccess, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cons.Shutdown() })
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(perQueue[0])+len(perQueue[1]) >= 30
+	}, "orderly consumer did not receive all messages")
+	mu.Lock()
+	defer mu.Unlock()
+	for q, seq := range perQueue {
+		for i := 1; i < len(seq); i++ {
+			if seq[i] <= seq[i-1] {
+				t.Fatalf("queue %d out of order: %v", q, seq)
+			}
+		}
+	}
+	if !c.b.Locks.HasActiveLocks(consGroupOf(t, c, topic)) {
+		t.Fatal("orderly consumer holds no queue lock on the broker")
+	}
+}
+
+// consGroupOf finds the orderly group registered for topic.
+func consGroupOf(t *testing.T, c *testCluster, topic string) string {
+	for _, g := range c.b.Clients.ConsumerGroups() {
+		if info, ok := c.b.Clients.ConsumerGroup(g); ok {
+			if _, sub := info.Subscriptions[topic]; sub {
+				return g
+			}
+		}
+	}
+	t.Fatalf("no group subscribes %s", topic)
+	return ""
+}
