@@ -69,8 +69,10 @@ func (f *FrameReader) NextRaw() ([]byte, error) {
 	}
 	frame := make([]byte, 0, eagerAlloc)
 	for len(frame) < n {
-		if len(frame) == cap(frame) {
-			frame = append(frame, 0)[:len(frame)] // grow geometrically
+		if len(frame) == cap(frame) { // double, so a 16 MiB frame costs < 32 MiB in total
+			grown := make([]byte, len(frame), min(2*cap(frame), n))
+			copy(grown, frame)
+			frame = grown
 		}
 		end := min(cap(frame), n)
 		m, err := io.ReadFull(f.r, frame[len(frame):end])

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -395,5 +397,35 @@ func TestFrameReaderLargeFrame(t *testing.T) {
 	got, err := NewFrameReader(iotest.HalfReader(bytes.NewReader(b)), 0, 0).Next()
 	if err != nil || !equalCommand(got, c) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestFrameReaderAllocationBounded: a peer claiming a huge frame costs at
+// most what it sends (plus the 1 MiB eager buffer), never what it claims.
+func TestFrameReaderAllocationBounded(t *testing.T) {
+	tests := []struct {
+		name  string
+		claim uint32
+		limit int
+	}{
+		{"2 GiB over the limit", 2 << 30, 0},
+		{"16 MiB within the limit, 100 bytes sent", DefaultMaxFrameSize - 4, 0},
+		{"64 MiB within a raised limit, 100 bytes sent", 64 << 20, 128 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			input := append(binary.BigEndian.AppendUint32(nil, tc.claim), make([]byte, 100)...)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := NewFrameReader(bytes.NewReader(input), tc.limit, 4096).Next()
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("truncated frame decoded")
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 2<<20 {
+				t.Fatalf("allocated %d bytes for a frame claiming %d", grew, tc.claim)
+			}
+		})
 	}
 }
