@@ -175,5 +175,3 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
-
-
