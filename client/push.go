@@ -97,6 +97,20 @@ type PushConsumer struct {
 	queues   map[MessageQueue]*queueState
 
 	stats consumerStats
+
+	// Lite pull mode (LitePullConsumer): pulled batches go to pollCh
+	// instead of the worker pool, and assigned, when set, replaces the
+	// allocation.
+	lite        bool
+	pollCh      chan polledBatch
+	assigned    map[string][]MessageQueue // wire topic -> queues; fixed after Start
+	rebalanceMu sync.Mutex                // serialises doRebalance and Seek
+}
+
+// polledBatch is a pulled batch waiting for LitePullConsumer.Poll.
+type polledBatch struct {
+	qs   *queueState
+	msgs []*MessageExt
 }
 
 // queueState is one assigned queue: its cache and its pull goroutine.
@@ -159,6 +173,13 @@ func (c *PushConsumer) Subscribe(topic string, sel Selector, listener MessageLis
 	if topic == "" || listener == nil {
 		return errors.New("client: Subscribe needs a topic and a listener")
 	}
+	return c.subscribe(topic, sel, listener)
+}
+
+func (c *PushConsumer) subscribe(topic string, sel Selector, listener MessageListener) error {
+	if topic == "" {
+		return errors.New("client: empty topic")
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started {
@@ -198,9 +219,12 @@ func (c *PushConsumer) Start() error {
 	c.wireGroup = wrapNamespace(c.cfg.namespace, c.group)
 	c.api = &consumerAPI{env: env, group: c.wireGroup}
 	if c.cfg.model == Clustering {
-		retry := retryGroupTopicPrefix + c.wireGroup
-		s, _ := newSubscription(retry, TagSelector("*"))
-		c.subs[retry] = s
+		if !c.lite {
+			// Clustering push consumers also consume their retry topic.
+			retry := retryGroupTopicPrefix + c.wireGroup
+			s, _ := newSubscription(retry, TagSelector("*"))
+			c.subs[retry] = s
+		}
 		c.store = newRemoteOffsetStore(c.wireGroup, c.api)
 	} else {
 		c.store = newLocalOffsetStore(c.cfg.offsetDir, env.clientID(), c.wireGroup)
@@ -215,8 +239,10 @@ func (c *PushConsumer) Start() error {
 	}
 	c.started = true
 	c.tasks = make(chan func(), c.cfg.consumeGoroutines*4)
-	for i := 0; i < c.cfg.consumeGoroutines; i++ {
-		c.goFunc("consume", c.consumeWorker)
+	if !c.lite {
+		for i := 0; i < c.cfg.consumeGoroutines; i++ {
+			c.goFunc("consume", c.consumeWorker)
+		}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
@@ -321,7 +347,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (c *PushConsumer) consumerData() protocol.ConsumerData {
 	d := protocol.ConsumerData{
 		GroupName:        c.wireGroup,
-		ConsumeType:      protocol.ConsumePassively,
+		ConsumeType:      c.consumeType(),
 		MessageModel:     c.cfg.model.String(),
 		ConsumeFromWhere: c.cfg.fromWhere.String(),
 	}
@@ -329,6 +355,13 @@ func (c *PushConsumer) consumerData() protocol.ConsumerData {
 		d.SubscriptionDataSet = append(d.SubscriptionDataSet, c.subs[t].data())
 	}
 	return d
+}
+
+func (c *PushConsumer) consumeType() string {
+	if c.lite {
+		return protocol.ConsumeActively
+	}
+	return protocol.ConsumePassively
 }
 
 func (c *PushConsumer) subscribedTopics() []string { return slices.Collect(maps.Keys(c.subs)) }
@@ -360,6 +393,8 @@ func (c *PushConsumer) rebalanceLoop() {
 // doRebalance recomputes this member's queues of every subscribed topic
 // and starts or stops pull goroutines accordingly (§11.5).
 func (c *PushConsumer) doRebalance(ctx context.Context) {
+	c.rebalanceMu.Lock()
+	defer c.rebalanceMu.Unlock()
 	c.stats.rebalance.Add(1)
 	want := make(map[MessageQueue]bool)
 	failedTopics := make(map[string]bool)
@@ -430,6 +465,9 @@ func (c *PushConsumer) doRebalance(ctx context.Context) {
 
 // allocate returns this member's queues of topic.
 func (c *PushConsumer) allocate(ctx context.Context, topic string) ([]MessageQueue, error) {
+	if c.assigned != nil {
+		return c.assigned[topic], nil
+	}
 	mqs, err := c.env.subscribeQueues(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -498,10 +536,16 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 				req.commitOffset = committed
 			}
 		}
-		if c.cfg.postSubscriptionOnPull || sub.sql92 {
+		if c.cfg.postSubscriptionOnPull || sub.sql92 || c.lite {
 			req.sysFlag |= protocol.PullFlagSubscription
 			req.subExpression = sub.expr
-			req.subVersion = sub.version
+			if sub.sql92 {
+				req.subVersion = sub.version
+			}
+		}
+		if c.lite {
+			req.lite = true
+			req.sysFlag |= protocol.PullFlagLitePull
 		}
 		res, err := c.api.pull(ctx, req)
 		if err != nil {
@@ -562,6 +606,14 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 // consumeMessageBatchMaxSize in concurrent mode, one queue task in orderly
 // mode. It blocks while the pool's queue is full.
 func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*MessageExt, _ bool) bool {
+	if c.lite {
+		select {
+		case c.pollCh <- polledBatch{qs: qs, msgs: msgs}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	if c.cfg.orderly {
 		c.scheduleOrderly(qs, 0)
 		return true
