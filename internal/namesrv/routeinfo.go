@@ -403,10 +403,12 @@ func (m *RouteInfoManager) unregisterLocked(clusterName, brokerAddr, brokerName 
 		return
 	}
 	delete(m.brokerAddrTable, brokerName)
-	if names := m.clusterAddrTable[clusterName]; names != nil {
+	// A broker name re-registered under another cluster is listed in both;
+	// drop it from every cluster, not only the request's.
+	for cluster, names := range m.clusterAddrTable {
 		delete(names, brokerName)
 		if len(names) == 0 {
-			delete(m.clusterAddrTable, clusterName)
+			delete(m.clusterAddrTable, cluster)
 		}
 	}
 	for topic, qdMap := range m.topicQueueTable {
