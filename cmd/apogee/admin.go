@@ -1,0 +1,540 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/apogeemq/apogee/client/admin"
+)
+
+func init() { register(newAdminCmd) }
+
+// adminFlags are shared by every `apogee admin` command.
+type adminFlags struct {
+	namesrv string
+	json    bool
+	timeout time.Duration
+}
+
+// defaultNamesrv is $NAMESRV_ADDR, else the local standalone's address.
+func defaultNamesrv() string {
+	if a := os.Getenv("NAMESRV_ADDR"); a != "" {
+		return a
+	}
+	return "127.0.0.1:9876"
+}
+
+// result is what an admin command prints: a table for people, or a value
+// encoded as JSON with --json.
+type result struct {
+	value  any        // --json
+	header []string   // table columns
+	rows   [][]string // table rows
+	text   string     // a message instead of a table
+}
+
+func (r *result) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		v := r.value
+		if v == nil {
+			v = map[string]any{"ok": true, "message": r.text}
+		}
+		return enc.Encode(v)
+	}
+	if r.text != "" {
+		fmt.Fprintln(w, r.text)
+	}
+	if r.header == nil {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(r.header, "\t"))
+	for _, row := range r.rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+func newAdminCmd(g *globalFlags) *cobra.Command {
+	af := &adminFlags{}
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Administer a cluster with mqadmin's commands (updateTopic, topicList, consumerProgress, ...)",
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVarP(&af.namesrv, "namesrv", "n", defaultNamesrv(), "name server address(es), host:port;host:port")
+	pf.BoolVar(&af.json, "json", false, "print JSON instead of tables")
+	pf.DurationVar(&af.timeout, "timeout", 10*time.Second, "timeout of each request")
+	for _, add := range adminCommands {
+		cmd.AddCommand(add(g, af))
+	}
+	return cmd
+}
+
+// adminCommand builds one `apogee admin` subcommand whose run function gets
+// a started Admin.
+func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(*cobra.Command),
+	run func(ctx context.Context, a *admin.Admin) (*result, error)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger(os.Stderr)
+			if err != nil {
+				return err
+			}
+			a, err := admin.New(admin.WithNameServers(af.namesrv), admin.WithTimeout(af.timeout), admin.WithLogger(logger))
+			if err != nil {
+				return err
+			}
+			if err := a.Start(); err != nil {
+				return err
+			}
+			defer a.Close()
+			res, err := run(cmd.Context(), a)
+			if err != nil {
+				return err
+			}
+			return res.print(cmd.OutOrStdout(), af.json)
+		},
+	}
+	if flags != nil {
+		flags(cmd)
+	}
+	return cmd
+}
+
+var adminCommands = []func(*globalFlags, *adminFlags) *cobra.Command{
+	cmdUpdateTopic, cmdDeleteTopic, cmdTopicList, cmdTopicRoute, cmdTopicStatus, cmdClusterList,
+	cmdConsumerProgress, cmdConsumerConnection, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdBrokerStatus,
+	cmdQueryMsgByID, cmdQueryMsgByKey, cmdResetOffsetByTime, cmdSendMessage, cmdConsumeMessage,
+}
+
+func target(cluster, broker string) admin.Target {
+	return admin.Target{Cluster: cluster, BrokerAddr: broker}
+}
+
+func cmdUpdateTopic(g *globalFlags, af *adminFlags) *cobra.Command {
+	var tc admin.TopicConfig
+	var cluster, broker string
+	return adminCommand(g, af, "updateTopic", "Create or update a topic on a cluster (-c) or one broker (-b)", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&tc.Topic, "topic", "t", "", "topic name (required)")
+		f.StringVarP(&cluster, "clusterName", "c", "", "create on every master of this cluster")
+		f.StringVarP(&broker, "brokerAddr", "b", "", "create on this broker address")
+		f.IntVarP(&tc.ReadQueues, "readQueueNums", "r", 8, "read queue count")
+		f.IntVarP(&tc.WriteQueues, "writeQueueNums", "w", 8, "write queue count")
+		f.IntVarP(&tc.Perm, "perm", "p", 6, "permission: 2 write, 4 read, 6 read+write")
+		f.BoolVarP(&tc.Order, "order", "o", false, "ordered topic")
+		c.MarkFlagRequired("topic")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		if err := a.CreateTopic(ctx, tc, target(cluster, broker)); err != nil {
+			return nil, err
+		}
+		return &result{text: fmt.Sprintf("create topic %s success: read %d write %d perm %d", tc.Topic, tc.ReadQueues, tc.WriteQueues, tc.Perm),
+			value: map[string]any{"ok": true, "topic": tc.Topic, "readQueueNums": tc.ReadQueues, "writeQueueNums": tc.WriteQueues, "perm": tc.Perm}}, nil
+	})
+}
+
+func cmdDeleteTopic(g *globalFlags, af *adminFlags) *cobra.Command {
+	var topic, cluster string
+	return adminCommand(g, af, "deleteTopic", "Delete a topic from a cluster's brokers and the name servers", func(c *cobra.Command) {
+		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "cluster name (required)")
+		c.MarkFlagRequired("topic")
+		c.MarkFlagRequired("clusterName")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		if err := a.DeleteTopic(ctx, topic, cluster); err != nil {
+			return nil, err
+		}
+		return &result{text: fmt.Sprintf("delete topic %s from cluster %s success", topic, cluster)}, nil
+	})
+}
+
+func cmdTopicList(g *globalFlags, af *adminFlags) *cobra.Command {
+	return adminCommand(g, af, "topicList", "List every topic the name server knows", nil,
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			topics, err := a.Topics(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{value: map[string]any{"topics": topics}, header: []string{"#TOPIC"}}
+			for _, t := range topics {
+				r.rows = append(r.rows, []string{t})
+			}
+			return r, nil
+		})
+}
+
+func cmdTopicRoute(g *globalFlags, af *adminFlags) *cobra.Command {
+	var topic string
+	return adminCommand(g, af, "topicRoute", "Show where a topic lives", func(c *cobra.Command) {
+		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
+		c.MarkFlagRequired("topic")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		rt, err := a.TopicRoute(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		addrs := map[string]string{}
+		for _, b := range rt.Brokers {
+			var parts []string
+			ids := make([]int64, 0, len(b.Addrs))
+			for id := range b.Addrs {
+				ids = append(ids, id)
+			}
+			sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+			for _, id := range ids {
+				parts = append(parts, fmt.Sprintf("%d=%s", id, b.Addrs[id]))
+			}
+			addrs[b.Name] = strings.Join(parts, ",")
+		}
+		r := &result{value: rt, header: []string{"#BROKER_NAME", "#READ_QUEUES", "#WRITE_QUEUES", "#PERM", "#ADDRESSES"}}
+		for _, q := range rt.Queues {
+			r.rows = append(r.rows, []string{q.BrokerName, strconv.Itoa(q.ReadQueues), strconv.Itoa(q.WriteQueues), strconv.Itoa(q.Perm), addrs[q.BrokerName]})
+		}
+		return r, nil
+	})
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format("2006-01-02 15:04:05.000")
+}
+
+func cmdTopicStatus(g *globalFlags, af *adminFlags) *cobra.Command {
+	var topic string
+	return adminCommand(g, af, "topicStatus", "Show the min/max offsets of every queue of a topic", func(c *cobra.Command) {
+		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
+		c.MarkFlagRequired("topic")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		stats, err := a.TopicStats(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		r := &result{value: stats, header: []string{"#BROKER_NAME", "#QID", "#MIN_OFFSET", "#MAX_OFFSET", "#LAST_UPDATED"}}
+		for _, s := range stats {
+			r.rows = append(r.rows, []string{s.Queue.BrokerName, strconv.Itoa(s.Queue.QueueID),
+				strconv.FormatInt(s.MinOffset, 10), strconv.FormatInt(s.MaxOffset, 10), fmtTime(s.LastUpdate)})
+		}
+		return r, nil
+	})
+}
+
+func cmdClusterList(g *globalFlags, af *adminFlags) *cobra.Command {
+	return adminCommand(g, af, "clusterList", "List clusters and their brokers", nil,
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			ci, err := a.ClusterInfo(ctx)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{value: ci, header: []string{"#CLUSTER_NAME", "#BROKER_NAME", "#BID", "#ADDR"}}
+			clusters := make([]string, 0, len(ci.Clusters))
+			for c := range ci.Clusters {
+				clusters = append(clusters, c)
+			}
+			sort.Strings(clusters)
+			for _, c := range clusters {
+				for _, name := range ci.Clusters[c] {
+					b := ci.Brokers[name]
+					ids := make([]int64, 0, len(b.Addrs))
+					for id := range b.Addrs {
+						ids = append(ids, id)
+					}
+					sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+					for _, id := range ids {
+						r.rows = append(r.rows, []string{c, name, strconv.FormatInt(id, 10), b.Addrs[id]})
+					}
+				}
+			}
+			return r, nil
+		})
+}
+
+func cmdConsumerProgress(g *globalFlags, af *adminFlags) *cobra.Command {
+	var group, topic string
+	return adminCommand(g, af, "consumerProgress", "Show a consumer group's offsets and lag per queue", func(c *cobra.Command) {
+		c.Flags().StringVarP(&group, "groupName", "g", "", "consumer group (required)")
+		c.Flags().StringVarP(&topic, "topic", "t", "", "only this topic")
+		c.MarkFlagRequired("groupName")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		cp, err := a.ConsumerProgress(ctx, group, topic)
+		if err != nil {
+			return nil, err
+		}
+		r := &result{value: cp, header: []string{"#TOPIC", "#BROKER_NAME", "#QID", "#BROKER_OFFSET", "#CONSUMER_OFFSET", "#DIFF", "#LAST_TIME"}}
+		for _, q := range cp.Queues {
+			r.rows = append(r.rows, []string{q.Queue.Topic, q.Queue.BrokerName, strconv.Itoa(q.Queue.QueueID),
+				strconv.FormatInt(q.BrokerOffset, 10), strconv.FormatInt(q.ConsumerOffset, 10), strconv.FormatInt(q.Lag, 10), fmtTime(q.LastTimestamp)})
+		}
+		r.rows = append(r.rows, []string{"", "", "", "", "Consume TPS:", strconv.FormatFloat(cp.ConsumeTPS, 'f', 2, 64), ""},
+			[]string{"", "", "", "", "Diff Total:", strconv.FormatInt(cp.TotalLag, 10), ""})
+		return r, nil
+	})
+}
+
+func cmdConsumerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
+	var group string
+	return adminCommand(g, af, "consumerConnection", "List a consumer group's live clients and subscriptions", func(c *cobra.Command) {
+		c.Flags().StringVarP(&group, "consumerGroup", "g", "", "consumer group (required)")
+		c.MarkFlagRequired("consumerGroup")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		cc, err := a.ConsumerConnections(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		r := &result{value: cc, header: []string{"#CLIENT_ID", "#CLIENT_ADDR", "#LANGUAGE", "#VERSION"}}
+		for _, c := range cc.Connections {
+			r.rows = append(r.rows, []string{c.ClientID, c.ClientAddr, c.Language, strconv.Itoa(int(c.Version))})
+		}
+		var subs []string
+		for _, s := range cc.Subscriptions {
+			subs = append(subs, fmt.Sprintf("%s %s(%s)", s.Topic, s.Expression, s.ExpressionType))
+		}
+		r.text = fmt.Sprintf("ConsumeType: %s  MessageModel: %s  ConsumeFromWhere: %s\nSubscriptions: %s",
+			cc.ConsumeType, cc.MessageModel, cc.ConsumeFromWhere, strings.Join(subs, "; "))
+		return r, nil
+	})
+}
+
+func cmdUpdateSubGroup(g *globalFlags, af *adminFlags) *cobra.Command {
+	var gc admin.GroupConfig
+	var cluster, broker string
+	var consumeEnable, broadcastEnable bool
+	return adminCommand(g, af, "updateSubGroup", "Create or update a consumer group on a cluster (-c) or broker (-b)", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&gc.Group, "groupName", "g", "", "consumer group (required)")
+		f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster")
+		f.StringVarP(&broker, "brokerAddr", "b", "", "this broker address")
+		f.BoolVarP(&consumeEnable, "consumeEnable", "s", true, "consumption enabled")
+		f.BoolVarP(&broadcastEnable, "consumeBroadcastEnable", "d", true, "broadcasting allowed")
+		f.BoolVarP(&gc.Orderly, "consumeMessageOrderly", "o", false, "orderly consumption")
+		f.IntVarP(&gc.RetryQueueNums, "retryQueueNums", "q", 1, "retry queue count")
+		f.IntVarP(&gc.RetryMaxTimes, "retryMaxTimes", "r", 16, "max retries before the dead-letter queue")
+		f.Int64VarP(&gc.BrokerID, "brokerId", "i", 0, "broker id consumers pull from")
+		f.Int64VarP(&gc.WhichBrokerSlowly, "whichBrokerWhenConsumeSlowly", "w", 1, "broker id when consuming slowly")
+		c.MarkFlagRequired("groupName")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		gc.ConsumeDisabled, gc.BroadcastDisabled = !consumeEnable, !broadcastEnable
+		if err := a.CreateSubscriptionGroup(ctx, gc, target(cluster, broker)); err != nil {
+			return nil, err
+		}
+		return &result{text: fmt.Sprintf("create subscription group %s success", gc.Group)}, nil
+	})
+}
+
+func cmdDeleteSubGroup(g *globalFlags, af *adminFlags) *cobra.Command {
+	var group, cluster, broker string
+	var clean bool
+	return adminCommand(g, af, "deleteSubGroup", "Delete a consumer group from a cluster (-c) or broker (-b)", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&group, "groupName", "g", "", "consumer group (required)")
+		f.StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster")
+		f.StringVarP(&broker, "brokerAddr", "b", "", "this broker address")
+		f.BoolVarP(&clean, "removeOffset", "r", false, "also delete the group's offsets")
+		c.MarkFlagRequired("groupName")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		if err := a.DeleteSubscriptionGroup(ctx, group, target(cluster, broker), clean); err != nil {
+			return nil, err
+		}
+		return &result{text: fmt.Sprintf("delete subscription group %s success", group)}, nil
+	})
+}
+
+func cmdBrokerStatus(g *globalFlags, af *adminFlags) *cobra.Command {
+	var broker, cluster string
+	return adminCommand(g, af, "brokerStatus", "Show a broker's runtime statistics (-b addr, or every broker of -c cluster)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "broker address")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker of this cluster")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		addrs := []string{}
+		if broker != "" {
+			addrs = append(addrs, broker)
+		} else {
+			if cluster == "" {
+				return nil, fmt.Errorf("give -b brokerAddr or -c clusterName")
+			}
+			ci, err := a.ClusterInfo(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range ci.Clusters[cluster] {
+				for _, addr := range ci.Brokers[name].Addrs {
+					addrs = append(addrs, addr)
+				}
+			}
+			sort.Strings(addrs)
+			if len(addrs) == 0 {
+				return nil, fmt.Errorf("cluster %s has no broker", cluster)
+			}
+		}
+		all := map[string]map[string]string{}
+		r := &result{header: []string{"#BROKER", "#KEY", "#VALUE"}}
+		for _, addr := range addrs {
+			kv, err := a.BrokerRuntimeInfo(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			all[addr] = kv
+			keys := make([]string, 0, len(kv))
+			for k := range kv {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				r.rows = append(r.rows, []string{addr, k, kv[k]})
+			}
+		}
+		r.value = all
+		if broker != "" {
+			r.value = all[broker]
+		}
+		return r, nil
+	})
+}
+
+func messageRows(msgs []*admin.Message) *result {
+	r := &result{value: msgs, header: []string{"#MSG_ID", "#TOPIC", "#BROKER", "#QID", "#OFFSET", "#TAGS", "#KEYS", "#STORE_TIME", "#BODY"}}
+	for _, m := range msgs {
+		body := string(m.Body)
+		if len(body) > 64 {
+			body = body[:64] + "..."
+		}
+		r.rows = append(r.rows, []string{m.MsgID, m.Topic, m.BrokerName, strconv.Itoa(m.QueueID), strconv.FormatInt(m.QueueOffset, 10),
+			m.Tags(), strings.Join(m.Keys(), " "), fmtTime(m.StoreTime), strconv.Quote(body)})
+	}
+	return r
+}
+
+func cmdQueryMsgByID(g *globalFlags, af *adminFlags) *cobra.Command {
+	var id, topic string
+	return adminCommand(g, af, "queryMsgById", "Show a message by offset message id (or UNIQ_KEY with -t)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&id, "msgId", "i", "", "message id (required)")
+		c.Flags().StringVarP(&topic, "topic", "t", "", "topic (needed for a UNIQ_KEY)")
+		c.MarkFlagRequired("msgId")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		m, err := a.QueryMessageByID(ctx, topic, id)
+		if err != nil {
+			return nil, err
+		}
+		r := &result{value: m, header: []string{"#FIELD", "#VALUE"}}
+		add := func(k, v string) { r.rows = append(r.rows, []string{k, v}) }
+		add("Topic", m.Topic)
+		add("Tags", m.Tags())
+		add("Keys", strings.Join(m.Keys(), " "))
+		add("Queue ID", strconv.Itoa(m.QueueID))
+		add("Queue Offset", strconv.FormatInt(m.QueueOffset, 10))
+		add("CommitLog Offset", strconv.FormatInt(m.CommitLogOffset, 10))
+		add("Reconsume Times", strconv.Itoa(int(m.ReconsumeTimes)))
+		add("Born Timestamp", fmtTime(m.BornTime))
+		add("Store Timestamp", fmtTime(m.StoreTime))
+		add("Born Host", m.BornHost)
+		add("Store Host", m.StoreHost)
+		add("System Flag", strconv.Itoa(int(m.SysFlag)))
+		add("Msg ID", m.MsgID)
+		add("Offset Msg ID", m.OffsetMsgID)
+		keys := make([]string, 0, len(m.Properties))
+		for k := range m.Properties {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			add("Property "+k, m.Properties[k])
+		}
+		add("Body", strconv.Quote(string(m.Body)))
+		return r, nil
+	})
+}
+
+func cmdQueryMsgByKey(g *globalFlags, af *adminFlags) *cobra.Command {
+	var topic, key string
+	var maxNum int
+	return adminCommand(g, af, "queryMsgByKey", "Find messages of a topic by key", func(c *cobra.Command) {
+		c.Flags().StringVarP(&topic, "topic", "t", "", "topic (required)")
+		c.Flags().StringVarP(&key, "msgKey", "k", "", "key (required)")
+		c.Flags().IntVarP(&maxNum, "maxNum", "c", 64, "at most this many messages")
+		c.MarkFlagRequired("topic")
+		c.MarkFlagRequired("msgKey")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		msgs, err := a.QueryMessageByKey(ctx, topic, key, maxNum, time.Time{}, time.Time{})
+		if err != nil {
+			return nil, err
+		}
+		return messageRows(msgs), nil
+	})
+}
+
+// parseTimestamp accepts ms since the epoch, "now", or mqadmin's
+// yyyy-MM-dd#HH:mm:ss:SSS (local time).
+func parseTimestamp(s string) (time.Time, error) {
+	if s == "now" {
+		return time.Now(), nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	for _, layout := range []string{"2006-01-02#15:04:05:000", "2006-01-02#15:04:05", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("bad timestamp %q: want ms since the epoch, now, or yyyy-MM-dd#HH:mm:ss:SSS", s)
+}
+
+func cmdResetOffsetByTime(g *globalFlags, af *adminFlags) *cobra.Command {
+	var group, topic, ts string
+	var force bool
+	return adminCommand(g, af, "resetOffsetByTime", "Move a group's offsets on a topic to a point in time", func(c *cobra.Command) {
+		c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+		c.Flags().StringVarP(&topic, "topic", "t", "", "topic (required)")
+		c.Flags().StringVarP(&ts, "timestamp", "s", "", "ms since the epoch, now, or yyyy-MM-dd#HH:mm:ss:SSS (required)")
+		c.Flags().BoolVarP(&force, "force", "f", true, "also move offsets backwards")
+		c.MarkFlagRequired("group")
+		c.MarkFlagRequired("topic")
+		c.MarkFlagRequired("timestamp")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		t, err := parseTimestamp(ts)
+		if err != nil {
+			return nil, err
+		}
+		offsets, err := a.ResetOffsetByTime(ctx, topic, group, t, force)
+		if err != nil {
+			return nil, err
+		}
+		type row struct {
+			BrokerName string `json:"brokerName"`
+			QueueID    int    `json:"queueId"`
+			Offset     int64  `json:"offset"`
+		}
+		var rows []row
+		for q, off := range offsets {
+			rows = append(rows, row{q.BrokerName, q.QueueID, off})
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			if rows[i].BrokerName != rows[j].BrokerName {
+				return rows[i].BrokerName < rows[j].BrokerName
+			}
+			return rows[i].QueueID < rows[j].QueueID
+		})
+		r := &result{value: rows, header: []string{"#BROKER_NAME", "#QID", "#OFFSET"}}
+		for _, x := range rows {
+			r.rows = append(r.rows, []string{x.BrokerName, strconv.Itoa(x.QueueID), strconv.FormatInt(x.Offset, 10)})
+		}
+		return r, nil
+	})
+}

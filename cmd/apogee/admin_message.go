@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/client/admin"
+)
+
+func cmdSendMessage(g *globalFlags, af *adminFlags) *cobra.Command {
+	var topic, body, keys, tags, broker string
+	var queueID int
+	return adminCommand(g, af, "sendMessage", "Send one message", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&topic, "topic", "t", "", "topic (required)")
+		f.StringVarP(&body, "body", "p", "", "message body (required)")
+		f.StringVarP(&keys, "keys", "k", "", "message keys")
+		f.StringVarP(&tags, "tags", "c", "", "message tag")
+		f.StringVarP(&broker, "broker", "b", "", "send to this broker name (with -i)")
+		f.IntVarP(&queueID, "qid", "i", -1, "send to this queue id of -b")
+		c.MarkFlagRequired("topic")
+		c.MarkFlagRequired("body")
+	}, func(ctx context.Context, _ *admin.Admin) (*result, error) {
+		p, err := client.NewProducer("TOOLS_PRODUCER", client.WithNameServers(af.namesrv), client.WithSendTimeout(af.timeout),
+			client.WithLogger(slog.New(slog.DiscardHandler)))
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		m := client.NewMessage(topic, []byte(body)).WithTag(tags)
+		if keys != "" {
+			m.WithKeys(keys)
+		}
+		var res *client.SendResult
+		if broker != "" && queueID >= 0 {
+			res, err = p.SendToQueue(ctx, m, client.MessageQueue{Topic: topic, BrokerName: broker, QueueID: queueID})
+		} else {
+			res, err = p.Send(ctx, m)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return sendResultRows(res), nil
+	})
+}
+
+func sendResultRows(res *client.SendResult) *result {
+	return &result{
+		value: map[string]any{"status": res.Status.String(), "msgId": res.MsgID, "offsetMsgId": res.OffsetMsgID,
+			"brokerName": res.Queue.BrokerName, "queueId": res.Queue.QueueID, "queueOffset": res.QueueOffset},
+		header: []string{"#BROKER_NAME", "#QID", "#QUEUE_OFFSET", "#STATUS", "#MSG_ID", "#OFFSET_MSG_ID"},
+		rows: [][]string{{res.Queue.BrokerName, strconv.Itoa(res.Queue.QueueID), strconv.FormatInt(res.QueueOffset, 10),
+			res.Status.String(), res.MsgID, res.OffsetMsgID}},
+	}
+}
+
+func cmdConsumeMessage(g *globalFlags, af *adminFlags) *cobra.Command {
+	var topic, broker string
+	var queueID, count int
+	var offset int64
+	return adminCommand(g, af, "consumeMessage", "Read messages of a topic without a consumer group", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&topic, "topic", "t", "", "topic (required)")
+		f.StringVarP(&broker, "brokerName", "b", "", "only this broker")
+		f.IntVarP(&queueID, "queueId", "i", -1, "only this queue")
+		f.Int64VarP(&offset, "offset", "o", -1, "start offset (default: each queue's min offset)")
+		f.IntVarP(&count, "messageNumber", "c", 128, "at most this many messages")
+		c.MarkFlagRequired("topic")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		stats, err := a.TopicStats(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		var out []*admin.Message
+		for _, st := range stats {
+			if (broker != "" && st.Queue.BrokerName != broker) || (queueID >= 0 && st.Queue.QueueID != queueID) {
+				continue
+			}
+			from := st.MinOffset
+			if offset >= 0 {
+				from = offset
+			}
+			for from < st.MaxOffset && len(out) < count {
+				pr, err := a.PullMessages(ctx, st.Queue, from, min(32, count-len(out)))
+				if err != nil {
+					return nil, err
+				}
+				if len(pr.Messages) == 0 || pr.NextBeginOffset <= from {
+					break
+				}
+				out = append(out, pr.Messages...)
+				from = pr.NextBeginOffset
+			}
+		}
+		if len(out) > count {
+			out = out[:count]
+		}
+		return messageRows(out), nil
+	})
+}
