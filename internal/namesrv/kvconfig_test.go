@@ -94,11 +94,11 @@ func TestKVConfigConcurrentPutsPersistLastState(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kv.json")
 	kv := NewKVConfigManager(path)
 	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
+	for i := 0; i < 4; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := 0; j < 10; j++ {
+			for j := 0; j < 5; j++ {
 				if err := kv.Put("ns", string(rune('a'+i)), string(rune('0'+j))); err != nil {
 					t.Error(err)
 					return
@@ -111,7 +111,7 @@ func TestKVConfigConcurrentPutsPersistLastState(t *testing.T) {
 	if err := again.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := again.List("ns"), kv.List("ns"); !reflect.DeepEqual(got, want) || len(got) != 8 {
+	if got, want := again.List("ns"), kv.List("ns"); !reflect.DeepEqual(got, want) || len(got) != 4 {
 		t.Fatalf("file holds %v, memory %v", got, want)
 	}
 }
