@@ -213,6 +213,7 @@ func (b *Broker) start() error {
 	b.goFunc("pull-hold", b.pullHold.run)
 	b.schedule = newScheduleService(b)
 	b.goFunc("schedule", b.schedule.run)
+	b.goFunc("transaction-check", b.transactionCheckLoop)
 	b.goFunc("persist", b.persistLoop)
 	b.goFunc("client-scan", b.clientScanLoop)
 	b.state.Store(stateRunning)

@@ -25,6 +25,9 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.SendMessage, protocol.SendMessageV2,
 		protocol.SendBatchMessage, protocol.SendReplyMessage, protocol.SendReplyMessageV2, protocol.ConsumerSendMsgBack},
 		b.sendQueue.enqueue, sendPool)
+	// Transactions (transaction.go).
+	s.RegisterProcessor(protocol.EndTransaction, b.processEndTransaction,
+		remoting.PoolConfig{Workers: max(8, 2*c.SendMessageThreadPoolNums), QueueSize: 100000})
 	// Queries by key and by offset id (query.go).
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.QueryMessage, protocol.ViewMessageByID},
 		b.dispatch(map[protocol.RequestCode]remoting.Processor{
