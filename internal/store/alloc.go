@@ -33,14 +33,7 @@ func (a *allocator) create(off int64) (*mappedFile, error) {
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", a.dir, err)
 	}
-	mf, err := openMappedFile(a.dir, off, a.size, true)
-	if err != nil {
-		return nil, err
-	}
-	if a.store.cfg.WarmMapedFileEnable {
-		mf.warm(a.store.cfg.syncFlush(), a.store.cfg.FlushLeastPagesWhenWarmMapedFile)
-	}
-	return mf, nil
+	return openMappedFile(a.dir, off, a.size, true)
 }
 
 // get returns the file starting at off and queues the next one.
@@ -61,6 +54,9 @@ func (a *allocator) get(off int64) (*mappedFile, error) {
 	if mf == nil {
 		if mf, err = a.create(off); err != nil {
 			return nil, err
+		}
+		if a.store.cfg.WarmMapedFileEnable {
+			a.store.spawnOptional(func() { mf.warmFrom(0, a.store.quit) })
 		}
 	}
 	if p := a.store.pool; p != nil {
@@ -90,6 +86,9 @@ func (a *allocator) prepare(off int64) {
 		defer a.wg.Done()
 		defer close(r.done)
 		r.mf, r.err = a.create(off)
+		if r.err == nil && a.store.cfg.WarmMapedFileEnable {
+			r.mf.warmFrom(0, a.store.quit)
+		}
 	}()
 }
 

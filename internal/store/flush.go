@@ -1,6 +1,7 @@
 package store
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -51,11 +52,22 @@ func (g *groupCommit) pending() int {
 	return len(g.waiters)
 }
 
+// maxGroupGather bounds how long the flusher waits for a batch to gather.
+const maxGroupGather = time.Millisecond
+
 // runGroupCommit is the SYNC_FLUSH flusher goroutine.
+//
+// Batching: the writers released by one sync typically come back with their
+// next put within microseconds. If the previous sync released k > 1
+// waiters, the flusher waits (at most maxGroupGather) until k waiters are
+// pending again before syncing, so k concurrent writers share one sync
+// instead of trickling in one or two per sync. A single writer (k == 1)
+// never waits.
 func (s *Store) runGroupCommit() {
 	timer := time.NewTimer(10 * time.Millisecond)
 	defer timer.Stop()
 	var ready []flushWaiter
+	lastBatch := 0
 	for {
 		select {
 		case <-s.quit:
@@ -65,9 +77,31 @@ func (s *Store) runGroupCommit() {
 		case <-s.wakeFlush:
 		case <-timer.C:
 		}
+		if lastBatch > 1 {
+			s.gatherWaiters(lastBatch)
+		}
 		s.flushCommitLogOnce(0)
 		ready = s.releaseFlushed(ready[:0])
+		lastBatch = len(ready)
+		clear(ready)
 		timer.Reset(10 * time.Millisecond)
+	}
+}
+
+// gatherWaiters waits until want waiters are pending, maxGroupGather
+// passed, or the store is closing.
+func (s *Store) gatherWaiters(want int) {
+	start := time.Now()
+	for spins := 0; s.group.pending() < want; spins++ {
+		el := time.Since(start)
+		if el >= maxGroupGather || s.quitClosed() {
+			return
+		}
+		if el < 50*time.Microsecond {
+			runtime.Gosched()
+			continue
+		}
+		time.Sleep(50 * time.Microsecond)
 	}
 }
 
@@ -123,7 +157,7 @@ func (s *Store) releaseFlushed(buf []flushWaiter) []flushWaiter {
 			s.stats.flushTimeouts.Add(1)
 		}
 		s.replicate(buf[i].res, true, buf[i].done)
-		buf[i] = flushWaiter{}
+		buf[i].done = nil
 	}
 	return buf
 }

@@ -117,15 +117,16 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		skipProps = true
 	}
 
+	// Pass 1 walks the consume queue (no commit-log access unless a
+	// property filter needs the record) and picks the units to return;
+	// pass 2 copies them into one exactly sized buffer.
 	status := NoMatchedMessage
 	nextPhyFileStart := int64(-1)
 	var maxPhyPulling int64
-	var spans []int64 // (start, len) pairs into buf
-	var buf []byte
+	picked := make([]cqUnit, 0, min(int(maxMsgNums), 64))
+	var total int64
 	examined := 0
-	count := 0
-	q := offset
-	scanned := cq.scan(q, maxFilter, func(_ int64, u cqUnit) bool {
+	scanned := cq.scan(offset, maxFilter, func(_ int64, u cqUnit) bool {
 		if u.blank() {
 			examined++
 			return true
@@ -136,38 +137,35 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 			return true
 		}
 		inDisk := maxPhy-u.PhyOffset > memLimit
-		if s.batchFull(int64(len(buf)), count, int64(u.Size), int(maxMsgNums), maxTotal, inDisk) {
+		if s.batchFull(total, len(picked), int64(u.Size), int(maxMsgNums), maxTotal, inDisk) {
 			return false
 		}
 		examined++
 		if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
-			if count == 0 {
-				status = NoMatchedMessage
-			}
 			return true
 		}
-		n := len(buf)
-		var ok bool
-		buf, ok = s.readRaw(buf, u.PhyOffset, int64(u.Size))
-		if !ok {
-			if count == 0 {
+		if !s.commitLogHas(u.PhyOffset, int64(u.Size)) {
+			if len(picked) == 0 {
 				status = MessageWasRemoving
 			}
 			nextPhyFileStart = s.rollNextFile(u.PhyOffset)
 			return true
 		}
 		if !skipProps {
-			ext, _, err := message.DecodeStored(buf[n:], message.DecodeOptions{SkipBody: true})
+			raw, ok := s.readRaw(nil, u.PhyOffset, int64(u.Size))
+			if !ok {
+				return true
+			}
+			ext, _, err := message.DecodeStored(raw, message.DecodeOptions{SkipBody: true})
 			if err != nil || !filter.MatchProperties(ext.Properties) {
-				buf = buf[:n]
-				if count == 0 {
+				if len(picked) == 0 {
 					status = NoMatchedMessage
 				}
 				return true
 			}
 		}
-		spans = append(spans, int64(n), int64(u.Size))
-		count++
+		picked = append(picked, u)
+		total += int64(u.Size)
 		status = Found
 		nextPhyFileStart = -1
 		return true
@@ -177,16 +175,24 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		res.NextBeginOffset = s.rollNextCQFile(cq, offset)
 		return res
 	}
+	buf := make([]byte, 0, total)
+	res.Messages = make([][]byte, 0, len(picked))
+	for _, u := range picked {
+		n := len(buf)
+		var ok bool
+		if buf, ok = s.readRaw(buf, u.PhyOffset, int64(u.Size)); ok {
+			res.Messages = append(res.Messages, buf[n:len(buf):len(buf)])
+		}
+	}
+	if len(res.Messages) == 0 && status == Found {
+		status = MessageWasRemoving // removed between the passes
+	}
 	res.Status = status
 	res.NextBeginOffset = offset + int64(examined)
-	res.Messages = make([][]byte, 0, count)
-	for i := 0; i < len(spans); i += 2 {
-		res.Messages = append(res.Messages, buf[spans[i]:spans[i]+spans[i+1]:spans[i]+spans[i+1]])
-	}
 	res.TotalBytes = len(buf)
 	res.SuggestPullingFromSlave = maxPhy-maxPhyPulling > memLimit
 	s.stats.gets.Add(1)
-	s.stats.getMessages.Add(int64(count))
+	s.stats.getMessages.Add(int64(len(res.Messages)))
 	return res
 }
 
@@ -216,6 +222,17 @@ func (s *Store) rollNextFile(off int64) int64 {
 func (s *Store) rollNextCQFile(cq *consumeQueue, q int64) int64 {
 	per := s.cfg.MappedFileSizeConsumeQueue / CQUnitSize
 	return q + per - q%per
+}
+
+// commitLogHas reports whether [off, off+n) is readable now.
+func (s *Store) commitLogHas(off, n int64) bool {
+	f := s.commitLog.findHeld(off)
+	if f == nil {
+		return false
+	}
+	ok := off-f.fromOffset+n <= f.readPosition()
+	f.release()
+	return ok
 }
 
 // readRaw appends the n bytes at commit-log offset off to dst.

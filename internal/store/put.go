@@ -152,7 +152,8 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 			return
 		}
 		tt := message.TransactionType(m.SysFlag)
-		if tt == message.SysFlagTransactionPreparedType || tt == message.SysFlagTransactionRollbackType || m.DelayTimeLevel() > 0 {
+		if tt == message.SysFlagTransactionPreparedType || tt == message.SysFlagTransactionRollbackType ||
+			m.Properties[message.PropertyDelayTimeLevel] != "" && m.DelayTimeLevel() > 0 {
 			done(PutResult{Status: MessageIllegal, Remark: "batch message cannot be transactional or delayed"})
 			return
 		}
@@ -230,6 +231,9 @@ func (s *Store) IsOSPageCacheBusy() bool {
 
 // applyDelayLevel rewrites a delay-level message to the schedule topic.
 func (s *Store) applyDelayLevel(m *message.Ext) {
+	if m.Properties[message.PropertyDelayTimeLevel] == "" {
+		return
+	}
 	tt := message.TransactionType(m.SysFlag)
 	if tt != message.SysFlagTransactionNotType && tt != message.SysFlagTransactionCommitType {
 		return

@@ -139,6 +139,10 @@ func (s *Store) Start() error {
 		s.releaseResources()
 		return err
 	}
+	if last := s.commitLog.last(); last != nil && s.cfg.WarmMapedFileEnable {
+		from := last.wrote.Load()
+		s.goFunc("store-warm", func() { last.warmFrom(from, s.quit) })
+	}
 	s.goFunc("store-dispatch", s.runDispatch)
 	if s.cfg.syncFlush() {
 		s.goFunc("store-group-commit", s.runGroupCommit)
@@ -307,14 +311,32 @@ func (s *Store) goFunc(name string, fn func()) {
 	}()
 }
 
-// spawn runs a short background job (index flush) unless the store is
-// closing; Close waits for it.
+// spawn runs a background job (index flush); Close waits for it. While the
+// store is closing or not started the job runs inline.
 func (s *Store) spawn(fn func()) {
-	if s.state.Load() != stateRunning {
+	if s.state.Load() != stateRunning || s.quitClosed() {
 		fn()
 		return
 	}
 	s.goFunc("store-job", fn)
+}
+
+// spawnOptional runs an optional background job (warm-up), skipped while
+// the store is closing.
+func (s *Store) spawnOptional(fn func()) {
+	if s.state.Load() != stateRunning || s.quitClosed() {
+		return
+	}
+	s.goFunc("store-job", fn)
+}
+
+func (s *Store) quitClosed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
 }
 
 // dispatchBehind is the number of bytes not yet dispatched.

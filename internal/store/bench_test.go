@@ -1,0 +1,313 @@
+package store
+
+import (
+	"bytes"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// Benchmarks (1 KiB bodies, 64 MiB commit-log files in b.TempDir). Each
+// measures its baseline in the same run and reports the ratio as
+// "x-baseline":
+//
+//	go test -run '^$' -bench . -benchtime 2s ./internal/store
+
+const benchBody = 1024
+
+func benchConfig(dir string) Config {
+	cfg := DefaultConfig()
+	cfg.StorePathRootDir = dir
+	cfg.MappedFileSizeCommitLog = 64 << 20
+	cfg.MessageIndexEnable = false
+	cfg.CleanupInitialDelay = time.Hour
+	cfg.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
+	return cfg
+}
+
+func benchStore(b *testing.B, cfg Config) *Store {
+	b.Helper()
+	s, err := New(cfg, testutil.DiscardLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+var benchPayload = bytes.Repeat([]byte("x"), benchBody)
+
+func benchMsg(qid int32) *message.Ext {
+	m := &message.Ext{QueueID: qid, BornTimestamp: 1, BornHost: netip.MustParseAddrPort("10.0.0.2:4000")}
+	m.Topic = "BenchTopic"
+	m.Body = benchPayload
+	m.Properties = map[string]string{message.PropertyTags: "TagA", message.PropertyUniqClientMessageIDKeyidx: "0A0000020FA0000000000000000000AB"}
+	return m
+}
+
+// recordSize is the stored size of benchMsg.
+func recordSize() int {
+	m := benchMsg(0)
+	m.StoreHost = netip.MustParseAddrPort("10.0.0.1:10911")
+	rec, _ := message.AppendStored(nil, m)
+	return len(rec)
+}
+
+// mmapCopyBaseline copies n records of size sz into fresh mapped files of
+// fileSize bytes, rolling like the commit log, and returns the time taken.
+func mmapCopyBaseline(b *testing.B, n, sz int, fileSize int64) time.Duration {
+	dir := b.TempDir()
+	rec := bytes.Repeat([]byte{7}, sz)
+	start := time.Now()
+	var data []byte
+	var pos int64
+	files := 0
+	for i := 0; i < n; i++ {
+		if data == nil || pos+int64(sz)+8 > fileSize {
+			if data != nil {
+				unix.Munmap(data)
+			}
+			f, err := os.Create(filepath.Join(dir, fileName(int64(files)*fileSize)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Truncate(fileSize)
+			data, err = unix.Mmap(int(f.Fd()), 0, int(fileSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			files++
+			pos = 0
+		}
+		copy(data[pos:], rec)
+		pos += int64(sz)
+	}
+	d := time.Since(start)
+	unix.Munmap(data)
+	return d
+}
+
+// BenchmarkPutAsyncFlush: one writer, ASYNC_FLUSH, vs copying the same
+// bytes into a mapped file. Target ratio >= 0.5. warm=true enables
+// warmMapedFileEnable (background MADV_POPULATE_WRITE).
+func BenchmarkPutAsyncFlush(b *testing.B) {
+	for _, warm := range []bool{false, true} {
+		b.Run("warm="+strconv.FormatBool(warm), func(b *testing.B) {
+			cfg := benchConfig(b.TempDir())
+			cfg.WarmMapedFileEnable = warm
+			benchPutAsync(b, cfg)
+		})
+	}
+}
+
+func benchPutAsync(b *testing.B, cfg Config) {
+	s := benchStore(b, cfg)
+	sz := recordSize()
+	b.SetBytes(int64(sz))
+	b.ReportAllocs()
+	n := 0
+	done := func(r PutResult) {
+		if r.Status != PutOK {
+			panic(r.Status.String())
+		}
+	}
+	m := benchMsg(0)
+	start := time.Now()
+	for b.Loop() {
+		m.Properties[message.PropertyTags] = "TagA"
+		s.PutMessage(m, done)
+		n++
+	}
+	storeDur := time.Since(start)
+	b.StopTimer()
+	base := mmapCopyBaseline(b, n, sz, 64<<20)
+	b.ReportMetric(float64(base)/float64(storeDur), "x-baseline")
+}
+
+
+func putWait(s *Store, m *message.Ext, ch chan PutResult) PutResult {
+	s.PutMessage(m, func(r PutResult) { ch <- r })
+	return <-ch
+}
+
+// BenchmarkPutSyncFlush: one writer waiting for each SYNC_FLUSH put vs a
+// raw pwrite+fdatasync loop of the same size. Target ratio >= 0.8. Store and
+// baseline alternate in chunks so both see the same disk conditions.
+func BenchmarkPutSyncFlush(b *testing.B) {
+	cfg := benchConfig(b.TempDir())
+	cfg.FlushDiskType = SyncFlush
+	s := benchStore(b, cfg)
+	sz := recordSize()
+	b.SetBytes(int64(sz))
+	ch := make(chan PutResult, 1)
+	m := benchMsg(0)
+	bl := newSyncBaseline(b, sz)
+	defer bl.f.Close()
+	var storeDur, baseDur time.Duration
+	const chunk = 50
+	n := 0
+	t0 := time.Now()
+	for b.Loop() {
+		if r := putWait(s, m, ch); r.Status != PutOK {
+			b.Fatal(r.Status)
+		}
+		n++
+		if n%chunk == 0 {
+			storeDur += time.Since(t0)
+			b.StopTimer()
+			baseDur += bl.run(b, chunk)
+			b.StartTimer()
+			t0 = time.Now()
+		}
+	}
+	storeDur += time.Since(t0)
+	b.StopTimer()
+	if rest := n % chunk; rest > 0 {
+		baseDur += bl.run(b, rest)
+	}
+	b.ReportMetric(float64(baseDur)/float64(storeDur), "x-baseline")
+}
+
+// syncBaseline does pwrite+fdatasync of sz bytes into a pre-sized file.
+type syncBaseline struct {
+	f   *os.File
+	rec []byte
+	off int64
+}
+
+func newSyncBaseline(b *testing.B, sz int) *syncBaseline {
+	f, err := os.Create(filepath.Join(b.TempDir(), "baseline"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.Truncate(64 << 20)
+	return &syncBaseline{f: f, rec: bytes.Repeat([]byte{7}, sz)}
+}
+
+func (bl *syncBaseline) run(b *testing.B, n int) time.Duration {
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := bl.f.WriteAt(bl.rec, bl.off); err != nil {
+			b.Fatal(err)
+		}
+		if err := unix.Fdatasync(int(bl.f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+		bl.off = (bl.off + int64(len(bl.rec))) % (64<<20 - int64(len(bl.rec)))
+	}
+	return time.Since(start)
+}
+
+
+// BenchmarkPutSyncFlush64Writers: 64 concurrent writers under SYNC_FLUSH
+// (group commit) vs the 1-writer SYNC_FLUSH throughput, measured in
+// alternating phases of the same run. Target ratio >= 20.
+func BenchmarkPutSyncFlush64Writers(b *testing.B) {
+	for _, pool := range []bool{false} {
+		b.Run("pool="+strconv.FormatBool(pool), func(b *testing.B) {
+			cfg := benchConfig(b.TempDir())
+			cfg.FlushDiskType = SyncFlush
+			cfg.TransientStorePoolEnable = pool
+			cfg.TransientStorePoolSize = 3
+			benchSync64(b, cfg)
+		})
+	}
+}
+
+func benchSync64(b *testing.B, cfg Config) {
+	s := benchStore(b, cfg)
+	sz := recordSize()
+	b.SetBytes(int64(sz))
+	const writers, phases, single = 64, 4, 100
+	ch := make(chan PutResult, 1)
+	var singleDur, multiDur time.Duration
+	var multiMsgs int64
+	b.ResetTimer()
+	for p := 0; p < phases; p++ {
+		b.StopTimer()
+		t0 := time.Now()
+		for i := 0; i < single; i++ {
+			putWait(s, benchMsg(0), ch)
+		}
+		singleDur += time.Since(t0)
+		b.StartTimer()
+		total := int64(b.N/phases + 1)
+		var issued atomic.Int64
+		var wg sync.WaitGroup
+		t1 := time.Now()
+		for w := 0; w < writers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ch := make(chan PutResult, 1)
+				m := benchMsg(int32(w % 8))
+				for issued.Add(1) <= total {
+					if r := putWait(s, m, ch); r.Status != PutOK {
+						b.Error(r.Status)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		multiDur += time.Since(t1)
+		multiMsgs += total
+	}
+	b.StopTimer()
+	singleRate := float64(phases*single) / singleDur.Seconds()
+	rate := float64(multiMsgs) / multiDur.Seconds()
+	st := s.Stats()
+	b.ReportMetric(rate, "msgs/s")
+	b.ReportMetric(singleRate, "1-writer-msgs/s")
+	b.ReportMetric(float64(st.PutMessages)/float64(max(st.Flushes, 1)), "msgs/sync")
+	b.ReportMetric(rate/singleRate, "x-baseline")
+}
+
+// BenchmarkGetFromPageCache: reading a queue back (32 messages per
+// GetMessage) vs the ASYNC_FLUSH write throughput of the same run. Target
+// ratio >= 2.
+func BenchmarkGetFromPageCache(b *testing.B) {
+	s := benchStore(b, benchConfig(b.TempDir()))
+	const n = 50000
+	m := benchMsg(0)
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		s.PutMessage(m, func(PutResult) {})
+	}
+	writeRate := n / time.Since(t0).Seconds()
+	testutil.Eventually(b, 30*time.Second, func() bool { return s.MaxOffsetInQueue("BenchTopic", 0) == n })
+	b.SetBytes(int64(recordSize()))
+	b.ReportAllocs()
+	off := int64(0)
+	msgs := 0
+	start := time.Now()
+	for b.Loop() {
+		r := s.GetMessage("g", "BenchTopic", 0, off, 32, 1<<20, nil)
+		if r.Status != Found {
+			b.Fatal(r.Status)
+		}
+		msgs += len(r.Messages)
+		off = r.NextBeginOffset
+		if off >= n {
+			off = 0
+		}
+	}
+	readRate := float64(msgs) / time.Since(start).Seconds()
+	b.ReportMetric(readRate, "read-msgs/s")
+	b.ReportMetric(writeRate, "write-msgs/s")
+	b.ReportMetric(readRate/writeRate, "x-baseline")
+}
