@@ -138,7 +138,6 @@ func benchPutAsync(b *testing.B, cfg Config) {
 	b.ReportMetric(float64(base)/float64(storeDur), "x-baseline")
 }
 
-
 func putWait(s *Store, m *message.Ext, ch chan PutResult) PutResult {
 	s.PutMessage(m, func(r PutResult) { ch <- r })
 	return <-ch
@@ -211,7 +210,6 @@ func (bl *syncBaseline) run(b *testing.B, n int) time.Duration {
 	}
 	return time.Since(start)
 }
-
 
 // BenchmarkPutSyncFlush64Writers: 64 concurrent writers under SYNC_FLUSH
 // (group commit) vs the 1-writer SYNC_FLUSH throughput, measured in

@@ -2,14 +2,14 @@ package store
 
 import (
 	"errors"
-	"sync/atomic"
-	"unsafe"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
