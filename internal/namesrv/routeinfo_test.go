@@ -405,3 +405,23 @@ func TestQueryDataVersion(t *testing.T) {
 		t.Fatalf("stored version %+v", dv)
 	}
 }
+
+// A broker that re-registered on a new connection is not removed when its
+// old connection closes afterwards.
+func TestChannelDestroyAfterReconnect(t *testing.T) {
+	m, _ := newTestRegistry(RouteOptions{})
+	r := reg("C1", "broker-a", 0, "a:1", topics(1, map[string]int32{"T": 4, "U": 1}))
+	r.Channel = &fakeChannel{id: 1}
+	mustRegister(t, m, r)
+	r.Channel = &fakeChannel{id: 2}
+	mustRegister(t, m, r)
+	if got := m.OnChannelDestroy(1); len(got) != 0 {
+		t.Fatalf("old connection removed %v", got)
+	}
+	if m.PickupTopicRouteData("T") == nil {
+		t.Fatal("route lost when the old connection closed")
+	}
+	if got := m.OnChannelDestroy(2); len(got) != 1 {
+		t.Fatalf("current connection removed %v", got)
+	}
+}

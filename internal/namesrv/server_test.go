@@ -466,3 +466,13 @@ func TestServerZoneFilter(t *testing.T) {
 		t.Errorf("zone mode off: %v", got)
 	}
 }
+
+func TestServerNeedWaitForService(t *testing.T) {
+	s := testServer(t, func(c *Config) { c.NeedWaitForService, c.WaitSecondsForService = true, 3600 })
+	c := newRPC(t, s)
+	c.register(brokerReg{"C1", "broker-a", "127.0.0.1:10911", 0, map[string]int32{"T": 4, "U": 1}, 1})
+	resp := c.call(protocol.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)
+	if resp.Code != int32(protocol.SystemError) || resp.Remark != "name server not ready" {
+		t.Fatalf("route during the start-up wait answered %d %q", resp.Code, resp.Remark)
+	}
+}
