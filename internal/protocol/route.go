@@ -52,12 +52,15 @@ const MasterID int64 = 0
 
 // Version ordinals that change how the name server reads a request (§2.3).
 const (
-	VersionV3_0_11            int32 = 37                   // REGISTER_BROKER carries RegisterBrokerBody from here on
-	VersionV4_9_4             int32 = 401                  // route data in "standard JSON" from here on
-	VersionV5_0_0             int32 = 413                  // compressed registration carries static-topic mappings
-	VersionV5_3_1             int32 = 475                  // GO_AWAY only to requesters above this
-	NamespaceOrderTopicConfig       = "ORDER_TOPIC_CONFIG" // KV namespace of orderTopicConf values
+	VersionV3_0_11 int32 = 37  // REGISTER_BROKER carries RegisterBrokerBody from here on
+	VersionV4_9_4  int32 = 401 // route data in "standard JSON" from here on
+	VersionV5_0_0  int32 = 413 // compressed registration carries static-topic mappings
+	VersionV5_3_1  int32 = 475 // GO_AWAY only to requesters above this
 )
+
+// NamespaceOrderTopicConfig is the KV namespace whose entries (topic ->
+// "brokerName:queueNums;...") become routes' orderTopicConf.
+const NamespaceOrderTopicConfig = "ORDER_TOPIC_CONFIG"
 
 // QueueData is one broker's queues of a topic.
 type QueueData struct {
