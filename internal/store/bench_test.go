@@ -215,7 +215,7 @@ func (bl *syncBaseline) run(b *testing.B, n int) time.Duration {
 // (group commit) vs the 1-writer SYNC_FLUSH throughput, measured in
 // alternating phases of the same run. Target ratio >= 20.
 func BenchmarkPutSyncFlush64Writers(b *testing.B) {
-	for _, pool := range []bool{false} {
+	for _, pool := range []bool{false, true} {
 		b.Run("pool="+strconv.FormatBool(pool), func(b *testing.B) {
 			cfg := benchConfig(b.TempDir())
 			cfg.FlushDiskType = SyncFlush
