@@ -380,3 +380,79 @@ func TestCloseIdempotentAndStartAfterClose(t *testing.T) {
 		t.Fatal("Start after Close succeeded")
 	}
 }
+
+// TestAdminQueries covers the statistics and connection queries tools use
+// (remoting.md §3.7) and the server-side offset reset (§7.6).
+func TestAdminQueries(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	for i := range 3 {
+		mustCode(t, invoke(t, c, b.Addr(), sendReq("Stats", 0, []byte("m"+strconv.Itoa(i)), nil)), protocol.Success)
+	}
+	// Stats of a topic: object-keyed map (fastjson form).
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetTopicStatsInfo, map[string]string{"topic": "Stats"}, nil))
+	mustCode(t, resp, protocol.Success)
+	if !strings.Contains(string(resp.Body), `{"topic":"Stats","brokerName":"broker-a","queueId":0}:{"minOffset":0,"maxOffset":3,`) {
+		t.Fatalf("topic stats = %s", resp.Body)
+	}
+	// A consumer registers and commits.
+	body, _ := protocol.MarshalJSON(&protocol.HeartbeatData{ClientID: "cid-1",
+		ConsumerDataSet: []protocol.ConsumerData{{GroupName: "sg", ConsumeType: protocol.ConsumePassively,
+			MessageModel: protocol.MessageModelClustering, SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "Stats", SubString: "*"}}}},
+		ProducerDataSet: []protocol.ProducerData{{GroupName: "spg"}}})
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, body)), protocol.Success)
+	b.Offsets.Commit("sg", "Stats", 0, 2)
+
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetConsumeStats, map[string]string{"consumerGroup": "sg", "topic": "Stats"}, nil))
+	mustCode(t, resp, protocol.Success)
+	if !strings.Contains(string(resp.Body), `"queueId":0}:{"brokerOffset":3,"consumerOffset":2,"pullOffset":2,`) {
+		t.Fatalf("consume stats = %s", resp.Body)
+	}
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "sg"}, nil))
+	mustCode(t, resp, protocol.Success)
+	var cc protocol.ConsumerConnection
+	if err := protocol.UnmarshalFastJSON(resp.Body, &cc); err != nil || len(cc.ConnectionSet) != 1 ||
+		cc.ConnectionSet[0].ClientID != "cid-1" || cc.ConnectionSet[0].Language != "GO" || cc.MessageModel != "CLUSTERING" {
+		t.Fatalf("connections = %s, %v", resp.Body, err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "nobody"}, nil)), protocol.ConsumerNotOnline)
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "spg"}, nil))
+	mustCode(t, resp, protocol.Success)
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryTopicConsumeByWho, map[string]string{"topic": "Stats"}, nil))
+	mustCode(t, resp, protocol.Success)
+	if string(resp.Body) != `{"groupList":["sg"]}` {
+		t.Fatalf("consume by who = %s", resp.Body)
+	}
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerRuntimeInfo, nil, nil))
+	mustCode(t, resp, protocol.Success)
+	var kv protocol.KVTable
+	if err := protocol.UnmarshalFastJSON(resp.Body, &kv); err != nil || kv.Table["msgPutTotalTodayNow"] != "3" {
+		t.Fatalf("runtime info = %s, %v", resp.Body, err)
+	}
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerConfig, nil, nil))
+	mustCode(t, resp, protocol.Success)
+	if !strings.Contains(string(resp.Body), "brokerName=broker-a\n") || resp.Ext("version") == "" {
+		t.Fatalf("broker config = %q", resp.Body)
+	}
+
+	// Server-side reset to the beginning: the next pull says OFFSET_MOVED
+	// to 0, and UPDATE_CONSUMER_OFFSET is ignored until then.
+	rh := map[string]string{"topic": "Stats", "group": "sg", "timestamp": "0", "isForce": "true"}
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.InvokeBrokerToResetOffset, rh, nil))
+	mustCode(t, resp, protocol.Success)
+	if string(resp.Body) != `{"offsetTable":{{"topic":"Stats","brokerName":"broker-a","queueId":0}:0,{"topic":"Stats","brokerName":"broker-a","queueId":1}:0,{"topic":"Stats","brokerName":"broker-a","queueId":2}:0,{"topic":"Stats","brokerName":"broker-a","queueId":3}:0}}` {
+		t.Fatalf("reset body = %s", resp.Body)
+	}
+	u := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "sg", Topic: "Stats", QueueID: 0, CommitOffset: 3}
+	invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateConsumerOffset, protocol.EncodeHeader(&u, false), nil))
+	if off, _ := b.Offsets.Query("sg", "Stats", 0); off != 0 {
+		t.Fatalf("offset after ignored update = %d", off)
+	}
+	resp = invoke(t, c, b.Addr(), pullReq("sg", "Stats", 0, 2, 0, 0, ""))
+	mustCode(t, resp, protocol.PullOffsetMoved)
+	if resp.Ext("nextBeginOffset") != "0" {
+		t.Fatalf("nextBeginOffset = %q", resp.Ext("nextBeginOffset"))
+	}
+	resp = invoke(t, c, b.Addr(), pullReq("sg", "Stats", 0, 0, 0, 0, ""))
+	mustCode(t, resp, protocol.Success)
+}

@@ -52,6 +52,9 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 	if !b.Topics.Contains(h.Topic) {
 		return nil, protocol.Errorf(protocol.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
 	}
+	if b.Offsets.ResetPending(h.ConsumerGroup, h.Topic, h.QueueID) {
+		return protocol.NewResponse(req, protocol.Success, "Offset has been previously reset"), nil
+	}
 	b.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	return protocol.NewResponse(req, protocol.Success, ""), nil
 }

@@ -30,6 +30,9 @@ type ConsumerOffsetManager struct {
 	version protocol.DataVersion
 	commits int64 // commits since the last version bump
 	dirty   bool  // changed since the last persist
+	// resets holds server-side resets not yet delivered to the group's
+	// next pull ("topic@group" -> queue -> target); guarded by mu.
+	resets map[string]map[int32]int64
 }
 
 func newConsumerOffsetManager(path string, logger *slog.Logger, now func() time.Time, versionStep int64) *ConsumerOffsetManager {
@@ -39,7 +42,50 @@ func newConsumerOffsetManager(path string, logger *slog.Logger, now func() time.
 		now:         now,
 		versionStep: max(versionStep, 1),
 		offsets:     make(map[string]map[int32]int64),
+		resets:      make(map[string]map[int32]int64),
 	}
+}
+
+// Reset commits target and parks it until TakeReset (server-side reset,
+// remoting.md §7.6).
+func (m *ConsumerOffsetManager) Reset(group, topic string, queueID int32, target int64) {
+	m.Commit(group, topic, queueID, target)
+	key := offsetKey(topic, group)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.resets[key]
+	if !ok {
+		q = make(map[int32]int64)
+		m.resets[key] = q
+	}
+	q[queueID] = target
+}
+
+// ResetPending reports whether a reset of the queue awaits the next pull.
+func (m *ConsumerOffsetManager) ResetPending(group, topic string, queueID int32) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.resets[offsetKey(topic, group)][queueID]
+	return ok
+}
+
+// TakeReset returns and forgets a pending reset.
+func (m *ConsumerOffsetManager) TakeReset(group, topic string, queueID int32) (int64, bool) {
+	key := offsetKey(topic, group)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	q, ok := m.resets[key]
+	if !ok {
+		return 0, false
+	}
+	off, ok := q[queueID]
+	if ok {
+		delete(q, queueID)
+		if len(q) == 0 {
+			delete(m.resets, key)
+		}
+	}
+	return off, ok
 }
 
 func offsetKey(topic, group string) string { return topic + "@" + group }

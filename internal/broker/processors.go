@@ -71,6 +71,18 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.DeleteSubscriptionGroup:              b.processDeleteGroup,
 		protocol.GetAllConsumerOffset:                 b.processGetAllConsumerOffset,
 		protocol.GetAllDelayOffset:                    b.processGetAllDelayOffset,
+		protocol.GetTopicStatsInfo:                    b.processTopicStats,
+		protocol.GetConsumeStats:                      b.processConsumeStats,
+		protocol.GetConsumerConnectionList:            b.processConsumerConnections,
+		protocol.GetProducerConnectionList:            b.processProducerConnections,
+		protocol.QueryTopicConsumeByWho:               b.processQueryTopicConsumeByWho,
+		protocol.QueryTopicsByConsumer:                b.processQueryTopicsByConsumer,
+		protocol.GetSystemTopicListFromBroker:         b.processSystemTopicList,
+		protocol.GetBrokerRuntimeInfo:                 b.processBrokerRuntimeInfo,
+		protocol.GetBrokerConfig:                      b.processGetBrokerConfig,
+		protocol.InvokeBrokerToResetOffset:            b.processResetOffset,
+		protocol.GetConsumerRunningInfo:               b.processRelayToConsumer,
+		protocol.ConsumeMessageDirectly:               b.processRelayToConsumer,
 	}
 	codes := make([]protocol.RequestCode, 0, len(admin))
 	for code := range admin {

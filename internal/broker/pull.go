@@ -100,6 +100,16 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	}
 	filter := newTagFilter(sub)
 
+	// A pending server-side reset is delivered as an offset move (§7.6).
+	if target, ok := b.Offsets.TakeReset(h.ConsumerGroup, h.Topic, h.QueueID); ok {
+		rh.NextBeginOffset = target
+		rh.MinOffset = max(b.Store.MinOffsetInQueue(h.Topic, h.QueueID), 0)
+		rh.MaxOffset = max(b.Store.MaxOffsetInQueue(h.Topic, h.QueueID), 0)
+		resp.Code, resp.Remark = int32(protocol.PullOffsetMoved), "OFFSET_RESET"
+		resp.ExtFields = protocol.EncodeHeader(&rh, false)
+		return resp, nil
+	}
+
 	maxBytes := h.MaxMsgBytes
 	if maxBytes <= 0 {
 		maxBytes = 0
@@ -134,7 +144,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	resp.ExtFields = protocol.EncodeHeader(&rh, false)
 
 	// Piggy-backed commit, first execution only (storage-and-broker.md §8.5).
-	if allowSuspend && h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.Store.BrokerRole != store.RoleSlave {
+	if allowSuspend && h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.Store.BrokerRole != store.RoleSlave &&
+		!b.Offsets.ResetPending(h.ConsumerGroup, h.Topic, h.QueueID) {
 		b.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
 	}
 

@@ -101,3 +101,115 @@ type DelayOffsetWrapper struct {
 	OffsetTable map[int32]int64 `json:"offsetTable"`
 	DataVersion *DataVersion    `json:"dataVersion,omitempty"`
 }
+
+// TopicOffset is one queue's entry of TopicStatsTable (GET_TOPIC_STATS_INFO 202).
+type TopicOffset struct {
+	MinOffset           int64 `json:"minOffset"`
+	MaxOffset           int64 `json:"maxOffset"`
+	LastUpdateTimestamp int64 `json:"lastUpdateTimestamp"`
+}
+
+// OffsetWrapper is one queue's entry of ConsumeStats (GET_CONSUME_STATS 208).
+type OffsetWrapper struct {
+	BrokerOffset   int64 `json:"brokerOffset"`
+	ConsumerOffset int64 `json:"consumerOffset"`
+	PullOffset     int64 `json:"pullOffset"`
+	LastTimestamp  int64 `json:"lastTimestamp"`
+}
+
+// QueueValue pairs a queue with its value in a Map<MessageQueue, X> body.
+type QueueValue[V any] struct {
+	Queue MessageQueue
+	Value V
+}
+
+// appendQueueMap writes entries as fastjson's object-keyed map (§5.1 #8).
+func appendQueueMap[V any](dst []byte, entries []QueueValue[V]) ([]byte, error) {
+	fe := make([]FastJSONEntry, len(entries))
+	for i, e := range entries {
+		fe[i] = FastJSONEntry{Key: e.Queue, Value: e.Value}
+	}
+	return AppendObjectKeyMap(dst, fe)
+}
+
+// EncodeTopicStatsTable renders TopicStatsTable:
+// {"offsetTable":{{mq}:TopicOffset,...},"topicPutTps":x}.
+func EncodeTopicStatsTable(entries []QueueValue[TopicOffset], putTps float64) ([]byte, error) {
+	b := []byte(`{"offsetTable":`)
+	b, err := appendQueueMap(b, entries)
+	if err != nil {
+		return nil, err
+	}
+	tps, err := MarshalJSON(putTps)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(append(b, `,"topicPutTps":`...), tps...), '}')
+	return b, nil
+}
+
+// EncodeConsumeStats renders ConsumeStats:
+// {"consumeTps":x,"offsetTable":{{mq}:OffsetWrapper,...}}.
+func EncodeConsumeStats(entries []QueueValue[OffsetWrapper], consumeTps float64) ([]byte, error) {
+	tps, err := MarshalJSON(consumeTps)
+	if err != nil {
+		return nil, err
+	}
+	b := append(append([]byte(`{"consumeTps":`), tps...), `,"offsetTable":`...)
+	b, err = appendQueueMap(b, entries)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// EncodeResetOffsetBody renders ResetOffsetBody {"offsetTable":{{mq}:offset}}
+// compactly, the layout the Go client's string-splitting parser and Java
+// read (§5.2).
+func EncodeResetOffsetBody(entries []QueueValue[int64]) ([]byte, error) {
+	b, err := appendQueueMap([]byte(`{"offsetTable":`), entries)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// Connection is one client connection in connection-list bodies.
+type Connection struct {
+	ClientID   string `json:"clientId"`
+	ClientAddr string `json:"clientAddr"`
+	Language   string `json:"language"`
+	Version    int32  `json:"version"`
+}
+
+// ConsumerConnection is GET_CONSUMER_CONNECTION_LIST's (203) body.
+type ConsumerConnection struct {
+	ConnectionSet     []Connection                `json:"connectionSet"`
+	SubscriptionTable map[string]SubscriptionData `json:"subscriptionTable"`
+	ConsumeType       string                      `json:"consumeType,omitempty"`
+	MessageModel      string                      `json:"messageModel,omitempty"`
+	ConsumeFromWhere  string                      `json:"consumeFromWhere,omitempty"`
+}
+
+// ProducerConnection is GET_PRODUCER_CONNECTION_LIST's (204) body.
+type ProducerConnection struct {
+	ConnectionSet []Connection `json:"connectionSet"`
+}
+
+// ResetOffsetRequestHeader is INVOKE_BROKER_TO_RESET_OFFSET's (222) header.
+type ResetOffsetRequestHeader struct {
+	Topic     string `ext:"topic,req"`
+	Group     string `ext:"group,req"`
+	Timestamp int64  `ext:"timestamp,req"` // ms; -1 = to the max offset
+	IsForce   bool   `ext:"isForce"`
+	QueueID   *int32 `ext:"queueId"`
+	Offset    *int64 `ext:"offset"`
+}
+
+// ConsumerRunningInfoRequestHeader is GET_CONSUMER_RUNNING_INFO's (307)
+// header, relayed by the broker to the client.
+type ConsumerRunningInfoRequestHeader struct {
+	ConsumerGroup string `ext:"consumerGroup,req"`
+	ClientID      string `ext:"clientId,req"`
+	JstackEnable  bool   `ext:"jstackEnable"`
+}
