@@ -27,7 +27,7 @@ import (
 
 // testCluster is a name server plus one broker.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	ns     *namesrv.Server
 	nsAddr string
 	cfg    broker.Config
@@ -49,6 +49,12 @@ func brokerTestConfig(dir string) broker.Config {
 }
 
 func startCluster(t *testing.T, mutate func(*broker.Config)) *testCluster {
+	t.Helper()
+	return startClusterTB(t, mutate)
+}
+
+// startClusterTB is startCluster for tests and benchmarks.
+func startClusterTB(t testing.TB, mutate func(*broker.Config)) *testCluster {
 	t.Helper()
 	rlog.SetLogLevel("error")
 	nsCfg := namesrv.DefaultConfig()
@@ -105,7 +111,7 @@ func (c *testCluster) createTopic(topic string, queues int32) {
 	waitRoute(c.t, c.ns, topic)
 }
 
-func waitRoute(t *testing.T, ns *namesrv.Server, topic string) {
+func waitRoute(t testing.TB, ns *namesrv.Server, topic string) {
 	t.Helper()
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		r := ns.Routes().PickupTopicRouteData(topic)
@@ -117,12 +123,12 @@ func waitRoute(t *testing.T, ns *namesrv.Server, topic string) {
 // client keeps process-wide client instances keyed by instance name.
 var nameSeq atomic.Int64
 
-func uniqueName(t *testing.T, prefix string) string {
+func uniqueName(t testing.TB, prefix string) string {
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	return fmt.Sprintf("%s_%s_%d", prefix, name, nameSeq.Add(1))
 }
 
-func newProducer(t *testing.T, nsAddr string, opts ...producer.Option) rocketmq.Producer {
+func newProducer(t testing.TB, nsAddr string, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
 	all := append([]producer.Option{
 		producer.WithNameServer([]string{nsAddr}),
@@ -180,7 +186,7 @@ func (r *received) duplicates() int {
 
 // newPushConsumer starts a push consumer of topic with expr that records
 // into r. Shutdown is registered with t.Cleanup (and is idempotent).
-func newPushConsumer(t *testing.T, nsAddr, group, topic, expr string, r *received, opts ...consumer.Option) rocketmq.PushConsumer {
+func newPushConsumer(t testing.TB, nsAddr, group, topic, expr string, r *received, opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
 	all := append([]consumer.Option{
 		consumer.WithNameServer([]string{nsAddr}),
