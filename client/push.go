@@ -684,6 +684,11 @@ func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
 		return
 	}
 	done := msgs
+	if res != ConsumeSuccess && ctx.Err() != nil {
+		// Closing: leave the batch uncommitted; the group redelivers it
+		// from the committed offset.
+		return
+	}
 	if res != ConsumeSuccess {
 		c.stats.failed.Add(int64(len(msgs)))
 		if err != nil {

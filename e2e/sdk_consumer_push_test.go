@@ -200,7 +200,7 @@ func TestSDKPushConsumerClusteringSplitsQueues(t *testing.T) {
 		s1, s2 := c1.Stats(), c2.Stats()
 		// 8 topic queues + 1 retry queue shared by two members.
 		return s1.Queues > 0 && s2.Queues > 0 && s1.Queues+s2.Queues == 9
-	}, "queues never split: %d + %d", c1.Stats().Queues, c2.Stats().Queues)
+	}, "queues never split")
 
 	ids := sendN(t, p, topic, "", "m", 200)
 	testutil.Eventually(t, 30*time.Second, func() bool {

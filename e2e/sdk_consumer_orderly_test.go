@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// sendOrdered sends n messages per key, each key to the queue key%queues,
+// with bodies "key:seq".
+func sendOrdered(t *testing.T, ctx context.Context, p *client.Producer, topic string, keys, n int) {
+	t.Helper()
+	for seq := range n {
+		for key := range keys {
+			m := client.NewMessage(topic, []byte(fmt.Sprintf("%d:%d", key, seq)))
+			if _, err := p.SendOrderly(ctx, m, client.HashQueueSelector{}, strconv.Itoa(key)); err != nil {
+				t.Fatalf("send %d:%d: %v", key, seq, err)
+			}
+		}
+	}
+}
+
+// orderChecker records "key:seq" bodies and reports any key whose
+// sequence went backwards.
+type orderChecker struct {
+	mu    sync.Mutex
+	last  map[string]int
+	count int
+	bad   []string
+}
+
+func (o *orderChecker) listener(fail func(seq int) bool) client.MessageListener {
+	return func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for _, m := range msgs {
+			_, seqS, _ := strings.Cut(string(m.Body), ":")
+			seq, _ := strconv.Atoi(seqS)
+			if fail != nil && fail(seq) && m.ReconsumeTimes == 0 {
+				// The whole batch is retried later, in the same order.
+				return client.SuspendCurrentQueueAMoment, nil
+			}
+		}
+		for _, m := range msgs {
+			key, seqS, _ := strings.Cut(string(m.Body), ":")
+			seq, _ := strconv.Atoi(seqS)
+			if prev, ok := o.last[key]; ok && seq != prev+1 {
+				o.bad = append(o.bad, fmt.Sprintf("%s: %d after %d", key, seq, prev))
+			}
+			o.last[key] = seq
+			o.count++
+		}
+		return client.ConsumeSuccess, nil
+	}
+}
+
+func (o *orderChecker) total() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.count
+}
+
+// TestSDKPushConsumerOrderlyBroadcasting: orderly consumption hands each
+// queue's messages to the listener in offset order, one batch at a time,
+// also when a batch is suspended and retried (no broker locks in
+// broadcasting mode).
+func TestSDKPushConsumerOrderlyBroadcasting(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	ctx := testutil.Context(t, 60*time.Second)
+	p := newSDKProducer(t, c.nsAddr)
+	const keys, n = 8, 25
+	sendOrdered(t, ctx, p, topic, keys, n)
+
+	o := &orderChecker{last: map[string]int{}}
+	newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("*"),
+		o.listener(func(seq int) bool { return seq%10 == 5 }),
+		client.WithConsumeOrderly(true), client.WithMessageModel(client.Broadcasting),
+		client.WithOffsetStoreDir(t.TempDir()), client.WithConsumeMessageBatchMaxSize(3),
+		client.WithSuspendCurrentQueueTime(50*time.Millisecond), client.WithConsumeGoroutines(4))
+	testutil.Eventually(t, 30*time.Second, func() bool { return o.total() >= keys*n }, "consumed %d of %d", o.total(), keys*n)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.bad) > 0 {
+		t.Fatalf("order broken: %v", o.bad)
+	}
+}
+
+// brokerSupports reports whether the broker answers code with anything
+// but REQUEST_CODE_NOT_SUPPORTED.
+func brokerSupports(t *testing.T, addr string, code protocol.RequestCode, body []byte) bool {
+	t.Helper()
+	rc := remoting.NewClient(remoting.ClientConfig{Logger: testutil.Logger(t)})
+	if err := rc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	resp, err := rc.InvokeSync(testutil.Context(t, 5*time.Second), addr, protocol.NewRequest(code, nil, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Code != int32(protocol.RequestCodeNotSupported)
+}
+
+// TestSDKPushConsumerOrderlyClustering: orderly clustering consumers lock
+// their queues on the broker (LOCK_BATCH_MQ, remoting.md §7.7) and keep
+// per-key order across two members.
+func TestSDKPushConsumerOrderlyClustering(t *testing.T) {
+	c := startCluster(t, nil)
+	if !brokerSupports(t, c.b.Addr(), protocol.LockBatchMQ, []byte(`{"consumerGroup":"g","clientId":"x","mqSet":[]}`)) {
+		t.Skip("broker does not implement LOCK_BATCH_MQ yet")
+	}
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	ctx := testutil.Context(t, 60*time.Second)
+	p := newSDKProducer(t, c.nsAddr)
+	const keys, n = 8, 25
+	group := uniqueName(t, "cg")
+	o := &orderChecker{last: map[string]int{}}
+	opts := []client.ConsumerOpt{client.WithConsumeOrderly(true), client.WithConsumeMessageBatchMaxSize(2)}
+	c1 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), o.listener(nil), opts...)
+	c2 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), o.listener(nil), opts...)
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		// 4 topic queues and the retry queue.
+		return c1.Stats().Queues > 0 && c2.Stats().Queues > 0 && c1.Stats().Queues+c2.Stats().Queues == 5
+	}, "queues never split")
+	sendOrdered(t, ctx, p, topic, keys, n)
+	testutil.Eventually(t, 30*time.Second, func() bool { return o.total() >= keys*n }, "consumed %d of %d", o.total(), keys*n)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.bad) > 0 {
+		t.Fatalf("order broken: %v", o.bad)
+	}
+}
