@@ -125,7 +125,7 @@ func (s *Store) cleanCommitLog() {
 		if !expired && !forcibly {
 			break
 		}
-		if !f.destroy(now, s.cfg.DestroyMapedFileIntervalForcibly) {
+		if !s.destroyPatiently(f, now) {
 			break
 		}
 		deleted++
@@ -175,4 +175,21 @@ func (s *Store) cleanLogics() {
 	if s.index != nil {
 		s.index.deleteExpired(minPhy)
 	}
+}
+
+// destroyPatiently destroys f, giving short-lived holders (a flush in
+// msync, a reader copying) up to ~100 ms to let go; longer holders are
+// handled by the hanged-file retry with destroyMapedFileIntervalForcibly.
+func (s *Store) destroyPatiently(f *mappedFile, now time.Time) bool {
+	for i := 0; i < 20; i++ {
+		if f.destroy(now, s.cfg.DestroyMapedFileIntervalForcibly) {
+			return true
+		}
+		select {
+		case <-s.quit:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return false
 }

@@ -235,7 +235,13 @@ func (q *mappedFileQueue) flush(leastPages int) (bool, error) {
 	where := q.flushedWhere.Load()
 	f := q.find(where, where == 0)
 	if f == nil {
-		return true, nil
+		// The frontier's file was deleted by cleanup: move past it.
+		first := q.first()
+		if first == nil || where >= first.fromOffset {
+			return true, nil
+		}
+		where, f = first.fromOffset, first
+		q.flushedWhere.Store(where)
 	}
 	ts := f.storeTimestamp.Load()
 	if fault := q.syncFault.Load(); fault != nil && f.readPosition() > f.flushed.Load() {
@@ -278,7 +284,12 @@ func (q *mappedFileQueue) commit(leastPages int) bool {
 	where := q.committedWhere.Load()
 	f := q.find(where, where == 0)
 	if f == nil {
-		return true
+		first := q.first()
+		if first == nil || where >= first.fromOffset {
+			return true
+		}
+		where, f = first.fromOffset, first
+		q.committedWhere.Store(where)
 	}
 	pos := f.commit(leastPages)
 	nw := f.fromOffset + pos
