@@ -84,6 +84,14 @@ func pullReq(group, topic string, queueID int32, offset int64, sysFlag int32, su
 	return protocol.NewRequest(protocol.PullMessage, protocol.EncodeHeader(&h, false), nil)
 }
 
+// waitDispatched waits until the store's dispatch made n messages of a
+// queue visible (a send is acknowledged before dispatch).
+func waitDispatched(t *testing.T, b *Broker, topic string, queueID int32, n int64) {
+	t.Helper()
+	testutil.Eventually(t, 5*time.Second, func() bool { return b.Store.MaxOffsetInQueue(topic, queueID) >= n },
+		"%s/%d not dispatched", topic, queueID)
+}
+
 func mustCode(t *testing.T, resp *protocol.Command, want protocol.ResponseCode) {
 	t.Helper()
 	if resp.Code != int32(want) {
@@ -188,6 +196,7 @@ func TestLongPolling(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	c := newClient(t)
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("LP", 0, []byte("m0"), nil)), protocol.Success)
+	waitDispatched(t, b, "LP", 0, 1)
 
 	flags := int32(protocol.PullFlagSuspend | protocol.PullFlagSubscription)
 	// Hold expiry.
@@ -248,6 +257,7 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	}
 	c := newClient(t)
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("OT", 0, []byte("x"), nil)), protocol.Success)
+	waitDispatched(t, b, "OT", 0, 1)
 	// No offset yet: a young queue answers 0 (remoting.md §9.4 #33).
 	q := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "OT", QueueID: 0}
 	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryConsumerOffset, protocol.EncodeHeader(&q, false), nil))
@@ -389,6 +399,7 @@ func TestAdminQueries(t *testing.T) {
 	for i := range 3 {
 		mustCode(t, invoke(t, c, b.Addr(), sendReq("Stats", 0, []byte("m"+strconv.Itoa(i)), nil)), protocol.Success)
 	}
+	waitDispatched(t, b, "Stats", 0, 3)
 	// Stats of a topic: object-keyed map (fastjson form).
 	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetTopicStatsInfo, map[string]string{"topic": "Stats"}, nil))
 	mustCode(t, resp, protocol.Success)

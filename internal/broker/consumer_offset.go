@@ -7,6 +7,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
 )
 
 // processQueryConsumerOffset serves QUERY_CONSUMER_OFFSET (14; header
@@ -29,11 +30,19 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	return offsetResponse(req, off), nil
 }
 
-// firstMessageHot approximates Java's "offset 0 still in the page cache":
-// the queue's first message is within the store's memory window. The store
-// has no such query yet, so an empty or young queue counts as hot.
+// firstMessageHot is Java's checkInMemByConsumeOffset(topic, queueId, 0):
+// the queue's first message lies within the store's in-memory window
+// (accessMessageInMemoryMaxRatio of RAM behind the commit log's end). An
+// empty queue counts as hot: its first message will be.
 func (b *Broker) firstMessageHot(topic string, queueID int32) bool {
-	return true
+	res := b.Store.GetMessage("", topic, queueID, 0, 1, 0, nil)
+	if res.Release != nil {
+		defer res.Release()
+	}
+	if res.Status != store.Found {
+		return true
+	}
+	return !res.SuggestPullingFromSlave
 }
 
 // processUpdateConsumerOffset serves UPDATE_CONSUMER_OFFSET (15; header
