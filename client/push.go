@@ -88,7 +88,7 @@ type PushConsumer struct {
 	quit   chan struct{}
 	wg     sync.WaitGroup
 	wake   chan struct{} // rebalance wake-up, capacity 1
-	tasks  chan func()   // consume pool input
+	tasks  *taskQueue    // consume pool input
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -238,10 +238,10 @@ func (c *PushConsumer) Start() error {
 		return err
 	}
 	c.started = true
-	c.tasks = make(chan func(), c.cfg.consumeGoroutines*4)
+	c.tasks = newTaskQueue()
 	if !c.lite {
 		for i := 0; i < c.cfg.consumeGoroutines; i++ {
-			c.goFunc("consume", c.consumeWorker)
+			c.goFunc("consume", func() { c.tasks.run(c.quit) })
 		}
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
@@ -604,7 +604,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 
 // submit hands freshly cached messages to the pool: batches of
 // consumeMessageBatchMaxSize in concurrent mode, one queue task in orderly
-// mode. It blocks while the pool's queue is full.
+// mode. It never blocks: flow control bounds what is queued.
 func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*MessageExt, _ bool) bool {
 	if c.lite {
 		select {
@@ -619,25 +619,9 @@ func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*Messa
 		return true
 	}
 	for batch := range slices.Chunk(msgs, c.cfg.consumeBatchMaxSize) {
-		b := batch
-		select {
-		case c.tasks <- func() { c.consumeConcurrently(qs, b) }:
-		case <-ctx.Done():
-			return false
-		}
+		c.tasks.push(func() { c.consumeConcurrently(qs, batch) })
 	}
 	return true
-}
-
-func (c *PushConsumer) consumeWorker() {
-	for {
-		select {
-		case <-c.quit:
-			return
-		case task := <-c.tasks:
-			task()
-		}
-	}
 }
 
 // callListener runs the listener with hooks and panic recovery.
@@ -714,10 +698,7 @@ func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
 			if len(later) > 0 {
 				c.goFunc("consume-later", func() {
 					if sleep(c.ctx, 5*time.Second) {
-						select {
-						case c.tasks <- func() { c.consumeConcurrently(qs, later) }:
-						case <-c.quit:
-						}
+						c.tasks.push(func() { c.consumeConcurrently(qs, later) })
 					}
 				})
 			}

@@ -19,26 +19,13 @@ func (c *PushConsumer) scheduleOrderly(qs *queueState, delay time.Duration) {
 	if !qs.orderlyScheduled.CompareAndSwap(false, true) {
 		return
 	}
-	send := func() {
-		select {
-		case c.tasks <- func() { c.consumeOrderly(qs) }:
-		case <-c.quit:
-		}
-	}
 	if delay <= 0 {
-		// Never block the pull goroutine on a full pool while holding the
-		// flag: a worker that finishes another queue frees a slot soon,
-		// but run the hand-off on its own goroutine to stay responsive.
-		select {
-		case c.tasks <- func() { c.consumeOrderly(qs) }:
-		default:
-			c.goFunc("orderly-submit", send)
-		}
+		c.tasks.push(func() { c.consumeOrderly(qs) })
 		return
 	}
 	c.goFunc("orderly-later", func() {
 		if sleep(c.ctx, delay) {
-			send()
+			c.tasks.push(func() { c.consumeOrderly(qs) })
 		}
 	})
 }

@@ -1,0 +1,159 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// TestPushConsumerFlowControlPausesPulls checks storage-and-broker.md
+// §11.6: while a queue caches more than pullThresholdForQueue messages the
+// consumer stops pulling it; nothing is dropped, and once the listener
+// catches up every message is consumed exactly once and the offset reaches
+// the end.
+func TestPushConsumerFlowControlPausesPulls(t *testing.T) {
+	env := newFakeBrokerEnv("c1")
+	env.put("T", 1, 500, "m")
+	c, err := newFakePushConsumer(env, WithPullThresholdForQueue(50), WithPullBatchSize(10),
+		WithConsumeGoroutines(2), WithPersistConsumerOffsetInterval(20*time.Millisecond),
+		WithConsumeFromWhere(ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var total atomic.Int64
+	err = c.Subscribe("T", TagSelector("*"), func(ctx context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ConsumeRetryLater, ctx.Err()
+		}
+		mu.Lock()
+		for _, m := range msgs {
+			seen[string(m.Body)]++
+		}
+		mu.Unlock()
+		total.Add(int64(len(msgs)))
+		return ConsumeSuccess, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mq := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 0}
+	var qs *queueState
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		c.queuesMu.Lock()
+		defer c.queuesMu.Unlock()
+		qs = c.queues[mq]
+		return qs != nil && qs.pq.count.Load() >= 50
+	}, "queue never filled")
+	// Paused: the pull count stops growing while the cache is full.
+	pulls := env.pulls.Load()
+	for range 20 {
+		if n := qs.pq.count.Load(); n > 60 {
+			t.Fatalf("cached %d messages, threshold 50 + one batch", n)
+		}
+		time.Sleep(5 * time.Millisecond) // observation window, not a wait for a condition
+	}
+	if got := env.pulls.Load(); got > pulls+1 {
+		t.Fatalf("pulled %d more times while over the threshold", got-pulls)
+	}
+	close(release)
+	testutil.Eventually(t, 10*time.Second, func() bool { return total.Load() == 500 }, "consumed %d", total.Load())
+	mu.Lock()
+	for body, n := range seen {
+		if n != 1 {
+			t.Errorf("%s consumed %d times", body, n)
+		}
+	}
+	mu.Unlock()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		env.mu.Lock()
+		defer env.mu.Unlock()
+		return env.offsets[mq] == 500
+	}, "offset not persisted to 500")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !env.released.Load() {
+		t.Fatal("instance not released on Close")
+	}
+}
+
+// TestPushConsumerRebalanceDropsQueues: when a second member appears the
+// consumer gives up the queues the strategy hands to it, persisting their
+// offsets first.
+func TestPushConsumerRebalanceDropsQueues(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 4, 40, "m")
+	var members atomic.Value
+	members.Store([]string{"a"})
+	env.members = func() []string { return members.Load().([]string) }
+	var total atomic.Int64
+	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithRebalanceInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe("T", TagSelector("*"), func(_ context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		total.Add(int64(len(msgs)))
+		return ConsumeSuccess, nil
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Broadcast-free clustering: the retry topic has no route in the fake.
+	if got := c.Stats().Queues; got != 4 {
+		t.Fatalf("queues after start: %d", got)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return total.Load() == 40 }, "not consumed")
+	members.Store([]string{"a", "b"})
+	c.rebalanceNow()
+	testutil.Eventually(t, 5*time.Second, func() bool { return c.Stats().Queues == 2 }, "queues not dropped")
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for q := 2; q < 4; q++ {
+		if off := env.offsets[MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: q}]; off != 10 {
+			t.Errorf("queue %d offset persisted as %d, want 10", q, off)
+		}
+	}
+}
+
+func TestPushConsumerLifecycleErrors(t *testing.T) {
+	if _, err := NewPushConsumer(""); err == nil {
+		t.Fatal("empty group accepted")
+	}
+	if _, err := NewPushConsumer("g"); err == nil {
+		t.Fatal("missing name servers accepted")
+	}
+	if _, err := NewPushConsumer("g", WithNameServers("x:1"), WithPullBatchSize(0)); err == nil {
+		t.Fatal("bad batch size accepted")
+	}
+	env := newFakeBrokerEnv("a")
+	c, err := newFakePushConsumer(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err == nil {
+		t.Fatal("start without subscription")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal("second close:", err)
+	}
+	if err := c.Start(); err == nil {
+		t.Fatal("start after close")
+	}
+}
