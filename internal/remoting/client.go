@@ -27,6 +27,9 @@ type ClientConfig struct {
 	// RequestPool runs processors for requests the server sends us; default
 	// 4 workers, queue 1024.
 	RequestPool PoolConfig
+	// Dial opens connections; default a net.Dialer with DialTimeout. Tests
+	// inject in-memory connections through it.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Client keeps one connection per server address (dialled on demand,
@@ -227,8 +230,14 @@ func (c *Client) dial(ctx context.Context, addr string, cc *clientConn) {
 }
 
 func (c *Client) connect(ctx context.Context, addr string) (*Conn, error) {
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	dial := c.cfg.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: c.cfg.DialTimeout}
+		dial = d.DialContext
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	raw, err := dial(dctx, "tcp", addr)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("remoting: dial %s: %w", addr, err)
 	}

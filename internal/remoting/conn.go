@@ -143,27 +143,27 @@ func (c *Conn) send(cmd *protocol.Command, done func(error)) error {
 // frames would defeat (measured: pipelined throughput fell 5x when async
 // requests wrote directly).
 func (c *Conn) sendMode(cmd *protocol.Command, done func(error), direct bool) error {
-	bp := headerBufs.Get().(*[]byte)
+	bp := c.ep.headerBufs.Get().(*[]byte)
 	hdr, err := protocol.AppendFrameHeader((*bp)[:0], cmd)
 	if err != nil {
-		headerBufs.Put(bp)
+		c.ep.headerBufs.Put(bp)
 		return fmt.Errorf("remoting: encode code %d: %w", cmd.Code, err)
 	}
 	total := len(hdr) + len(cmd.Body)
 	if total > c.ep.maxFrame {
-		headerBufs.Put(bp)
+		c.ep.headerBufs.Put(bp)
 		return fmt.Errorf("remoting: code %d: frame of %d bytes over the %d limit: %w", cmd.Code, total,
 			c.ep.maxFrame, protocol.ErrFrameTooLarge)
 	}
 	c.wmu.Lock()
 	if c.wclosed {
 		c.wmu.Unlock()
-		headerBufs.Put(bp)
+		c.ep.headerBufs.Put(bp)
 		return c.closedError()
 	}
 	if c.pending.bytes > 0 && c.pending.bytes+total > maxPendingWrite {
 		c.wmu.Unlock()
-		headerBufs.Put(bp)
+		c.ep.headerBufs.Put(bp)
 		c.logger.Warn("remoting: peer is not reading; closing", "pendingBytes", c.pending.bytes)
 		c.closeWith(fmt.Errorf("remoting: write queue over %d bytes: %w", maxPendingWrite, ErrConnClosed))
 		return c.closedError()
@@ -171,7 +171,7 @@ func (c *Conn) sendMode(cmd *protocol.Command, done func(error), direct bool) er
 	c.pending.add(hdr, cmd.Body, done)
 	c.wmu.Unlock()
 	*bp = hdr
-	headerBufs.Put(bp)
+	c.ep.headerBufs.Put(bp)
 	c.wakeWriter()
 	return nil
 }
@@ -183,9 +183,7 @@ func (c *Conn) wakeWriter() {
 	}
 }
 
-// headerBufs holds scratch buffers for encoding frame headers outside the
-// write lock.
-var headerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+func newHeaderBuf() any { b := make([]byte, 0, 512); return &b }
 
 func (c *Conn) closedError() error {
 	return fmt.Errorf("remoting: %s: %w", c.remote, ErrConnClosed)
@@ -407,17 +405,17 @@ func prepareRequest(req *protocol.Command, opaque int32, oneway bool) {
 // req.Opaque and clears the response and oneway flags.
 func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int32) (*protocol.Command, error) {
 	prepareRequest(req, opaque, false)
-	f := syncFutures.Get().(*future)
+	f := c.ep.syncFutures.Get().(*future)
 	f.opaque = opaque
 	if err := c.addFuture(f); err != nil {
-		syncFutures.Put(f)
+		c.ep.syncFutures.Put(f)
 		return nil, err
 	}
 	if err := c.sendMode(req, nil, true); err != nil {
 		if c.takeFuture(opaque) == nil {
 			<-f.ch // completed concurrently (connection closed): consume it
 		}
-		syncFutures.Put(f)
+		c.ep.syncFutures.Put(f)
 		return nil, err
 	}
 	var r result
@@ -425,7 +423,7 @@ func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int
 	case r = <-f.ch:
 	case <-ctx.Done():
 		if c.takeFuture(opaque) != nil {
-			syncFutures.Put(f)
+			c.ep.syncFutures.Put(f)
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				c.ep.timeouts.Add(1)
 			}
@@ -433,7 +431,7 @@ func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int
 		}
 		r = <-f.ch // the response won the race
 	}
-	syncFutures.Put(f)
+	c.ep.syncFutures.Put(f)
 	return r.resp, r.err
 }
 

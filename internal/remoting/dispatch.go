@@ -172,8 +172,26 @@ func (d *dispatcher) work(p *pool) {
 	}
 }
 
+// Shutdown answers (remoting.md §2.7).
+const (
+	rejectRemark = "[REJECTREQUEST]system busy, start flow control for a while"
+	goAwayRemark = "please go away"
+	// goAwayVersion: Java answers GO_AWAY only to requesters above V5_3_1.
+	goAwayVersion = 475
+)
+
 // dispatch runs on a read loop: it hands req to its pool without blocking.
 func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
+	if d.ep.draining.Load() {
+		if !req.IsOneway() {
+			resp := protocol.NewResponse(req, protocol.SystemBusy, rejectRemark)
+			if req.Version > goAwayVersion {
+				resp = protocol.NewResponse(req, protocol.GoAway, goAwayRemark)
+			}
+			_ = c.WriteResponse(resp)
+		}
+		return
+	}
 	r, ok := (*d.table.Load())[req.Code]
 	if !ok {
 		if def := d.def.Load(); def != nil {
@@ -188,10 +206,12 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 		c.logger.Debug("remoting: request code not supported", "code", req.Code)
 		return
 	}
+	d.ep.inFlight.Add(1)
 	select {
 	case r.pool.tasks <- task{c, req, r.proc}:
 		d.ep.requests.Add(1)
 	default:
+		d.ep.inFlight.Add(-1)
 		d.ep.overloaded.Add(1)
 		c.logger.Debug("remoting: pool full", "pool", r.pool.name, "code", req.Code)
 		if !req.IsOneway() {
@@ -202,6 +222,7 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 
 // process runs hooks and the processor for one request, then answers.
 func (d *dispatcher) process(t task) {
+	defer d.ep.inFlight.Add(-1)
 	resp := d.call(t)
 	if resp == nil || t.req.IsOneway() {
 		return

@@ -27,6 +27,13 @@ type endpoint struct {
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write
 
 	counters
+	draining atomic.Bool  // Server.Shutdown: refuse new requests
+	inFlight atomic.Int64 // requests queued or running on a pool
+	// Per-endpoint pools (never package-level: no state shared between
+	// Servers and Clients, and nothing escapes a synctest bubble).
+	headerBufs  sync.Pool // *[]byte scratch for encoding frame headers outside the write lock
+	syncFutures sync.Pool // *future for sync calls
+
 	opaque     atomic.Int32  // last opaque used for requests we send
 	nextConnID atomic.Uint64 // last Conn id handed out
 
@@ -70,6 +77,8 @@ func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoin
 		quit:     make(chan struct{}),
 		conns:    make(map[*Conn]struct{}),
 	}
+	ep.headerBufs.New = newHeaderBuf
+	ep.syncFutures.New = newSyncFuture
 	ep.dispatcher.init(ep)
 	return ep
 }

@@ -2,7 +2,6 @@ package remoting
 
 import (
 	"context"
-	"sync"
 
 	"github.com/apogeemq/apogee/internal/protocol"
 )
@@ -35,7 +34,7 @@ type future struct {
 	res      result
 }
 
-var syncFutures = sync.Pool{New: func() any { return &future{ch: make(chan result, 1)} }}
+func newSyncFuture() any { return &future{ch: make(chan result, 1)} }
 
 func (f *future) complete(resp *protocol.Command, err error) {
 	if f.cb == nil {

@@ -36,6 +36,9 @@ type ServerConfig struct {
 	Logger       *slog.Logger
 	// MaxOneway bounds server->client oneway calls in flight; default 65535.
 	MaxOneway int
+	// Listen opens the listener; default net.Listen. Tests inject in-memory
+	// listeners through it.
+	Listen func(network, addr string) (net.Listener, error)
 }
 
 // Server accepts remoting connections and runs processors for their
@@ -100,7 +103,11 @@ func (s *Server) Start() error {
 	if s.ep.isClosing() {
 		return ErrClosed
 	}
-	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	listen := s.cfg.Listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	ln, err := listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("remoting: listen %s: %w", s.cfg.ListenAddr, err)
 	}
@@ -146,6 +153,35 @@ func (s *Server) acceptLoop() {
 		backoff = 5 * time.Millisecond
 		s.ep.startConn(nc, nc, s.cfg.TLS)
 	}
+}
+
+// Shutdown stops gracefully: it stops accepting connections, answers new
+// requests SYSTEM_BUSY "[REJECTREQUEST]system busy, start flow control for
+// a while" (GO_AWAY "please go away" to requesters newer than V5_3_1, as
+// Java does, remoting.md §2.7), waits until the requests already queued or
+// running have been processed or ctx ends, then closes like Close.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.ep.draining.Store(true)
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	var err error
+wait:
+	for s.ep.inFlight.Load() > 0 {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			err = fmt.Errorf("remoting: shutdown with %d requests in flight: %w", s.ep.inFlight.Load(), ctx.Err())
+			break wait
+		}
+	}
+	_ = s.Close()
+	return err
 }
 
 // Close stops accepting, closes every connection, stops the pools (their
