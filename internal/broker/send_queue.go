@@ -7,6 +7,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
 )
 
 // sendQueue is the broker's send executor (storage-and-broker.md §8.17):
@@ -35,8 +36,14 @@ func newSendQueue(b *Broker) *sendQueue {
 	return &sendQueue{b: b, tasks: make(chan sendTask, b.cfg.SendThreadPoolQueueCapacity)}
 }
 
-// enqueue is the remoting processor of the send codes.
+// enqueue is the remoting processor of the send codes. Like Java's
+// rejectRequest it refuses at once while the broker is a slave or the page
+// cache is busy.
 func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	if q.b.cfg.Store.BrokerRole == store.RoleSlave || q.b.Store.IsOSPageCacheBusy() {
+		q.b.stats.sendRejected.Add(1)
+		return nil, protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	}
 	select {
 	case q.tasks <- sendTask{conn: conn, req: req, enqueued: time.Now()}:
 		return nil, nil
@@ -67,7 +74,15 @@ func (q *sendQueue) work() {
 func (q *sendQueue) handle(t sendTask) {
 	var resp *protocol.Command
 	var err error
-	if waited := time.Since(t.enqueued); q.b.cfg.BrokerFastFailureEnable && waited > q.b.cfg.WaitTimeMillsInSendQueue {
+	waited := time.Since(t.enqueued)
+	if q.b.cfg.BrokerFastFailureEnable && q.b.Store.IsOSPageCacheBusy() {
+		// Java's fast-failure task drains the send queue while the page
+		// cache is busy.
+		q.b.stats.pageCacheBusy.Add(1)
+		resp = protocol.NewResponse(t.req, protocol.SystemBusy,
+			"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "+
+				strconv.FormatInt(waited.Milliseconds(), 10)+"ms, size of queue: "+strconv.Itoa(len(q.tasks)))
+	} else if q.b.cfg.BrokerFastFailureEnable && waited > q.b.cfg.WaitTimeMillsInSendQueue {
 		n := q.b.stats.sendQueueTimeout.Add(1)
 		if n == 1 || n%1000 == 0 {
 			q.b.logger.Warn("send request timed out in queue", "waitedMs", waited.Milliseconds(),
