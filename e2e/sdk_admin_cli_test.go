@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// buildApogee builds cmd/apogee into the test's temp dir (the build
+// cache makes repeats cheap).
+func buildApogee(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "apogee")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build apogee: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runApogee runs the binary and returns stdout, stderr and the exit code.
+func runApogee(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx := testutil.Context(t, 60*time.Second)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// TestSDKAdminCLI drives `apogee admin` with mqadmin's command names and
+// flags against a real broker: tables for people, --json for scripts,
+// non-zero exit with a one-line reason on error.
+func TestSDKAdminCLI(t *testing.T) {
+	c := startCluster(t, nil)
+	bin := buildApogee(t)
+	ns := []string{"-n", c.nsAddr}
+	topic := uniqueName(t, "T")
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := runApogee(t, bin, append(append([]string{"admin"}, args...), ns...)...)
+		if code != 0 {
+			t.Fatalf("apogee admin %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	out := run("updateTopic", "-t", topic, "-c", c.cfg.BrokerClusterName, "-r", "4", "-w", "4")
+	if !strings.Contains(out, "success") {
+		t.Fatalf("updateTopic: %q", out)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(run("topicList"), topic)
+	}, "topic not listed")
+	var route struct {
+		Topic  string
+		Queues []struct {
+			BrokerName  string
+			WriteQueues int
+		}
+	}
+	if err := json.Unmarshal([]byte(run("topicRoute", "-t", topic, "--json")), &route); err != nil {
+		t.Fatal(err)
+	}
+	if route.Topic != topic || len(route.Queues) != 1 || route.Queues[0].WriteQueues != 4 {
+		t.Fatalf("route %+v", route)
+	}
+	table := run("clusterList")
+	if !strings.Contains(table, "#CLUSTER_NAME") || !strings.Contains(table, c.cfg.BrokerName) {
+		t.Fatalf("clusterList:\n%s", table)
+	}
+	out = run("sendMessage", "-t", topic, "-p", "hello-cli", "-k", "cli-key", "-c", "TagC", "--json")
+	var sent struct {
+		Status      string `json:"status"`
+		OffsetMsgID string `json:"offsetMsgId"`
+	}
+	if err := json.Unmarshal([]byte(out), &sent); err != nil || sent.Status != "SEND_OK" {
+		t.Fatalf("sendMessage: %q (%v)", out, err)
+	}
+	out = run("queryMsgById", "-i", sent.OffsetMsgID)
+	if !strings.Contains(out, "hello-cli") || !strings.Contains(out, "TagC") {
+		t.Fatalf("queryMsgById:\n%s", out)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(run("consumeMessage", "-t", topic), "hello-cli")
+	}, "consumeMessage did not read the message")
+	run("updateSubGroup", "-g", uniqueName(t, "cg"), "-c", c.cfg.BrokerClusterName)
+
+	// Errors: non-zero exit and one line on stderr.
+	_, errOut, code := runApogee(t, bin, append([]string{"admin", "topicRoute", "-t", "NoSuchTopic_xyz"}, ns...)...)
+	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "NoSuchTopic_xyz") {
+		t.Fatalf("unknown topic: exit %d stderr %q", code, errOut)
+	}
+}
+
+// TestSDKBenchCLI: `apogee bench produce --json` ends stdout with a
+// one-line JSON summary, and prints progress on stderr.
+func TestSDKBenchCLI(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	bin := buildApogee(t)
+	out, errOut, code := runApogee(t, bin, "bench", "produce", "-n", c.nsAddr, "--topic", topic, "--size", "512",
+		"--threads", "2", "--mode", "async", "--count", "2000", "--json")
+	if code != 0 {
+		t.Fatalf("bench produce: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sum struct {
+		TPS    float64 `json:"tps"`
+		MBps   float64 `json:"mbps"`
+		P50    float64 `json:"p50_ms"`
+		P99    float64 `json:"p99_ms"`
+		Max    float64 `json:"max_ms"`
+		Sent   int64   `json:"sent"`
+		Failed int64   `json:"failed"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if sum.Sent != 2000 || sum.Failed != 0 || sum.TPS <= 0 || sum.MBps <= 0 || sum.P99 < sum.P50 || sum.Max < sum.P99 {
+		t.Fatalf("summary %+v", sum)
+	}
+	out, errOut, code = runApogee(t, bin, "bench", "consume", "-n", c.nsAddr, "--topic", topic, "--group", uniqueName(t, "cg"),
+		"--from", "first", "--count", "2000", "--json")
+	if code != 0 {
+		t.Fatalf("bench consume: exit %d: %s", code, errOut)
+	}
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	var csum struct {
+		Received int64 `json:"received"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &csum); err != nil || csum.Received < 2000 {
+		t.Fatalf("consume summary %q (%v)", lines[len(lines)-1], err)
+	}
+}
+
