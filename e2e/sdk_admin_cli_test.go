@@ -146,4 +146,3 @@ func TestSDKBenchCLI(t *testing.T) {
 		t.Fatalf("consume summary %q (%v)", lines[len(lines)-1], err)
 	}
 }
-
