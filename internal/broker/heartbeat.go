@@ -103,12 +103,10 @@ func (b *Broker) processCheckClientConfig(_ context.Context, _ *remoting.Conn, r
 	if body.SubscriptionData == nil || body.SubscriptionData.IsTag() {
 		return protocol.NewResponse(req, protocol.Success, ""), nil
 	}
-	if !b.cfg.EnablePropertyFilter {
-		return nil, protocol.Errorf(protocol.SystemError,
-			"The broker does not support consumer to filter message by %s", body.SubscriptionData.ExpressionType)
+	if _, perr := b.newSQLFilter(body.SubscriptionData); perr != nil { // filter_sql.go
+		return nil, perr
 	}
-	return nil, protocol.Errorf(protocol.SubscriptionParseFailed,
-		"expression type %s is not supported yet", body.SubscriptionData.ExpressionType)
+	return protocol.NewResponse(req, protocol.Success, ""), nil
 }
 
 // notifyConsumerIDsChanged pushes NOTIFY_CONSUMER_IDS_CHANGED (40, oneway)

@@ -92,13 +92,15 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		}
 		sub = s
 	}
-	if !sub.IsTag() {
-		if !b.cfg.EnablePropertyFilter {
-			return fail(protocol.SystemError, 0, "The broker does not support consumer to filter message by %s", sub.ExpressionType)
-		}
-		return fail(protocol.SubscriptionParseFailed, 0, "expression type %s is not supported yet", sub.ExpressionType)
-	}
 	filter := newTagFilter(sub)
+	var msgFilter store.MessageFilter = filter
+	if !sub.IsTag() { // SQL92 (filter_sql.go); held pulls then wake on any arrival
+		f, perr := b.newSQLFilter(sub)
+		if perr != nil {
+			return fail(perr.Code, 0, "%s", perr.Remark)
+		}
+		msgFilter, filter = f, &tagFilter{all: true}
+	}
 
 	// A pending server-side reset is delivered as an offset move (§7.6).
 	if target, ok := b.Offsets.TakeReset(h.ConsumerGroup, h.Topic, h.QueueID); ok {
@@ -114,7 +116,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	if maxBytes <= 0 {
 		maxBytes = 0
 	}
-	res := b.Store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, h.MaxMsgNums, maxBytes, filter)
+	res := b.Store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, h.MaxMsgNums, maxBytes, msgFilter)
 	rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset = res.NextBeginOffset, res.MinOffset, res.MaxOffset
 	if res.SuggestPullingFromSlave && b.cfg.SlaveReadEnable {
 		rh.SuggestWhichBrokerID = gc.WhichBrokerWhenConsumeSlowly
