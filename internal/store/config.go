@@ -99,6 +99,10 @@ type Config struct {
 	// CleanupInitialDelay is the delay before the first cleanup run
 	// (RocketMQ: 60 s). Not a RocketMQ key.
 	CleanupInitialDelay time.Duration `conf:"-"`
+	// PrefaultAheadBytes keeps this many bytes ahead of the commit-log
+	// write position faulted in (0 disables; ignored with
+	// warmMapedFileEnable, which warms whole files). Not a RocketMQ key.
+	PrefaultAheadBytes int64 `conf:"storePrefaultAheadBytes"`
 }
 
 // DefaultConfig returns RocketMQ 5.x defaults (storage-and-broker.md 2.10,
@@ -151,6 +155,7 @@ func DefaultConfig() Config {
 		DeleteFileBatchMax:                10,
 		StoreHost:                         netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		CleanupInitialDelay:               60 * time.Second,
+		PrefaultAheadBytes:                16 << 20,
 	}
 }
 

@@ -9,19 +9,20 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 )
 
-// dispatchRequest is what the dispatchers need from one record.
+// dispatchRequest is what the dispatchers need from one record. Byte
+// slices alias the commit-log mapping and are valid only during dispatch.
 type dispatchRequest struct {
-	topic          string
+	topic          []byte
 	queueID        int32
 	phyOffset      int64
 	size           int32
 	tagsCode       int64
 	storeTimestamp int64
 	queueOffset    int64
-	keys           []string
-	uniqKey        string
+	keys           []byte // raw KEYS property (space separated)
+	uniqKey        []byte
 	sysFlag        int32
-	props          map[string]string
+	view           message.StoredView
 }
 
 // dispatchEnd is the confirm offset dispatch may not pass (4.4): flushed
@@ -118,31 +119,33 @@ func (s *Store) dispatchFile(f *mappedFile, from, end int64, notify bool) (int64
 }
 
 // dispatchRecord builds the consume queue unit and index entries of one
-// record and notifies arrival listeners.
+// record and notifies arrival listeners. It reads the record through a
+// zero-copy view: no allocation unless a queue is new or listeners exist.
 func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
-	ext, _, err := message.DecodeStored(rec, message.DecodeOptions{SkipBody: true})
+	v, _, err := message.ViewStored(rec)
 	if err != nil {
 		return err
 	}
-	if ext.CommitLogOffset != phy {
+	if v.CommitLogOffset() != phy {
 		return errors.New("store: record physical offset field does not match its position")
 	}
 	r := dispatchRequest{
-		topic:          ext.Topic,
-		queueID:        ext.QueueID,
+		topic:          v.Topic(),
+		queueID:        v.QueueID(),
 		phyOffset:      phy,
 		size:           int32(len(rec)),
-		storeTimestamp: ext.StoreTimestamp,
-		queueOffset:    ext.QueueOffset,
-		sysFlag:        ext.SysFlag,
-		props:          ext.Properties,
-		uniqKey:        ext.Properties[message.PropertyUniqClientMessageIDKeyidx],
-		keys:           message.SplitKeys(ext.Properties[message.PropertyKeys]),
+		storeTimestamp: v.StoreTimestamp(),
+		queueOffset:    v.QueueOffset(),
+		sysFlag:        v.SysFlag(),
+		view:           v,
 	}
+	r.uniqKey, _ = v.Property(message.PropertyUniqClientMessageIDKeyidx)
+	r.keys, _ = v.Property(message.PropertyKeys)
 	r.tagsCode = s.tagsCode(&r)
 	tt := message.TransactionType(r.sysFlag)
-	if tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType {
-		cq := s.findOrCreateQueue(r.topic, r.queueID)
+	consumable := tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType
+	if consumable {
+		cq := s.findOrCreateQueueBytes(r.topic, r.queueID)
 		if err := s.putUnitWithRetry(cq, &r); err != nil {
 			return err
 		}
@@ -154,10 +157,12 @@ func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 	}
 	s.cp.logicsMsgTimestamp.Store(r.storeTimestamp)
 	s.stats.dispatched.Add(1)
-	if notify && (tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType) {
-		if p := s.listeners.Load(); p != nil {
+	if notify && consumable {
+		if p := s.listeners.Load(); p != nil && len(*p) > 0 {
+			topic := string(r.topic)
+			props := message.DecodeProperties(string(v.RawProperties()))
 			for _, l := range *p {
-				l(r.topic, r.queueID, r.queueOffset, r.tagsCode, r.storeTimestamp, r.props)
+				l(topic, r.queueID, r.queueOffset, r.tagsCode, r.storeTimestamp, props)
 			}
 		}
 	}
@@ -173,13 +178,13 @@ func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
 	u := cqUnit{PhyOffset: r.phyOffset, Size: r.size, TagsCode: r.tagsCode}
 	if err := cq.putUnit(u, r.queueOffset); err != nil {
 		if s.logicsError.CompareAndSwap(false, true) {
-			s.log.Error("consume queue write failed; writes refused until it succeeds", "topic", r.topic,
+			s.log.Error("consume queue write failed; writes refused until it succeeds", "topic", string(r.topic),
 				"queueId", r.queueID, "err", err)
 		}
 		return fmt.Errorf("%w: %w", errDispatchRetry, err)
 	}
 	if s.logicsError.Load() && s.logicsError.CompareAndSwap(true, false) {
-		s.log.Info("consume queue writable again", "topic", r.topic, "queueId", r.queueID)
+		s.log.Info("consume queue writable again", "topic", string(r.topic), "queueId", r.queueID)
 	}
 	return nil
 }
@@ -187,19 +192,18 @@ func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
 // tagsCode is the consume-queue tag field: the tag hash, or for the
 // schedule topic the delivery time (8.8).
 func (s *Store) tagsCode(r *dispatchRequest) int64 {
-	if r.topic == ScheduleTopic {
-		if lvl := atoiSafe(r.props[message.PropertyDelayTimeLevel]); lvl > 0 && len(s.delayLevels) > 0 {
-			lvl = min(lvl, len(s.delayLevels))
-			return r.storeTimestamp + s.delayLevels[lvl-1].Milliseconds()
+	if string(r.topic) == ScheduleTopic {
+		if lvl, _ := r.view.Property(message.PropertyDelayTimeLevel); len(lvl) > 0 && len(s.delayLevels) > 0 {
+			if n := atoiSafe(lvl); n > 0 {
+				n = min(n, len(s.delayLevels))
+				return r.storeTimestamp + s.delayLevels[n-1].Milliseconds()
+			}
 		}
 	}
-	if tags := r.props[message.PropertyTags]; tags != "" {
-		return message.TagsHashCode(tags)
-	}
-	return 0
+	return r.view.TagsCode()
 }
 
-func atoiSafe(s string) int {
+func atoiSafe(s []byte) int {
 	n := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -10,8 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf16"
 	"unsafe"
+
+	"github.com/apogeemq/apogee/internal/message"
 )
 
 // IndexFile layout (storage-and-broker.md 5.1). Part of the on-disk format;
@@ -35,25 +37,10 @@ const (
 	indexFileNameLayout = "20060102150405.000"
 )
 
-// javaStringHash is Java's String.hashCode over UTF-16 code units.
-func javaStringHash(s string) int32 {
-	var h int32
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x80 {
-			h = 31*h + int32(c)
-			continue
-		}
-		for _, u := range utf16.Encode([]rune(s[i:])) {
-			h = 31*h + int32(u)
-		}
-		return h
-	}
-	return h
-}
-
-// indexKeyHash is abs(javaHash(key)), with Integer.MIN_VALUE mapping to 0.
-func indexKeyHash(key string) int32 {
-	h := javaStringHash(key)
+// indexKeyHash is abs(javaHash(key)), with Integer.MIN_VALUE mapping to 0
+// (Java String.hashCode over UTF-16 units, as message.TagsHashCode).
+func indexKeyHash[S ~string | ~[]byte](key S) int32 {
+	h := int32(message.TagsHashCodeBytes([]byte(key)))
 	if h < 0 {
 		h = -h
 	}
@@ -141,7 +128,7 @@ func (f *indexFile) storeSlot(pos int, val int32) {
 }
 
 // put adds one key (5.3 steps 2-4). It returns false when the file is full.
-func (f *indexFile) put(key string, phyOffset, storeTimestamp int64) bool {
+func (f *indexFile) put(key []byte, phyOffset, storeTimestamp int64) bool {
 	count := f.indexCount.Load()
 	if int(count) >= f.indexNum {
 		return false
@@ -235,6 +222,8 @@ type indexService struct {
 
 	mu    sync.RWMutex
 	files []*indexFile // ascending creation time; guarded by mu
+
+	keyBuf []byte // scratch for topic#key; dispatch goroutine only
 }
 
 // load maps existing index files. After a crash, files with entries newer
@@ -323,7 +312,8 @@ func (s *indexService) current() (*indexFile, error) {
 	return f, nil
 }
 
-// build indexes one dispatched message (5.2).
+// build indexes one dispatched message (5.2): topic#UNIQ_KEY and
+// topic#token for every space-separated KEYS token.
 func (s *indexService) build(r *dispatchRequest) error {
 	f, err := s.current()
 	if err != nil {
@@ -332,25 +322,35 @@ func (s *indexService) build(r *dispatchRequest) error {
 	if r.phyOffset < f.endPhyOffset.Load() {
 		return nil // already indexed
 	}
-	add := func(key string) error {
+	add := func(key []byte) error {
+		buf := s.keyBuf[:0]
+		buf = append(append(append(buf, r.topic...), '#'), key...)
+		s.keyBuf = buf
 		for range 3 {
-			if f.put(key, r.phyOffset, r.storeTimestamp) {
+			if f.put(buf, r.phyOffset, r.storeTimestamp) {
 				return nil
 			}
 			if f, err = s.current(); err != nil {
 				return err
 			}
 		}
-		return fmt.Errorf("store: index put failed for key %q", key)
+		return fmt.Errorf("store: index put failed for key %q", buf)
 	}
-	if r.uniqKey != "" {
-		if err := add(r.topic + "#" + r.uniqKey); err != nil {
+	if len(r.uniqKey) > 0 {
+		if err := add(r.uniqKey); err != nil {
 			return err
 		}
 	}
-	for _, k := range r.keys {
-		if k != "" {
-			if err := add(r.topic + "#" + k); err != nil {
+	for keys := r.keys; len(keys) > 0; {
+		i := bytes.IndexByte(keys, ' ')
+		var k []byte
+		if i < 0 {
+			k, keys = keys, nil
+		} else {
+			k, keys = keys[:i], keys[i+1:]
+		}
+		if len(k) > 0 {
+			if err := add(k); err != nil {
 				return err
 			}
 		}

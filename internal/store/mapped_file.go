@@ -373,3 +373,18 @@ func atomicTouch(b []byte) {
 	p := (*uint32)(unsafe.Pointer(&b[0]))
 	atomic.AddUint32(p, 0)
 }
+
+// populate pre-faults [from, to) writable without changing the content.
+func (mf *mappedFile) populate(from, to int64) bool {
+	if !mf.hold() {
+		return false
+	}
+	defer mf.release()
+	from &^= pageSize - 1
+	if err := unix.Madvise(mf.data[from:to], unix.MADV_POPULATE_WRITE); err != nil {
+		for q := from; q < to; q += pageSize {
+			atomicTouch(mf.data[q:])
+		}
+	}
+	return true
+}

@@ -347,6 +347,7 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 	}
 	f.appendBytes(recs)
 	f.storeTimestamp.Store(now)
+	s.maybeWakePrefault(f)
 	if next != qo {
 		s.topicQueueTable[key] = next
 	}

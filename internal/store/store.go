@@ -76,6 +76,8 @@ type Store struct {
 	wakeDispatch chan struct{}
 	wakeFlush    chan struct{}
 	wakeCommit   chan struct{}
+	wakePrefault chan struct{}
+	prefault     prefaulter
 
 	recovery RecoveryReport
 	stats    statCounters
@@ -109,7 +111,9 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 		wakeDispatch:    make(chan struct{}, 1),
 		wakeFlush:       make(chan struct{}, 1),
 		wakeCommit:      make(chan struct{}, 1),
+		wakePrefault:    make(chan struct{}, 1),
 	}
+	s.prefault.ahead = cfg.PrefaultAheadBytes
 	s.confirmOffset.Store(-1)
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	var si unix.Sysinfo_t
@@ -144,6 +148,9 @@ func (s *Store) Start() error {
 		s.goFunc("store-warm", func() { last.warmFrom(from, s.quit) })
 	}
 	s.goFunc("store-dispatch", s.runDispatch)
+	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable {
+		s.goFunc("store-prefault", s.runPrefault)
+	}
 	if s.cfg.syncFlush() {
 		s.goFunc("store-group-commit", s.runGroupCommit)
 		s.goFunc("store-flush-watchdog", s.runFlushWatchdog)
@@ -397,6 +404,18 @@ func (s *Store) getQueue(topic string, queueID int32) *consumeQueue {
 	s.queuesMu.RLock()
 	defer s.queuesMu.RUnlock()
 	return s.queues[topic][queueID]
+}
+
+// findOrCreateQueueBytes is findOrCreateQueue for a topic held in bytes;
+// it allocates only when the queue is new.
+func (s *Store) findOrCreateQueueBytes(topic []byte, queueID int32) *consumeQueue {
+	s.queuesMu.RLock()
+	cq := s.queues[string(topic)][queueID]
+	s.queuesMu.RUnlock()
+	if cq != nil {
+		return cq
+	}
+	return s.findOrCreateQueue(string(topic), queueID)
 }
 
 // findOrCreateQueue returns the consume queue, creating it (no files yet).
