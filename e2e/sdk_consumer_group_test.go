@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// TestSDKPushConsumerRebalancesOnNotify: with the default 20 s rebalance
+// period, a second member joining makes the first give up queues within
+// seconds, driven by the broker's NOTIFY_CONSUMER_IDS_CHANGED (remoting.md
+// §3.6); closing the second gives them back.
+func TestSDKPushConsumerRebalancesOnNotify(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 8)
+	group := uniqueName(t, "cg")
+	r := newSDKReceived()
+	slowRebalance := client.WithRebalanceInterval(20 * time.Second)
+	c1 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r), slowRebalance)
+	// The 8 topic queues; the retry topic's queue joins once the broker
+	// has registered %RETRY%<group> with the name server.
+	if got := c1.Stats().Queues; got < 8 {
+		t.Fatalf("first member holds %d queues, want 8", got)
+	}
+	c2 := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r), slowRebalance)
+	testutil.Eventually(t, 8*time.Second, func() bool {
+		return c1.Stats().Queues < 8 && c2.Stats().Queues > 0
+	}, "no rebalance after the second member joined")
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 8*time.Second, func() bool { return c1.Stats().Queues >= 8 }, "queues not taken back")
+}
+
+// TestSDKAndOfficialConsumersShareGroup: an Apogee consumer and an official
+// Go consumer in one group compute the same allocation (sorted queues and
+// client ids, averagely), so each message is consumed by exactly one of
+// them once both are running.
+func TestSDKAndOfficialConsumersShareGroup(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 8)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+
+	official := newReceived()
+	oc := newPushConsumer(t, c.nsAddr, group, topic, "*", official)
+	sdk := newSDKReceived()
+	sc := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(sdk))
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		return len(c.b.Clients.ConsumerIDs(group)) == 2 && sc.Stats().Queues >= 4 && sc.Stats().Queues <= 5
+	}, "group never split")
+	probe := sendN(t, p, topic, "", "probe", 16)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		for _, id := range probe {
+			_, a := official.get(id)
+			_, b := sdk.get(id)
+			if !a && !b {
+				return false
+			}
+		}
+		return true
+	}, "probes not consumed")
+	baseO, baseS := official.count.Load(), sdk.count.Load()
+	ids := sendN(t, p, topic, "", "steady", 200)
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		for _, id := range ids {
+			_, a := official.get(id)
+			_, b := sdk.get(id)
+			if !a && !b {
+				return false
+			}
+		}
+		return true
+	}, "not every message consumed")
+	both := 0
+	for _, id := range ids {
+		_, a := official.get(id)
+		_, b := sdk.get(id)
+		if a && b {
+			both++
+		}
+	}
+	if both != 0 {
+		t.Errorf("%d messages consumed by both members", both)
+	}
+	if official.count.Load() == baseO || sdk.count.Load() == baseS {
+		t.Errorf("not split: official %d, sdk %d", official.count.Load()-baseO, sdk.count.Load()-baseS)
+	}
+	// Shut the official consumer down first: the official client races
+	// (under -race) when a membership notification arrives during its
+	// own shutdown, which closing the Apogee member first would cause.
+	_ = oc.Shutdown()
+}
+
+// TestSDKPushConsumerSQL92Subscription: an SQL92 selector is registered
+// with the broker as written (heartbeat subscription, remoting.md §5.3.4)
+// and sent with the pulls. When the broker filters SQL92, only matching
+// messages arrive; a broker without SQL92 support answers the pull with an
+// error, which is reported.
+func TestSDKPushConsumerSQL92Subscription(t *testing.T) {
+	c := startCluster(t, func(cfg *broker.Config) { cfg.EnablePropertyFilter = true })
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	group := uniqueName(t, "cg")
+	const expr = "a > 5 AND (b = 'x' OR b IS NULL)"
+	r := newSDKReceived()
+	newSDKPushConsumer(t, c.nsAddr, group, topic, client.SQL92Selector(expr), recordListener(r))
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		s, ok := c.b.Clients.Subscription(group, topic)
+		return ok && s.SubString == expr && s.ExpressionType == protocol.ExpressionSQL92
+	}, "SQL92 subscription not registered as written")
+
+	pc := newSDKPullConsumer(t, c.nsAddr, uniqueName(t, "cg"))
+	ctx := testutil.Context(t, 30*time.Second)
+	mq := client.MessageQueue{Topic: topic, BrokerName: "broker-a", QueueID: 0}
+	_, err := pc.Pull(ctx, mq, client.SQL92Selector(expr), 0, 8)
+	var be *client.BrokerError
+	if errors.As(err, &be) {
+		t.Skipf("broker does not filter SQL92 yet: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := newSDKProducer(t, c.nsAddr)
+	for i, props := range []map[string]string{{"a": "6", "b": "x"}, {"a": "7"}, {"a": "1", "b": "x"}, {"a": "9", "b": "y"}} {
+		m := client.NewMessage(topic, []byte{byte('0' + i)})
+		for k, v := range props {
+			m.SetProperty(k, v)
+		}
+		if _, err := sp.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool { return r.count.Load() >= 2 }, "matching messages not received")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.msgs {
+		if b := string(m.Body); b != "0" && b != "1" {
+			t.Errorf("non-matching message %s received", b)
+		}
+	}
+}
+
+// TestSDKProducerToSDKConsumer: the Apogee producer's sync, batch and
+// compressed sends round-trip through the Apogee consumer byte for byte.
+func TestSDKProducerToSDKConsumer(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	ctx := testutil.Context(t, 60*time.Second)
+	p := newSDKProducer(t, c.nsAddr)
+	want := map[string][]byte{}
+	big := make([]byte, 64<<10)
+	for i := range big {
+		big[i] = byte(i % 7)
+	}
+	for _, body := range [][]byte{[]byte("one"), big} {
+		m := client.NewMessage(topic, body).WithTag("t").WithKeys("k1", "k2")
+		m.SetProperty("user", "ü")
+		res, err := p.Send(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[res.MsgID] = body
+	}
+	var batch []*client.Message
+	for i := range 10 {
+		batch = append(batch, client.NewMessage(topic, []byte{byte(i), 0, 255}).WithTag("t"))
+	}
+	if _, err := p.SendBatch(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	r := newSDKReceived()
+	newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("t"), recordListener(r),
+		client.WithConsumeMessageBatchMaxSize(8))
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= int64(len(want)+len(batch)) },
+		"received %d", r.count.Load())
+	for id, body := range want {
+		m, ok := r.get(id)
+		if !ok {
+			t.Fatalf("%s missing", id)
+		}
+		if string(m.Body) != string(body) || m.Property("user") != "ü" || len(m.Keys()) != 2 || m.Tag() != "t" {
+			t.Errorf("%s: body %d bytes, props %v", id, len(m.Body), m.Properties)
+		}
+	}
+	seen := map[byte]bool{}
+	r.mu.Lock()
+	for _, m := range r.msgs {
+		if len(m.Body) == 3 && m.Body[1] == 0 && m.Body[2] == 255 {
+			seen[m.Body[0]] = true
+		}
+	}
+	r.mu.Unlock()
+	if len(seen) != len(batch) {
+		t.Fatalf("batch messages received: %d of %d", len(seen), len(batch))
+	}
+}
