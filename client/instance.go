@@ -53,6 +53,7 @@ type instance struct {
 	routeListeners   []func(topic string, r *topicRoute)
 
 	heartbeatWake chan struct{} // capacity 1; a send asks for a heartbeat now
+	routeWake     chan string   // topics to refresh soon (after failures); bounded, sends never block
 
 	state   atomic.Int32 // stateCreated -> stateStarted -> stateClosed
 	quit    chan struct{}
@@ -95,6 +96,7 @@ func newInstance(cfg clientConfig) *instance {
 		routes:        make(map[string]*topicRoute),
 		brokers:       make(map[string]map[int64]string),
 		heartbeatWake: make(chan struct{}, 1),
+		routeWake:     make(chan string, 64),
 		quit:          make(chan struct{}),
 	}
 	return in
@@ -220,7 +222,23 @@ func (in *instance) routeLoop() {
 			return
 		case <-t.C:
 			in.refreshAllRoutes()
+		case topic := <-in.routeWake:
+			ctx, cancel := context.WithTimeout(context.Background(), nameServerTimeout)
+			if _, err := in.refreshRoute(ctx, topic); err != nil {
+				in.logger.Debug("route refresh after failure failed", "topic", topic, "err", err)
+			}
+			cancel()
 		}
+	}
+}
+
+// refreshSoon asks the route loop to refetch a topic's route (after a send
+// to it failed). It never blocks; a full queue drops the request (the 30 s
+// refresh still runs).
+func (in *instance) refreshSoon(topic string) {
+	select {
+	case in.routeWake <- topic:
+	default:
 	}
 }
 

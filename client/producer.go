@@ -572,6 +572,7 @@ func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueu
 			continue
 		}
 		lastErr = err
+		p.in.refreshSoon(o.topic)
 		if !retriable(err) {
 			return nil, err
 		}
@@ -769,6 +770,9 @@ func (a *asyncSend) attempt() error {
 
 // done handles an attempt's outcome: retry or call back.
 func (a *asyncSend) done(res *SendResult, err error) {
+	if err != nil {
+		a.p.in.refreshSoon(a.o.topic)
+	}
 	for err != nil && retriable(err) && a.n <= a.p.cfg.retryAsync && time.Now().Before(a.deadline) && a.parent.Err() == nil {
 		aerr := a.attempt()
 		if aerr == nil {

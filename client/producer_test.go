@@ -423,3 +423,28 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal("compress level 10 accepted")
 	}
 }
+
+// TestRouteRefreshedAfterFailure: a failed send makes the producer refetch
+// the topic's route at once instead of waiting for the 30 s refresh.
+func TestRouteRefreshedAfterFailure(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	b := newFakeBroker(t, "broker-b")
+	a.serve("T", a)
+	p := startProducer(t, a.addr, WithRetries(0))
+	ctx := testutil.Context(t, 10*time.Second)
+	if _, err := p.Send(ctx, NewMessage("T", []byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	// The topic moves to broker-b; broker-a refuses it.
+	a.serve("T", b)
+	a.onSend = func(*protocol.Command) *protocol.Command {
+		return &protocol.Command{Code: int32(protocol.TopicNotExist), Remark: "gone"}
+	}
+	if _, err := p.Send(ctx, NewMessage("T", []byte("x"))); err == nil {
+		t.Fatal("send to the old broker succeeded")
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		res, err := p.Send(ctx, NewMessage("T", []byte("x")))
+		return err == nil && res.Queue.BrokerName == "broker-b"
+	}, "route not refreshed after the failure")
+}

@@ -53,3 +53,11 @@ func TestPublishQueues(t *testing.T) {
 		t.Fatal("routeEqual")
 	}
 }
+
+func TestVIPAddr(t *testing.T) {
+	for in, want := range map[string]string{"10.0.0.1:10911": "10.0.0.1:10909", "[::1]:10911": "[::1]:10909", "bad": "bad", "h:1": "h:1"} {
+		if got := vipAddr(in); got != want {
+			t.Errorf("vipAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
