@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/config"
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
@@ -438,5 +440,33 @@ func TestAppendRawCommitLogReplicates(t *testing.T) {
 	}
 	if p := put(t, slave, newMsg("T", 0, "x", nil)); p.Status != ServiceNotAvailable {
 		t.Fatalf("put on a slave: %v", p.Status)
+	}
+}
+
+// TestConfigFromBrokerConf: broker.conf keys apply to Config through
+// internal/config, durations as RocketMQ milliseconds.
+func TestConfigFromBrokerConf(t *testing.T) {
+	props, err := config.Parse(strings.NewReader(strings.Join([]string{
+		"storePathRootDir=/data/store", "flushDiskType=SYNC_FLUSH", "syncFlushTimeout=3000",
+		"mappedFileSizeCommitLog=268435456", "fileReservedTime=48", "deleteWhen=04;16",
+		"transientStorePoolEnable=true", "maxMessageSize=1048576", "osPageCacheBusyTimeOutMills=2000",
+	}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	unknown, err := config.Apply(props, &cfg)
+	if err != nil || len(unknown) != 0 {
+		t.Fatalf("apply: %v unknown=%v", err, unknown)
+	}
+	if cfg.FlushDiskType != SyncFlush || cfg.SyncFlushTimeout != 3*time.Second || cfg.FileReservedTime != 48 ||
+		cfg.MappedFileSizeCommitLog != 256<<20 || !cfg.TransientStorePoolEnable || cfg.OSPageCacheBusyTimeOutMills != 2*time.Second {
+		t.Fatalf("config not applied: %+v", cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if m := config.ToMap(&cfg); m["flushIntervalCommitLog"] != "500" || m["brokerRole"] != "ASYNC_MASTER" {
+		t.Fatalf("ToMap: %v", m)
 	}
 }

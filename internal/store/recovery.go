@@ -42,17 +42,22 @@ func (s *Store) checkRecord(f *mappedFile, pos int64) (checkResult, int64, strin
 	if size <= 8 || size > remaining {
 		return recordInvalid, 0, fmt.Sprintf("record size %d exceeds the %d bytes left (torn tail)", size, remaining)
 	}
-	ext, n, err := message.DecodeStored(d[:size], message.DecodeOptions{SkipBody: !s.cfg.CheckCRCOnRecover, VerifyCRC: s.cfg.CheckCRCOnRecover})
+	v, n, err := message.ViewStored(d[:size])
 	if err != nil {
 		return recordInvalid, 0, fmt.Sprintf("undecodable record: %v", err)
 	}
 	if int64(n) != size {
 		return recordInvalid, 0, fmt.Sprintf("record length %d differs from TOTALSIZE %d", n, size)
 	}
-	if ext.CommitLogOffset != f.fromOffset+pos {
-		return recordInvalid, 0, fmt.Sprintf("PHYSICALOFFSET %d differs from position %d (stale data)", ext.CommitLogOffset, f.fromOffset+pos)
+	if s.cfg.CheckCRCOnRecover {
+		if err := v.VerifyCRC(); err != nil {
+			return recordInvalid, 0, err.Error()
+		}
 	}
-	if ext.StoreTimestamp == 0 {
+	if v.CommitLogOffset() != f.fromOffset+pos {
+		return recordInvalid, 0, fmt.Sprintf("PHYSICALOFFSET %d differs from position %d (stale data)", v.CommitLogOffset(), f.fromOffset+pos)
+	}
+	if v.StoreTimestamp() == 0 {
 		return recordInvalid, 0, "zero store timestamp"
 	}
 	return recordValid, size, ""
