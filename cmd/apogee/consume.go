@@ -131,6 +131,12 @@ func runConsume(ctx context.Context, g *globalFlags, f *consumeFlags, stdout, st
 	if f.broadcast {
 		opts = append(opts, client.WithMessageModel(client.Broadcasting))
 	}
+	if f.count > 0 {
+		// One consume goroutine handles each queue's messages in offset
+		// order, so exactly the printed messages are committed and the
+		// next run continues after them.
+		opts = append(opts, client.WithConsumeGoroutines(1))
+	}
 	sel := client.TagSelector(f.tag)
 	if f.sql != "" {
 		sel = client.SQL92Selector(f.sql)
