@@ -14,16 +14,24 @@
 //	          gateHook (SYSTEM_BUSY unless running)│<────┘
 //	                                               v
 //	registerProcessors: one line per request family, each on its pool
-//	 ├─ send codes 10/310/320/324/325 ─> sendQueue (own executor: enqueue
-//	 │     time, [TIMEOUT_CLEAN_QUEUE]) ─> processSend ─> Store.PutMessage(s)
-//	 │     ... store completion callback ─> conn.WriteResponse   (send.go)
+//	 ├─ send codes 10/310/320/324/325 and 36 ─> sendQueue (own executor:
+//	 │     enqueue time, [TIMEOUT_CLEAN_QUEUE], [PCBUSY_CLEAN_QUEUE]) ─>
+//	 │     processSend / processSendBack ─> Store.PutMessage(s) ... store
+//	 │     completion callback ─> conn.WriteResponse   (send.go, send_back.go)
 //	 ├─ 11/361 pull ─> processPull ─> Store.GetMessage; PULL_NOT_FOUND with
-//	 │     the suspend flag ─> pullHoldService (pull_hold.go), woken by
-//	 │     Store arrival listener, 5 s scan and hold deadlines
+//	 │     the suspend flag ─> pullHoldService (pull_hold.go), woken by the
+//	 │     store's arrival listener, the 5 s scan and hold deadlines
 //	 ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
-//	 ├─ 38/14/15 consumer management (heartbeat.go, consumer_offset.go)
+//	 ├─ 38/14/15/41/42 consumer management (heartbeat.go, consumer_offset.go,
+//	 │     lock.go)
+//	 ├─ 37 END_TRANSACTION (transaction.go); 12/33 queries (query.go)
 //	 └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
-//	       200/201/207/225/352 groups, 43/45 (admin_topic.go, admin_group.go)
+//	       200/201/207/225/352 groups, 43/45, 202/208/203/204/300/343/305/28/26
+//	       stats and config, 222 reset offset, 307/309 relays (admin_*.go)
+//
+//	Background services: scheduleService (schedule.go, delay levels back to
+//	their topics), transactionCheckLoop (transaction.go), registerLoop
+//	(register.go), persistLoop and clientScanLoop (broker.go).
 //
 //	Managers (fields of Broker, reachable by every processor):
 //	 Topics       TopicConfigManager        <root>/config/topics.json
@@ -31,6 +39,7 @@
 //	 Offsets      ConsumerOffsetManager     <root>/config/consumerOffset.json (every 5 s + at close)
 //	 DelayOffsets DelayOffsetTable          <root>/config/delayOffset.json (every 10 s + at close)
 //	 Clients      ClientManager             in memory; NOTIFY_CONSUMER_IDS_CHANGED on change
+//	 Locks        RebalanceLockManager      in memory; orderly queue locks (60 s)
 //	 Store        *store.Store              created in Start (STOREHOST = brokerIP1:port)
 //
 // Metadata files are RocketMQ's JSON shapes; they are written atomically
@@ -52,8 +61,9 @@
 // (draining pools), the store closes (flush), offsets are persisted.
 //
 // Goroutines (all started by goFunc, counted in wg, stopped by quit):
-// send workers (sendMessageThreadPoolNums), pull-hold, persist,
-// client-scan, register, and short-lived conn-closed clean-ups.
+// send workers (sendMessageThreadPoolNums), pull-hold, schedule,
+// transaction-check, persist, client-scan, register, and short-lived
+// conn-closed clean-ups.
 //
 // Locks: each manager has one RWMutex over its table plus a persist mutex
 // that only serialises file writes; no manager lock is held while calling
