@@ -1,5 +1,73 @@
 package client
 
+// Consumers: design notes (the consumer half of DESIGN.md).
+//
+// Ownership
+//
+//	PushConsumer (push.go) ── also the engine of LitePullConsumer (litepull.go)
+//	  ├── consumerEnv ──► instance (consumer_instance.go adapts instance.go:
+//	  │                    routes, heartbeats with consumerData, NOTIFY_CONSUMER_IDS_CHANGED,
+//	  │                    GET_CONSUMER_RUNNING_INFO; released on Close)
+//	  ├── consumerAPI (consumer_api.go): pull, offsets, consumer list, locks, send-back
+//	  ├── offsetStore (offsetstore.go): remote (clustering) | local file (broadcasting)
+//	  ├── taskQueue + consumeGoroutines workers (push_pool.go)
+//	  └── queues: MessageQueue -> queueState { processQueue, pull goroutine }
+//	PullConsumer (pull.go): no goroutines of its own; caller-driven pulls.
+//
+// Goroutines (all through PushConsumer.goFunc: counted, pprof-labelled,
+// refused once Close began; Close closes quit, cancels ctx, waits):
+//
+//	rebalance loop    every rebalanceInterval (20 s) and on rebalanceNow (NOTIFY)
+//	persist loop      every persistInterval (5 s; lite: auto-commit interval)
+//	lock-renew loop   orderly clustering only, every 20 s
+//	consume workers   consumeGoroutines (20), drain taskQueue (not in lite mode)
+//	pull loop         one per assigned queue; stopped by its queueState.cancel
+//	                  (rebalance, seek, offset moved) or by Close
+//	delayed re-submit short-lived (consume later after a failed send-back,
+//	                  orderly suspend), end on quit
+//
+// Flow of a message: pull loop -> processQueue.putMessages -> taskQueue
+// (concurrent: batches of consumeMessageBatchMaxSize; orderly: one "consume
+// this queue" task at a time, guarded by processQueue.consumeMu) or pollCh
+// (lite) -> listener -> processQueue.removeMessages/commit -> offsetStore
+// (memory) -> persist loop / pull piggy-back / Close -> broker or file.
+// Flow control is the processQueue thresholds: the pull loop sleeps 50 ms
+// while a queue holds more than pullThresholdForQueue messages,
+// pullThresholdSizeForQueue MiB or (concurrent) a span over
+// consumeConcurrentlyMaxSpan; nothing is dropped. The task queue never
+// blocks the pull loop; its length is bounded by the cached messages.
+//
+// Lock order (A -> B: B may be taken while A is held):
+//
+//	PushConsumer.mu -> rebalanceMu -> queuesMu          (Start runs the first rebalance)
+//	rebalanceMu -> offsetTable.mu
+//	processQueue.consumeMu -> processQueue.mu           (orderly; consumeMu is held
+//	                                                     across the listener call: it
+//	                                                     is the local queue lock)
+//	queuesMu, processQueue.mu, offsetTable.mu, taskQueue.mu,
+//	LitePullConsumer.mu, instanceEnv.mu: leaves
+//
+// queuesMu and processQueue.mu are never held during I/O or a listener
+// call. The pull loop holds nothing while it waits for the broker.
+//
+// At-least-once: an offset is committed only after the listener returned
+// success for every message below it (the smallest cached offset). A queue
+// dropped by rebalance stops committing at once (processQueue.dropped), and
+// Close does not commit batches whose listener failed while closing, so a
+// consumer that goes away mid-batch leaves those messages to the group.
+//
+// Non-obvious:
+//   - The retry topic %RETRY%<group> is subscribed by clustering push
+//     consumers; its route appears only after the broker created it on the
+//     first heartbeat, so it joins at a later rebalance.
+//   - Retry messages are handed to the listener with their original topic
+//     (RETRY_TOPIC), as RocketMQ does.
+//   - Pulls carry the subscription only for SQL92, lite pulls and
+//     WithPostSubscriptionWhenPull; otherwise the broker filters with the
+//     heartbeat's (like the Go client).
+//   - Broadcasting failures are dropped (no retry topic), as in RocketMQ.
+
+
 import (
 	"context"
 	"fmt"
