@@ -67,7 +67,6 @@ package client
 //     heartbeat's (like the Go client).
 //   - Broadcasting failures are dropped (no retry topic), as in RocketMQ.
 
-
 import (
 	"context"
 	"fmt"
