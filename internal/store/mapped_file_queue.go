@@ -347,8 +347,9 @@ func (q *mappedFileQueue) shutdownAll() {
 	files := q.files
 	q.files = nil
 	q.mu.Unlock()
+	// One shutdown each: a file a reader still holds is unmapped by that
+	// reader's release, never under it.
 	for _, f := range files {
-		f.shutdown(time.Now(), 0)
 		f.shutdown(time.Now(), 0)
 	}
 }

@@ -99,6 +99,8 @@ type recMeta struct {
 // REAL_TOPIC/REAL_QID kept; the consume-queue tag becomes the delivery time.
 func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 	start := time.Now()
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	if st, remark := s.checkWritable(); st != PutOK {
 		s.stats.putFailures.Add(1)
 		done(PutResult{Status: st, Remark: remark})
@@ -134,6 +136,8 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 // spans two files). Batches may not be transactional or delayed.
 func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 	start := time.Now()
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	if len(batch) == 0 {
 		done(PutResult{Status: MessageIllegal, Remark: "empty batch"})
 		return

@@ -11,6 +11,8 @@ import (
 // topic-queue table is rebuilt from the consume queues at the next start.
 // Used by slaves (HA); it bypasses the put checks.
 func (s *Store) AppendRawCommitLog(startOffset int64, data []byte) error {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	if s.state.Load() != stateRunning {
 		return ErrClosed
 	}

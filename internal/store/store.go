@@ -35,6 +35,9 @@ type Store struct {
 	state atomic.Int32
 	quit  chan struct{}
 	wg    sync.WaitGroup
+	// inflight counts puts between their state check and the hand-off of
+	// their completion; Close waits for it to drain.
+	inflight atomic.Int64
 
 	lockFile *os.File
 	cp       *checkpoint
@@ -243,6 +246,10 @@ func (s *Store) Close() error {
 		if s.state.CompareAndSwap(stateRunning, stateClosing) {
 			break
 		}
+	}
+	// New puts now fail; wait for those already past the state check.
+	for deadline := time.Now().Add(10 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	// Let dispatch catch up (up to 5 s) before stopping it.
 	deadline := time.Now().Add(5 * time.Second)

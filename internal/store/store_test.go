@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,6 +333,42 @@ func TestConcurrentPutsAreDenseAndOrdered(t *testing.T) {
 				t.Fatalf("queue offsets not distinct: %d unique", len(got))
 			}
 			waitDispatched(t, s, "C", 0, writers*each)
+		})
+	}
+}
+
+// TestCloseDuringPuts: Close while writers are putting never crashes, and
+// every put completes exactly once (stored, or refused once closing).
+func TestCloseDuringPuts(t *testing.T) {
+	for _, v := range variants[:2] {
+		t.Run(v.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			v.apply(&cfg)
+			s := openStore(t, cfg)
+			var wg sync.WaitGroup
+			var completed, issued atomic.Int64
+			for w := 0; w < 4; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 2000; i++ {
+						issued.Add(1)
+						ch := make(chan PutResult, 1)
+						s.PutMessage(newMsg("C", int32(w), "x", nil), func(r PutResult) { completed.Add(1); ch <- r })
+						if r := <-ch; r.Status == ServiceNotAvailable {
+							return
+						}
+					}
+				}()
+			}
+			testutil.Eventually(t, 5*time.Second, func() bool { return completed.Load() > 50 })
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if completed.Load() != issued.Load() {
+				t.Fatalf("%d puts issued, %d completed", issued.Load(), completed.Load())
+			}
 		})
 	}
 }
