@@ -467,3 +467,76 @@ func TestAdminQueries(t *testing.T) {
 	resp = invoke(t, c, b.Addr(), pullReq("sg", "Stats", 0, 0, 0, 0, ""))
 	mustCode(t, resp, protocol.Success)
 }
+
+// TestLongPollingTagFilterAndShortPolling: an arrival whose tag does not
+// match a held pull's subscription leaves it parked; a matching one wakes
+// it (§8.7 wake-up path 1). With longPollingEnable=false the hold is
+// shortPollingTimeMills.
+func TestLongPollingTagFilterAndShortPolling(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("LT", 0, []byte("m0"), map[string]string{"TAGS": "TagB"})), protocol.Success)
+	waitDispatched(t, b, "LT", 0, 1)
+	flags := int32(protocol.PullFlagSuspend | protocol.PullFlagSubscription)
+	done := make(chan *protocol.Command, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		r, err := c.InvokeSync(ctx, b.Addr(), pullReq("cg", "LT", 0, 1, flags, 15*time.Second, "TagA"))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	testutil.Eventually(t, 5*time.Second, func() bool { return b.pullHold.heldCount() == 1 }, "pull not held")
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("LT", 0, []byte("m1"), map[string]string{"TAGS": "TagB"})), protocol.Success)
+	waitDispatched(t, b, "LT", 0, 2)
+	select {
+	case r := <-done:
+		t.Fatalf("woken by a non-matching tag: code %d", r.Code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("LT", 0, []byte("m2"), map[string]string{"TAGS": "TagA"})), protocol.Success)
+	select {
+	case r := <-done:
+		mustCode(t, r, protocol.Success)
+		msgs, err := message.DecodeStoredAll(r.Body, message.DecodeOptions{})
+		if err != nil || len(msgs) != 1 || string(msgs[0].Body) != "m2" {
+			t.Fatalf("msgs = %v, %v", msgs, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("matching arrival did not wake the held pull")
+	}
+
+	cfg := testConfig(t, t.TempDir())
+	cfg.LongPollingEnable = false
+	cfg.ShortPollingTimeMills = 200 * time.Millisecond
+	sb := startBroker(t, cfg)
+	mustCode(t, invoke(t, c, sb.Addr(), sendReq("SP", 0, []byte("m0"), nil)), protocol.Success)
+	waitDispatched(t, sb, "SP", 0, 1)
+	start := time.Now()
+	r := invoke(t, c, sb.Addr(), pullReq("cg", "SP", 0, 1, flags, 15*time.Second, "*"))
+	mustCode(t, r, protocol.PullNotFound)
+	if d := time.Since(start); d > 5*time.Second || d < 150*time.Millisecond {
+		t.Fatalf("short polling held %v, want about 200ms", d)
+	}
+}
+
+// TestClientChannelExpiry: a channel without a heartbeat for
+// channelExpiredTimeout is dropped and its connection closed (§8.6).
+func TestClientChannelExpiry(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	body, _ := protocol.MarshalJSON(&protocol.HeartbeatData{ClientID: "old",
+		ConsumerDataSet: []protocol.ConsumerData{{GroupName: "eg", SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "T", SubString: "*"}}}}})
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, body)), protocol.Success)
+	if n := b.Clients.ScanExpired(time.Now().Add(time.Minute), b.cfg.ChannelExpiredTimeout); n != 0 {
+		t.Fatalf("expired %d live channels", n)
+	}
+	if n := b.Clients.ScanExpired(time.Now().Add(3*time.Minute), b.cfg.ChannelExpiredTimeout); n != 1 {
+		t.Fatalf("expired %d channels, want 1", n)
+	}
+	if ids := b.Clients.ConsumerIDs("eg"); len(ids) != 0 {
+		t.Fatalf("expired consumer still listed: %v", ids)
+	}
+}
