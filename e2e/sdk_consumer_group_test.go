@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -202,4 +205,63 @@ func TestSDKProducerToSDKConsumer(t *testing.T) {
 	if len(seen) != len(batch) {
 		t.Fatalf("batch messages received: %d of %d", len(seen), len(batch))
 	}
+}
+
+// TestSDKPushConsumerFollowsServerSideReset: after an admin resets the
+// group's offsets to the beginning (INVOKE_BROKER_TO_RESET_OFFSET, served
+// as PULL_OFFSET_MOVED on the next pull, remoting.md §7.6), the running
+// consumer receives the messages again.
+func TestSDKPushConsumerFollowsServerSideReset(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+	ids := sendN(t, p, topic, "", "reset", 20)
+	var mu sync.Mutex
+	deliveries := map[string]int{}
+	l := func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			deliveries[m.MsgID]++
+		}
+		return client.ConsumeSuccess, nil
+	}
+	pc := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), l)
+	countAtLeast := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if deliveries[id] < n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	testutil.Eventually(t, 30*time.Second, countAtLeast(1), "first delivery incomplete")
+	// Committed to the broker before the reset.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var sum int64
+		for _, off := range pc.Offsets() {
+			sum += off
+		}
+		return sum == int64(len(ids))
+	}, "offsets not at the end")
+
+	adm, err := admin.New(admin.WithNameServers(c.nsAddr), admin.WithLogger(testutil.Logger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	ctx := testutil.Context(t, 30*time.Second)
+	if _, err := adm.ResetOffsetByTime(ctx, topic, group, time.UnixMilli(0), true); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, countAtLeast(2), "messages not redelivered after the reset")
 }
