@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type Conn struct {
 	rw     net.Conn // what frames travel over: raw, or TLS over raw; set before the write loop starts
 	remote string
 	local  string
+	peer   netip.AddrPort // remote as an AddrPort; zero if not IP (in-memory tests)
 	logger *slog.Logger
 
 	// active is set by every successful read or write; the idle scanner
@@ -74,6 +76,9 @@ func newConn(ep *endpoint, raw, rw net.Conn) *Conn {
 		futures: make(map[int32]*future),
 		closed:  make(chan struct{}),
 	}
+	if ta, ok := raw.RemoteAddr().(*net.TCPAddr); ok {
+		c.peer = ta.AddrPort()
+	}
 	c.logger = ep.logger.With("addr", c.remote, "conn", c.id)
 	c.lastActive.Store(time.Now().UnixNano())
 	return c
@@ -81,6 +86,10 @@ func newConn(ep *endpoint, raw, rw net.Conn) *Conn {
 
 // RemoteAddr is the peer's "ip:port".
 func (c *Conn) RemoteAddr() string { return c.remote }
+
+// RemoteAddrPort is the peer's address, parsed once (the broker stores it
+// as the born host of every message). Zero for non-IP connections.
+func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.peer }
 
 // LocalAddr is our side's "ip:port".
 func (c *Conn) LocalAddr() string { return c.local }

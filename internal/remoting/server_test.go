@@ -408,6 +408,9 @@ func TestServerToClientInvoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := <-conns
+	if ap := conn.RemoteAddrPort(); !ap.Addr().IsLoopback() || ap.String() != conn.RemoteAddr() {
+		t.Fatalf("RemoteAddrPort %v, RemoteAddr %s", ap, conn.RemoteAddr())
+	}
 	resp, err := s.InvokeSync(ctxFor(t, 5*time.Second), conn,
 		protocol.NewRequest(protocol.GetConsumerRunningInfo, map[string]string{"clientId": "c1"}, nil))
 	if err != nil {
