@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/namesrv"
@@ -52,17 +54,13 @@ func TestKillRestartSyncFlush(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the apogee binary")
 	}
-	rlog := testutil.Logger(t)
-	bin := filepath.Join(t.TempDir(), "apogee")
-	build := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build apogee: %v\n%s", err, out)
-	}
+	logger := testutil.Logger(t)
+	bin := buildApogeeBinary(t)
 
 	nsCfg := namesrv.DefaultConfig()
 	nsCfg.ListenPort = 0
 	nsCfg.BindAddress = "127.0.0.1"
-	ns := namesrv.New(nsCfg, rlog)
+	ns := namesrv.New(nsCfg, logger)
 	if err := ns.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +152,90 @@ func TestKillRestartSyncFlush(t *testing.T) {
 		if _, ok := r.get(id); !ok {
 			t.Fatalf("acknowledged message %s lost in the crash", id)
 		}
+	}
+}
+
+// buildApogeeBinary builds the apogee binary into a temp dir.
+func buildApogeeBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "apogee")
+	build := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build apogee: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestStandaloneBinary runs `apogee standalone` on free ports, produces and
+// consumes through it with the official client, and stops it with SIGTERM:
+// a clean shutdown exits 0 and unregisters the broker.
+func TestStandaloneBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the apogee binary")
+	}
+	bin := buildApogeeBinary(t)
+	data := t.TempDir()
+	cmd := exec.Command(bin, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--log-level", "warn")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &logWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addrs := make(chan [2]string, 1)
+	go func() {
+		var ns, br string
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if a, ok := strings.CutPrefix(line, "name server listening on "); ok {
+				ns = a
+			}
+			if i := strings.Index(line, " listening on "); strings.HasPrefix(line, "broker ") && i > 0 {
+				br = line[i+len(" listening on "):]
+			}
+			if ns != "" && br != "" {
+				addrs <- [2]string{ns, br}
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	var nsAddr string
+	select {
+	case a := <-addrs:
+		nsAddr = a[0]
+	case <-time.After(30 * time.Second):
+		t.Fatal("standalone did not start")
+	}
+	rlog.SetLogLevel("error")
+	topic := uniqueName(t, "T")
+	p := newProducer(t, nsAddr)
+	ids := sendN(t, p, topic, "", "standalone", 5) // auto-created through TBW102
+	r := newReceived()
+	newPushConsumer(t, nsAddr, uniqueName(t, "cg"), topic, "*", r)
+	testutil.Eventually(t, 60*time.Second, func() bool { return r.count.Load() >= int64(len(ids)) },
+		"received %d of %d", r.count.Load(), len(ids))
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("standalone exited with %v after SIGTERM", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("standalone did not stop after SIGTERM")
+	}
+	if _, err := os.Stat(filepath.Join(data, "broker", "config", "topics.json")); err != nil {
+		t.Fatalf("metadata not under --data: %v", err)
 	}
 }
 
