@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -108,4 +110,37 @@ func TestLocalOffsetStorePersistAndLoad(t *testing.T) {
 	if got, _ := s3.read(ctx, MessageQueue{Topic: "X"}, true); got != -1 {
 		t.Fatalf("unknown queue: %d", got)
 	}
+}
+
+// FuzzLocalOffsetStoreLoad: any offsets.json content loads or fails
+// cleanly, and what loads survives a persist/load round trip.
+func FuzzLocalOffsetStoreLoad(f *testing.F) {
+	f.Add([]byte(`{"offsetTable":[{"topic":"T","brokerName":"b","queueId":1,"offset":5}]}`))
+	f.Add([]byte(`{"offsetTable":null}`))
+	f.Add([]byte(`{torn`))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		s := newLocalOffsetStore(dir, "c", "g")
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s.path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.load(); err != nil {
+			return
+		}
+		want := s.snapshot()
+		if err := s.persist(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		s2 := newLocalOffsetStore(dir, "c", "g")
+		if err := s2.load(); err != nil {
+			t.Fatal(err)
+		}
+		if got := s2.snapshot(); !maps.Equal(got, want) {
+			t.Fatalf("round trip: %v != %v", got, want)
+		}
+	})
 }

@@ -157,3 +157,45 @@ func TestPushConsumerLifecycleErrors(t *testing.T) {
 		t.Fatal("start after close")
 	}
 }
+
+type countingHook struct{ before, after, failed atomic.Int64 }
+
+func (h *countingHook) BeforeConsume(_ string, msgs []*MessageExt) { h.before.Add(int64(len(msgs))) }
+func (h *countingHook) AfterConsume(_ string, msgs []*MessageExt, res ConsumeResult, err error) {
+	h.after.Add(int64(len(msgs)))
+	if res != ConsumeSuccess || err != nil {
+		h.failed.Add(1)
+	}
+}
+
+// TestPushConsumerHooksAndPanics: hooks see every batch; a panicking
+// listener counts as a failure (RECONSUME_LATER) instead of killing the
+// worker (broadcasting drops failed messages, so nothing is retried).
+func TestPushConsumerHooksAndPanics(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 1, 5, "m")
+	h := &countingHook{}
+	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithConsumeHook(h),
+		WithMessageModel(Broadcasting), WithOffsetStoreDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	_ = c.Subscribe("T", TagSelector("*"), func(_ context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		return ConsumeSuccess, nil
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testutil.Eventually(t, 5*time.Second, func() bool { return h.after.Load() == 5 }, "hooks saw %d", h.after.Load())
+	if h.before.Load() != 5 || h.failed.Load() != 1 {
+		t.Fatalf("before %d failed %d", h.before.Load(), h.failed.Load())
+	}
+	if s := c.Stats(); s.Failed != 1 || s.Consumed != 4 {
+		t.Fatalf("stats %+v", s)
+	}
+}
