@@ -28,13 +28,16 @@ import (
 const (
 	crashChildEnv = "APOGEE_STORE_CRASH_CHILD" // store dir
 	crashRoundEnv = "APOGEE_STORE_CRASH_ROUND"
+	crashPoolEnv  = "APOGEE_STORE_CRASH_POOL"
 )
 
 var crashRounds = flag.Int("crash.rounds", 5, "kill/recover rounds of TestCrashRecoverySyncFlush")
 
-func crashConfig(dir string) Config {
+func crashConfig(dir string, pool bool) Config {
 	cfg := testConfig(dir)
 	cfg.FlushDiskType = SyncFlush
+	cfg.TransientStorePoolEnable = pool
+	cfg.TransientStorePoolSize = 2
 	cfg.MappedFileSizeCommitLog = 128 << 10
 	cfg.MappedFileSizeConsumeQueue = 64 * CQUnitSize
 	return cfg
@@ -52,7 +55,7 @@ const crashWriters = 4
 func crashChildMain() {
 	dir := os.Getenv(crashChildEnv)
 	round := os.Getenv(crashRoundEnv)
-	s, err := New(crashConfig(dir), nil)
+	s, err := New(crashConfig(dir, os.Getenv(crashPoolEnv) == "1"), nil)
 	if err == nil {
 		err = s.Start()
 	}
@@ -109,24 +112,32 @@ func TestCrashRecoverySyncFlush(t *testing.T) {
 	if testing.Short() && *crashRounds > 5 {
 		*crashRounds = 5
 	}
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	var acked []ackedMsg
-	for round := 0; round < *crashRounds; round++ {
-		got := runCrashChild(t, dir, round, time.Duration(rng.IntN(150))*time.Millisecond)
-		acked = append(acked, got...)
-		verifyCrashStore(t, dir, acked, round)
+	for _, pool := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pool=%v", pool), func(t *testing.T) {
+			dir := t.TempDir()
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+			var acked []ackedMsg
+			for round := 0; round < *crashRounds; round++ {
+				got := runCrashChild(t, dir, pool, round, time.Duration(rng.IntN(150))*time.Millisecond)
+				acked = append(acked, got...)
+				verifyCrashStore(t, dir, pool, acked, round)
+			}
+			t.Logf("%d rounds, %d acknowledged messages verified", *crashRounds, len(acked))
+		})
 	}
-	t.Logf("%d rounds, %d acknowledged messages verified", *crashRounds, len(acked))
 }
 
 // runCrashChild starts the child, lets it write for about d after it is
 // ready (and at least one acknowledgement), SIGKILLs it, and returns the
 // acknowledged messages.
-func runCrashChild(t *testing.T, dir string, round int, d time.Duration) []ackedMsg {
+func runCrashChild(t *testing.T, dir string, pool bool, round int, d time.Duration) []ackedMsg {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round))
+	poolEnv := "0"
+	if pool {
+		poolEnv = "1"
+	}
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round), crashPoolEnv+"="+poolEnv)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -190,9 +201,9 @@ func runCrashChild(t *testing.T, dir string, round int, d time.Duration) []acked
 	return acked
 }
 
-func verifyCrashStore(t *testing.T, dir string, acked []ackedMsg, round int) {
+func verifyCrashStore(t *testing.T, dir string, pool bool, acked []ackedMsg, round int) {
 	t.Helper()
-	s, err := New(crashConfig(dir), testutil.Logger(t))
+	s, err := New(crashConfig(dir, pool), testutil.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,8 @@ var variants = []variant{
 		c.TransientStorePoolEnable = true
 		c.TransientStorePoolSize = 3
 	}},
+	{"sync-warm", func(c *Config) { c.FlushDiskType = SyncFlush; c.WarmMapedFileEnable = true }},
+	{"async-no-prefault", func(c *Config) { c.PrefaultAheadBytes = 0 }},
 }
 
 // TestPutGetAcrossFiles covers 2.3/2.4/4.5: records roll over several files
