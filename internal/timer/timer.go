@@ -1,0 +1,495 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// consumerGroup is the group name the enqueue service reads the timer
+// topic with.
+const consumerGroup = "rmq_sys_timer_consumer"
+
+// slot is one occupied wheel slot: the head of its record list.
+type slot struct {
+	last int64 // position of the newest record; records link backwards
+	num  int32
+}
+
+// Timer is the timer-message store. New opens nothing; Start recovers and
+// starts the enqueue, dequeue and flush goroutines; Close stops them,
+// syncs and writes the checkpoint. A Timer cannot be restarted.
+type Timer struct {
+	cfg    Config
+	st     *store.Store
+	logger *slog.Logger
+
+	// mu guards the wheel, the log and the progress fields below. It is
+	// never held while putting messages or calling the store.
+	mu          sync.Mutex
+	log         *timerLog
+	wheel       map[int64]slot // slot time (ms) -> list head
+	pending     int64          // records linked in the wheel
+	readMs      int64          // next slot the dequeue goroutine takes
+	doneMs      int64          // first slot not fully delivered (<= readMs)
+	queueOffset int64          // next timer-topic unit to enqueue
+	inFlight    int64          // records of the slot being delivered
+
+	enqueued  atomic.Int64
+	delivered atomic.Int64
+	dropped   atomic.Int64
+
+	wake   chan struct{} // capacity 1: a unit arrived in the timer topic
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	state  atomic.Int32 // 0 new, 1 running, 2 closed
+	closed sync.Once
+}
+
+// New validates cfg; it opens nothing.
+func New(cfg Config, st *store.Store, logger *slog.Logger) (*Timer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("timer: a store is required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Timer{
+		cfg:    cfg,
+		st:     st,
+		logger: logger.With("component", "timer"),
+		wheel:  make(map[int64]slot),
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+	}, nil
+}
+
+// Start loads the checkpoint, rebuilds the wheel from the timer log and
+// starts the services. The store must be started.
+func (t *Timer) Start() error {
+	if !t.state.CompareAndSwap(0, 1) {
+		return errors.New("timer: already started or closed")
+	}
+	cp, ok, err := loadCheckpoint(t.cfg.CheckpointPath)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		cp = checkpoint{doneMs: t.alignedNow()}
+	}
+	l, err := openLog(t.cfg.Dir, t.cfg.LogFileSize, cp.flushPos)
+	if err != nil {
+		return err
+	}
+	t.log = l
+	t.doneMs, t.readMs, t.queueOffset = cp.doneMs, cp.doneMs, cp.queueOffset
+	start := time.Now()
+	err = l.scan(cp.flushPos, func(pos int64, r record) {
+		if seg := l.segmentFor(pos); seg != nil {
+			seg.maxSlot = max(seg.maxSlot, r.slotMs)
+		}
+		if r.slotMs < cp.doneMs {
+			return
+		}
+		s := t.wheel[r.slotMs]
+		t.wheel[r.slotMs] = slot{last: pos, num: s.num + 1}
+		t.pending++
+	})
+	if err != nil {
+		l.close()
+		return err
+	}
+	t.logger.Info("timer started", "pending", t.pending, "slots", len(t.wheel), "doneMs", cp.doneMs,
+		"queueOffset", cp.queueOffset, "logBytes", l.diskBytes(), "rebuild", time.Since(start))
+	t.st.AddArrivalListener(func(topic string, _ int32, _ int64, _ int64, _ int64, _ map[string]string) {
+		if topic == TopicTimer {
+			select {
+			case t.wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	t.goFunc("timer-enqueue", t.runEnqueue)
+	t.goFunc("timer-dequeue", t.runDequeue)
+	t.goFunc("timer-flush", t.runFlush)
+	return nil
+}
+
+func (t *Timer) goFunc(name string, f func()) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		pprof.Do(context.Background(), pprof.Labels("timer", name), func(context.Context) { f() })
+	}()
+}
+
+// Close stops the services, syncs the log and writes the checkpoint. It is
+// idempotent and returns after every goroutine exited.
+func (t *Timer) Close() error {
+	var err error
+	t.closed.Do(func() {
+		if t.state.Swap(2) != 1 {
+			return
+		}
+		close(t.quit)
+		t.wg.Wait()
+		err = t.flush()
+		t.mu.Lock()
+		t.log.close()
+		t.mu.Unlock()
+		t.logger.Info("timer stopped", "pending", t.pending)
+	})
+	return err
+}
+
+func (t *Timer) alignedNow() int64 {
+	now := t.cfg.now().UnixMilli()
+	return now - now%t.cfg.PrecisionMs
+}
+
+// runEnqueue reads the timer topic's consume queue and links every unit
+// into the wheel. It wakes on arrivals and every 100 ms.
+func (t *Timer) runEnqueue() {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for t.enqueueBatch() {
+			select {
+			case <-t.quit:
+				return
+			default:
+			}
+		}
+		select {
+		case <-t.quit:
+			return
+		case <-t.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// enqueueBatch enqueues one GetMessage worth of units; it reports whether
+// there may be more.
+func (t *Timer) enqueueBatch() bool {
+	t.mu.Lock()
+	offset := t.queueOffset
+	t.mu.Unlock()
+	res := t.st.GetMessage(consumerGroup, TopicTimer, 0, offset, 64, 0, nil)
+	if res.Release != nil {
+		defer res.Release()
+	}
+	switch res.Status {
+	case store.Found:
+	case store.OffsetTooSmall, store.OffsetOverflowBadly:
+		t.logger.Warn("timer queue offset corrected", "offset", offset, "nextBeginOffset", res.NextBeginOffset, "status", res.Status.String())
+		t.mu.Lock()
+		t.queueOffset = res.NextBeginOffset
+		t.mu.Unlock()
+		return false
+	default:
+		return false
+	}
+	nowMs := t.cfg.now().UnixMilli()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, raw := range res.Messages {
+		m, _, err := message.DecodeStored(raw, message.DecodeOptions{SkipBody: true})
+		if err != nil {
+			t.logger.Warn("timer: undecodable unit skipped", "offset", t.queueOffset, "err", err)
+			t.queueOffset++
+			continue
+		}
+		if m.QueueOffset < t.queueOffset { // already enqueued
+			continue
+		}
+		slotMs, err := strconv.ParseInt(m.Properties[message.PropertyTimerOutMS], 10, 64)
+		if err != nil {
+			slotMs = t.readMs // no usable time: deliver at once
+		}
+		if err := t.addLocked(nowMs, slotMs, m.CommitLogOffset, m.StoreSize, int32(message.TagsHashCode(m.Properties[message.PropertyRealTopic])), m.QueueOffset); err != nil {
+			t.logger.Error("timer: append to the timer log failed; retrying", "err", err)
+			return false
+		}
+		t.queueOffset = m.QueueOffset + 1
+	}
+	if res.NextBeginOffset > t.queueOffset {
+		t.queueOffset = res.NextBeginOffset
+	}
+	return true
+}
+
+// addLocked appends a record and links it into its slot. A slot already
+// taken by the dequeue goroutine is replaced by the next one to fire.
+// REQUIRES: t.mu held.
+func (t *Timer) addLocked(nowMs, slotMs, phyOffset int64, size int32, topicHash int32, queueOffset int64) error {
+	slotMs = max(slotMs, t.readMs)
+	s := t.wheel[slotMs]
+	prev := int64(-1)
+	if s.num > 0 {
+		prev = s.last
+	}
+	r := record{prevPos: prev, writeMs: nowMs, slotMs: slotMs, phyOffset: phyOffset, msgSize: size,
+		topicHash: topicHash, queueOffset: queueOffset}
+	pos, err := t.log.append(&r)
+	if err != nil {
+		return err
+	}
+	t.wheel[slotMs] = slot{last: pos, num: s.num + 1}
+	t.pending++
+	t.enqueued.Add(1)
+	return nil
+}
+
+// runDequeue fires due slots: slot s once now >= s + precision.
+func (t *Timer) runDequeue() {
+	period := min(100*time.Millisecond, time.Duration(t.cfg.PrecisionMs)*time.Millisecond/4)
+	period = max(period, 5*time.Millisecond)
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-tick.C:
+		}
+		for t.fireNext() {
+			select {
+			case <-t.quit:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// fireNext delivers the next due slot; it reports whether one was due.
+func (t *Timer) fireNext() bool {
+	nowMs := t.cfg.now().UnixMilli()
+	p := t.cfg.PrecisionMs
+	t.mu.Lock()
+	if t.readMs+p > nowMs {
+		t.mu.Unlock()
+		return false
+	}
+	if len(t.wheel) == 0 {
+		// Nothing pending: jump to the latest due slot at once.
+		t.readMs = max(t.readMs, nowMs-nowMs%p-p)
+		t.doneMs = t.readMs
+	}
+	slotMs := t.readMs
+	s, ok := t.wheel[slotMs]
+	delete(t.wheel, slotMs)
+	t.readMs = slotMs + p
+	var recs []record
+	if ok {
+		recs = make([]record, 0, s.num)
+		pos := s.last
+		for i := int32(0); i < s.num && pos >= 0; i++ {
+			r, err := t.log.read(pos)
+			if err != nil {
+				t.logger.Error("timer: slot list broken; rest of the slot skipped", "slotMs", slotMs, "pos", pos, "err", err)
+				t.dropped.Add(int64(s.num - i))
+				break
+			}
+			recs = append(recs, r)
+			pos = r.prevPos
+		}
+		t.pending -= int64(s.num)
+		t.inFlight = int64(len(recs))
+	}
+	t.mu.Unlock()
+
+	// Oldest first: the list runs newest to oldest.
+	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
+		recs[i], recs[j] = recs[j], recs[i]
+	}
+	complete := t.deliver(recs)
+	t.mu.Lock()
+	if complete {
+		t.doneMs = slotMs + p
+	}
+	t.inFlight = 0
+	t.mu.Unlock()
+	return complete
+}
+
+// deliver puts every record's message back to its real topic and waits
+// until all are stored; failed puts are retried every 100 ms until Close.
+// It reports false when Close interrupted it.
+func (t *Timer) deliver(recs []record) bool {
+	const window = 512 // puts in flight at once
+	for len(recs) > 0 {
+		n := min(len(recs), window)
+		batch := recs[:n]
+		recs = recs[n:]
+		for len(batch) > 0 {
+			failed := t.putAll(batch)
+			if len(failed) == 0 {
+				break
+			}
+			batch = failed
+			select {
+			case <-t.quit:
+				// Not delivered: the checkpoint's doneMs stays on this slot,
+				// so the next start delivers it again.
+				return false
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	return true
+}
+
+// putAll puts the batch concurrently and returns the records whose put
+// failed (and may be retried).
+func (t *Timer) putAll(batch []record) []record {
+	type outcome struct {
+		i  int
+		ok bool
+	}
+	done := make(chan outcome, len(batch))
+	issued := 0
+	nowMs := t.cfg.now().UnixMilli()
+	for i := range batch {
+		out, err := t.convert(&batch[i], nowMs)
+		if err != nil {
+			t.logger.Warn("timer: message dropped", "commitLogOffset", batch[i].phyOffset, "err", err)
+			t.dropped.Add(1)
+			continue
+		}
+		issued++
+		t.st.PutMessage(out, func(r store.PutResult) { done <- outcome{i, r.Status.Stored()} })
+	}
+	var failed []record
+	for range issued {
+		o := <-done
+		if o.ok {
+			t.delivered.Add(1)
+		} else {
+			failed = append(failed, batch[o.i])
+		}
+	}
+	if len(failed) > 0 {
+		t.logger.Warn("timer: delivery failed, retrying", "count", len(failed))
+	}
+	return failed
+}
+
+// convert reads the parked message and builds the message for its real
+// topic: REAL_TOPIC/REAL_QID restored and removed, TIMER_ENQUEUE_MS and
+// TIMER_DEQUEUE_MS added (storage-and-broker.md §8.9).
+func (t *Timer) convert(r *record, nowMs int64) (*message.Ext, error) {
+	raw, err := t.st.ReadRawByOffset(r.phyOffset, r.msgSize)
+	if err != nil {
+		return nil, fmt.Errorf("timer: read parked message: %w", err)
+	}
+	m, _, err := message.DecodeStored(raw, message.DecodeOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("timer: decode parked message: %w", err)
+	}
+	props := maps.Clone(m.Properties)
+	realTopic := props[message.PropertyRealTopic]
+	if realTopic == "" {
+		return nil, errors.New("timer: parked message without REAL_TOPIC")
+	}
+	qid, err := strconv.Atoi(props[message.PropertyRealQueueID])
+	if err != nil || qid < 0 {
+		qid = 0
+	}
+	delete(props, message.PropertyRealTopic)
+	delete(props, message.PropertyRealQueueID)
+	props[message.PropertyTimerEnqueueMS] = strconv.FormatInt(r.writeMs, 10)
+	props[message.PropertyTimerDequeueMS] = strconv.FormatInt(nowMs, 10)
+	return &message.Ext{
+		Message:                   message.Message{Topic: realTopic, Flag: m.Flag, Body: m.Body, Properties: props},
+		QueueID:                   int32(qid),
+		SysFlag:                   m.SysFlag,
+		BornTimestamp:             m.BornTimestamp,
+		BornHost:                  m.BornHost,
+		ReconsumeTimes:            m.ReconsumeTimes,
+		PreparedTransactionOffset: m.PreparedTransactionOffset,
+	}, nil
+}
+
+// runFlush syncs the log and writes the checkpoint every FlushInterval.
+func (t *Timer) runFlush() {
+	tick := time.NewTicker(t.cfg.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.quit:
+			return
+		case <-tick.C:
+			if err := t.flush(); err != nil {
+				t.logger.Error("timer: flush failed", "err", err)
+			}
+		}
+	}
+}
+
+// flush captures a consistent (doneMs, flushPos, queueOffset), syncs the
+// log up to flushPos, writes the checkpoint, then deletes log files whose
+// slots are all delivered.
+func (t *Timer) flush() error {
+	t.mu.Lock()
+	cp := checkpoint{doneMs: t.doneMs, flushPos: t.log.writePos, queueOffset: t.queueOffset}
+	err := t.log.sync() // under mu: appends and deletions must not race the file list
+	t.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := storeCheckpoint(t.cfg.CheckpointPath, cp); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	n, err := t.log.dropBefore(cp.doneMs)
+	t.mu.Unlock()
+	if n > 0 {
+		t.logger.Debug("timer log files deleted", "count", n)
+	}
+	return err
+}
+
+// Stats is a snapshot of the timer's counters.
+type Stats struct {
+	Pending     int64 // timers linked in the wheel (not yet due or in delivery)
+	InFlight    int64 // timers of the slot being delivered
+	Slots       int   // occupied wheel slots
+	Enqueued    int64 // records appended since start
+	Delivered   int64 // messages put back to their real topic since start
+	Dropped     int64 // timers lost (parked message unreadable)
+	LogBytes    int64 // retained timer log bytes
+	ReadMs      int64 // next slot to fire
+	QueueOffset int64 // next timer-topic unit to enqueue
+	// QueueBehind is how many timer-topic units wait to be enqueued.
+	QueueBehind int64
+}
+
+// Stats returns a snapshot.
+func (t *Timer) Stats() Stats {
+	t.mu.Lock()
+	s := Stats{Pending: t.pending, InFlight: t.inFlight, Slots: len(t.wheel), ReadMs: t.readMs, QueueOffset: t.queueOffset}
+	if t.log != nil {
+		s.LogBytes = t.log.diskBytes()
+	}
+	t.mu.Unlock()
+	s.Enqueued, s.Delivered, s.Dropped = t.enqueued.Load(), t.delivered.Load(), t.dropped.Load()
+	if t.state.Load() == 1 {
+		s.QueueBehind = max(0, t.st.MaxOffsetInQueue(TopicTimer, 0)-s.QueueOffset)
+	}
+	return s
+}
