@@ -60,9 +60,14 @@ func (b *writeBatch) writeTo(conn net.Conn) error {
 	return err
 }
 
+// maxRetainedArena is the largest arena kept for reuse after a write. Each
+// connection has two batches, so an idle connection holds at most twice
+// this; a burst that grew the arena beyond it gives the memory back.
+const maxRetainedArena = 256 << 10
+
 // finish runs the completion callbacks and resets b for reuse, dropping
-// references to written bodies and keeping the arena's capacity (unless it
-// grew huge).
+// references to written bodies and keeping the arena unless it grew beyond
+// maxRetainedArena.
 func (b *writeBatch) finish(err error) {
 	for _, d := range b.dones {
 		d(err)
@@ -71,7 +76,7 @@ func (b *writeBatch) finish(err error) {
 	b.dones = b.dones[:0]
 	clear(b.bufs)
 	b.bufs = b.bufs[:0]
-	if cap(b.arena) > 4<<20 {
+	if cap(b.arena) > maxRetainedArena {
 		b.arena = nil
 	}
 	b.arena = b.arena[:0]
