@@ -211,6 +211,7 @@ func (b *Broker) start() error {
 
 	b.sendQueue.start()
 	b.goFunc("pull-hold", b.pullHold.run)
+	b.pullHold.startWorkers()
 	b.schedule = newScheduleService(b)
 	b.goFunc("schedule", b.schedule.run)
 	b.goFunc("transaction-check", b.transactionCheckLoop)

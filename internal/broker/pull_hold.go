@@ -37,8 +37,8 @@ type arrival struct {
 const maxArrivalCodes = 64
 
 // pullHoldService is RocketMQ's PullRequestHoldService. Held requests are
-// keyed by (topic, queueId). Three things re-execute a held request on the
-// service's goroutine, which then writes the response:
+// keyed by (topic, queueId). Three things wake a held request, which one of
+// holdWorkers goroutines then re-executes and answers:
 //
 //   - an arrival on its queue beyond its offset whose tag code matches its
 //     filter (only with longPollingEnable);
@@ -52,6 +52,9 @@ const maxArrivalCodes = 64
 type pullHoldService struct {
 	b    *Broker
 	wake chan struct{} // capacity 1, non-blocking send
+	// ready feeds re-executions to holdWorkers goroutines so one slow
+	// pull does not delay the others' wake-ups.
+	ready chan *pullRequest
 
 	mu       sync.Mutex
 	held     map[queueKey][]*pullRequest // guarded by mu
@@ -62,6 +65,7 @@ func newPullHoldService(b *Broker) *pullHoldService {
 	return &pullHoldService{
 		b:        b,
 		wake:     make(chan struct{}, 1),
+		ready:    make(chan *pullRequest, 1024),
 		held:     make(map[queueKey][]*pullRequest),
 		arrivals: make(map[queueKey]*arrival),
 	}
@@ -241,23 +245,54 @@ func (s *pullHoldService) setHeldLocked(k queueKey, kept []*pullRequest) {
 	s.held[k] = kept
 }
 
-// execute re-runs pulls without suspension and writes their responses.
+// holdWorkers re-execute woken pulls.
+const holdWorkers = 4
+
+// startWorkers launches the re-execution workers.
+func (s *pullHoldService) startWorkers() {
+	for range holdWorkers {
+		s.b.goFunc("pull-hold-worker", s.work)
+	}
+}
+
+func (s *pullHoldService) work() {
+	for {
+		select {
+		case <-s.b.quit:
+			return
+		case r := <-s.ready:
+			s.reexecute(r)
+		}
+	}
+}
+
+// execute hands woken pulls to the workers (blocking only while all are
+// busy and the queue is full).
 func (s *pullHoldService) execute(reqs []*pullRequest) {
 	for _, r := range reqs {
 		s.b.stats.pullHeld.Add(-1)
-		if isClosed(r.conn) {
-			continue
+		select {
+		case s.ready <- r:
+		case <-s.b.quit:
+			return
 		}
-		resp, err := s.b.pull(r.conn, r.req, false)
-		if err != nil {
-			resp = errorResponse(r.req, err)
-		}
-		if resp == nil {
-			continue
-		}
-		if err := r.conn.WriteResponse(resp); err != nil {
-			s.b.logger.Debug("write held pull response", "addr", r.conn.RemoteAddr(), "err", err)
-		}
+	}
+}
+
+// reexecute re-runs a pull without suspension and writes its response.
+func (s *pullHoldService) reexecute(r *pullRequest) {
+	if isClosed(r.conn) {
+		return
+	}
+	resp, err := s.b.pull(r.conn, r.req, false)
+	if err != nil {
+		resp = errorResponse(r.req, err)
+	}
+	if resp == nil {
+		return
+	}
+	if err := r.conn.WriteResponse(resp); err != nil {
+		s.b.logger.Debug("write held pull response", "addr", r.conn.RemoteAddr(), "err", err)
 	}
 }
 
