@@ -297,10 +297,21 @@ func TestTLSPermissive(t *testing.T) {
 		}
 	}
 	// The TLS connection really is TLS.
+	found := false
 	for _, conn := range s.Conns() {
 		if _, isTLS := conn.rw.(*tls.Conn); isTLS {
-			return
+			found = true
 		}
 	}
-	t.Fatal("no server connection uses TLS")
+	if !found {
+		t.Fatal("no server connection uses TLS")
+	}
+	// Enforcing mode refuses the plain client and still serves TLS.
+	enforced := startServer(t, ServerConfig{TLS: selfSigned(t), TLSEnforce: true}, nil)
+	if _, err := plain.InvokeSync(ctxFor(t, 10*time.Second), enforced.Addr().String(), protocol.NewRequest(codeEcho, nil, nil)); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("plain client against enforced TLS: %v", err)
+	}
+	if _, err := tlsClient.InvokeSync(ctxFor(t, 10*time.Second), enforced.Addr().String(), protocol.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -285,6 +285,9 @@ func (c *Conn) setup(serverTLS *tls.Config) (io.Reader, error) {
 		return nil, fmt.Errorf("remoting: peek first byte: %w", err)
 	}
 	if first[0] != 0x16 {
+		if c.ep.tlsEnforce {
+			return nil, fmt.Errorf("remoting: plain connection refused (TLS enforced): %w", ErrConnClosed)
+		}
 		return br, nil
 	}
 	tc := tls.Server(&peekedConn{Conn: c.raw, r: br}, serverTLS)

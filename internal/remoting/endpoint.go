@@ -18,10 +18,11 @@ import (
 // the goroutines they start, the processor table for requests arriving on
 // those connections, connection listeners and the idle scanner.
 type endpoint struct {
-	logger    *slog.Logger
-	maxFrame  int           // largest frame including its length word
-	idle      time.Duration // close connections without reads or writes for this long; 0 = never
-	serverTLS *tls.Config   // accepted connections: permissive TLS when set
+	logger     *slog.Logger
+	maxFrame   int           // largest frame including its length word
+	idle       time.Duration // close connections without reads or writes for this long; 0 = never
+	serverTLS  *tls.Config   // accepted connections: permissive TLS when set
+	tlsEnforce bool          // with serverTLS: plain connections are refused
 
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write

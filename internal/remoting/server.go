@@ -33,7 +33,10 @@ type ServerConfig struct {
 	MaxFrameSize int           // largest frame including its length word; default 16 MiB
 	IdleTimeout  time.Duration // close connections without reads or writes for this long; default 120 s, <0 never
 	TLS          *tls.Config   // when set, TLS in permissive mode: a first byte 0x16 means TLS, else plain
-	Logger       *slog.Logger
+	// TLSEnforce (with TLS set) closes connections that do not start a TLS
+	// handshake: Java's "enforcing" mode instead of "permissive".
+	TLSEnforce bool
+	Logger     *slog.Logger
 	// MaxOneway bounds server->client oneway calls in flight; default 65535.
 	MaxOneway int
 	// Listen opens the listener; default net.Listen. Tests inject in-memory
@@ -63,6 +66,7 @@ func NewServer(cfg ServerConfig) *Server {
 	ep := newEndpoint(cfg.Logger, cfg.MaxFrameSize, cfg.IdleTimeout)
 	ep.logger = ep.logger.With("component", "remoting-server")
 	ep.serverTLS = cfg.TLS
+	ep.tlsEnforce = cfg.TLSEnforce
 	return &Server{cfg: cfg, ep: ep, oneway: make(chan struct{}, cfg.MaxOneway)}
 }
 
