@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -168,8 +169,17 @@ func benchPutAsync(b *testing.B, cfg Config) {
 // raw pwrite+fdatasync loop of the same size. Target ratio >= 0.8. Store and
 // baseline alternate in chunks so both see the same disk conditions.
 func BenchmarkPutSyncFlush(b *testing.B) {
-	cfg := benchConfig(b.TempDir())
-	cfg.FlushDiskType = SyncFlush
+	for _, ahead := range []int64{0, 16 << 20} {
+		b.Run(fmt.Sprintf("prefault=%dMiB", ahead>>20), func(b *testing.B) {
+			cfg := benchConfig(b.TempDir())
+			cfg.FlushDiskType = SyncFlush
+			cfg.PrefaultAheadBytes = ahead
+			benchPutSync(b, cfg)
+		})
+	}
+}
+
+func benchPutSync(b *testing.B, cfg Config) {
 	s := benchStore(b, cfg)
 	sz := recordSize()
 	b.SetBytes(int64(sz))
