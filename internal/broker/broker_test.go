@@ -540,3 +540,30 @@ func TestClientChannelExpiry(t *testing.T) {
 		t.Fatalf("expired consumer still listed: %v", ids)
 	}
 }
+
+func TestAdminOffsetTools(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("Span", 0, []byte("a"), nil)), protocol.Success)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("Span", 0, []byte("b"), nil)), protocol.Success)
+	waitDispatched(t, b, "Span", 0, 2)
+	b.Offsets.Commit("src", "Span", 0, 1)
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.CloneGroupOffset,
+		map[string]string{"srcGroup": "src", "destGroup": "dst"}, nil)), protocol.Success)
+	if off, ok := b.Offsets.Query("dst", "Span", 0); !ok || off != 1 {
+		t.Fatalf("cloned offset = %d, %v", off, ok)
+	}
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryConsumeTimeSpan, map[string]string{"topic": "Span", "group": "src"}, nil))
+	mustCode(t, resp, protocol.Success)
+	var spans struct {
+		ConsumeTimeSpanSet []queueTimeSpan `json:"consumeTimeSpanSet"`
+	}
+	if err := protocol.UnmarshalFastJSON(resp.Body, &spans); err != nil || len(spans.ConsumeTimeSpanSet) != 4 {
+		t.Fatalf("spans = %s, %v", resp.Body, err)
+	}
+	s0 := spans.ConsumeTimeSpanSet[0]
+	if s0.MinTimeStamp == 0 || s0.MaxTimeStamp < s0.MinTimeStamp || s0.ConsumeTimeStamp != s0.MinTimeStamp {
+		t.Fatalf("queue 0 span = %+v", s0)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.CleanExpiredConsumeQueue, nil, nil)), protocol.Success)
+}

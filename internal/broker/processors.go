@@ -83,6 +83,13 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.InvokeBrokerToResetOffset:            b.processResetOffset,
 		protocol.GetConsumerRunningInfo:               b.processRelayToConsumer,
 		protocol.ConsumeMessageDirectly:               b.processRelayToConsumer,
+		protocol.QuerySubscriptionByConsumer:          b.processQuerySubscription,
+		protocol.CloneGroupOffset:                     b.processCloneGroupOffset,
+		protocol.QueryConsumeTimeSpan:                 b.processConsumeTimeSpan,
+		protocol.GetAllProducerInfo:                   b.processGetAllProducerInfo,
+		protocol.CleanExpiredConsumeQueue:             b.processNoopAdmin,
+		protocol.CleanUnusedTopic:                     b.processNoopAdmin,
+		protocol.DeleteExpiredCommitLog:               b.processNoopAdmin,
 	}
 	codes := make([]protocol.RequestCode, 0, len(admin))
 	for code := range admin {
