@@ -19,6 +19,7 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
+	"github.com/apogeemq/apogee/internal/timer"
 )
 
 // Broker is one RocketMQ broker: a store, the metadata managers, and the
@@ -48,6 +49,8 @@ type Broker struct {
 	sendQueue *sendQueue
 	schedule  *scheduleService
 	stats     brokerStats
+
+	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
 
 	addr      string         // brokerIP1:port, as advertised; set in Start
 	storeHost netip.AddrPort // same address, for ids
@@ -214,6 +217,9 @@ func (b *Broker) start() error {
 	b.pullHold.startWorkers()
 	b.schedule = newScheduleService(b)
 	b.goFunc("schedule", b.schedule.run)
+	if err := b.startTimer(); err != nil { // timer.go
+		return err
+	}
 	b.goFunc("transaction-check", b.transactionCheckLoop)
 	b.goFunc("persist", b.persistLoop)
 	b.goFunc("client-scan", b.clientScanLoop)
@@ -290,6 +296,9 @@ func (b *Broker) shutdown() error {
 	}
 	if b.nsClient != nil {
 		b.nsClient.Close()
+	}
+	if err := b.closeTimer(); err != nil { // timer.go; its deliveries are puts
+		errs = append(errs, err)
 	}
 	if b.Store != nil {
 		if err := b.Store.Close(); err != nil {

@@ -97,6 +97,8 @@ type Config struct {
 
 	UseServerSideResetOffset bool `conf:"useServerSideResetOffset"`
 
+	TimerConfig // timerWheelEnable, timerMaxDelaySec, ... (config_timer.go)
+
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
 	Store store.Config
@@ -161,6 +163,8 @@ func DefaultConfig() Config {
 		TransactionCheckInterval: 30 * time.Second,
 
 		UseServerSideResetOffset: true,
+
+		TimerConfig: DefaultTimerConfig(),
 
 		Store: store.DefaultConfig(),
 	}

@@ -91,6 +91,9 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
+	if err := b.interceptTimer(ext); err != nil { // timer.go: TIMER_* -> rmq_sys_wheel_timer
+		return nil, err
+	}
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	b.stats.sendRequests.Add(1)
 	b.Store.PutMessage(ext, func(res store.PutResult) {
