@@ -145,6 +145,11 @@ func TestPutStatuses(t *testing.T) {
 	if r := put(t, s, newMsg("T", 0, "x", props)); r.Status != PropertiesSizeExceeded && r.Status != MessageIllegal {
 		t.Fatalf("oversized properties: %v", r.Status)
 	}
+	for _, topic := range []string{"..", "a/b", "x\x00y"} {
+		if r := put(t, s, newMsg(topic, 0, "x", nil)); r.Status != MessageIllegal {
+			t.Fatalf("topic %q: %v", topic, r.Status)
+		}
+	}
 	m := newMsg("T", 0, "x", nil)
 	m.Body = nil
 	if r := put(t, s, m); r.Status != MessageIllegal {

@@ -216,10 +216,25 @@ func (s *Store) checkMessage(m *message.Message) PutStatus {
 	if m.Body == nil || len(m.Body) > s.cfg.MaxMessageSize {
 		return MessageIllegal
 	}
-	if len(m.Topic) == 0 || len(m.Topic) > 255 {
+	if len(m.Topic) == 0 || len(m.Topic) > 255 || !safeTopicPath(m.Topic) {
 		return MessageIllegal
 	}
 	return PutOK
+}
+
+// safeTopicPath reports whether topic can name a consume-queue directory:
+// the broker validates topic characters, but the store never lets a topic
+// escape consumequeue/ whatever the caller checked.
+func safeTopicPath(topic string) bool {
+	if topic == "." || topic == ".." {
+		return false
+	}
+	for i := 0; i < len(topic); i++ {
+		if c := topic[i]; c == '/' || c == '\\' || c == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // IsOSPageCacheBusy reports whether an append has held the append lock for

@@ -2,10 +2,13 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // writeN appends n messages to queue 0 of T and returns their put results.
@@ -149,5 +152,39 @@ func TestRecoveryRebuildsLostConsumeQueue(t *testing.T) {
 	r := s2.GetMessage("g", "T", 0, 119, 1, 1<<20, nil)
 	if r.Status != Found || decode(t, r.Messages[0]).CommitLogOffset != res[119].WroteOffset {
 		t.Fatalf("rebuilt queue does not reach the last message: %v", r.Status)
+	}
+}
+
+// TestLoadOddFiles covers 2.1/2.2 loading rules: a zero-length last file (a
+// crash during creation) is deleted, an empty pre-created next file is
+// harmless, and a file of the wrong size refuses to load.
+func TestLoadOddFiles(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	s := openStore(t, cfg)
+	res := writeN(t, s, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := cfg.commitLogDir()
+	size := cfg.MappedFileSizeCommitLog
+	// A zero-length file after the last one.
+	os.WriteFile(filepath.Join(dir, fileName(5*size)), nil, 0o644)
+	s2 := openStore(t, cfg)
+	if _, err := os.Stat(filepath.Join(dir, fileName(5*size))); !os.IsNotExist(err) {
+		t.Fatalf("zero-length last file kept: %v", err)
+	}
+	if r := mustPut(t, s2, newMsg("T", 0, "more", nil)); r.QueueOffset != 10 {
+		t.Fatalf("queue offset %d", r.QueueOffset)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A file of the wrong size.
+	bad := filepath.Join(dir, fileName(res[0].WroteOffset-res[0].WroteOffset%size+size))
+	os.WriteFile(bad, make([]byte, 100), 0o644)
+	s3, _ := New(cfg, testutil.Logger(t))
+	if err := s3.Start(); !errors.Is(err, ErrBadFileSize) {
+		s3.Close()
+		t.Fatalf("wrong-size file: %v", err)
 	}
 }
