@@ -136,7 +136,39 @@ func (p *Producer) Close() error {
 	if p.tx != nil {
 		p.tx.stop()
 	}
+	if p.in.running() == nil {
+		p.unregister()
+	}
 	return p.in.close()
+}
+
+// unregister tells every master the producer group is gone
+// (UNREGISTER_CLIENT, as the Java client does on shutdown), so brokers stop
+// routing transaction checks to this client at once. Best effort.
+func (p *Producer) unregister() {
+	h := protocol.UnregisterClientRequestHeader{ClientID: p.in.clientID, ProducerGroup: p.wireGroup}
+	var addrs []string
+	p.in.mu.RLock()
+	for _, ids := range p.in.brokers {
+		if a := ids[protocol.MasterID]; a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	p.in.mu.RUnlock()
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			req := protocol.NewRequest(protocol.UnregisterClient, protocol.EncodeHeader(&h, false), nil)
+			if _, err := p.in.remote.InvokeSync(ctx, addr, req); err != nil {
+				p.in.logger.Debug("unregister client failed", "addr", addr, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // beginAsync registers an asynchronous send unless Close has begun.
