@@ -68,7 +68,7 @@ func (b *Broker) processGetGroup(_ context.Context, _ *remoting.Conn, req *proto
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
 		return nil, err
 	}
-	g, ok, _ := b.Groups.FindOrCreate(h.Group, b.cfg.AutoCreateSubscriptionGroup)
+	g, ok, _ := b.Groups.FindOrCreate(h.Group, b.dyn.autoCreateGroup.Load())
 	if !ok {
 		return nil, protocol.Errorf(protocol.SubscriptionGroupNotExist, "No group in this broker. group: %s", h.Group)
 	}

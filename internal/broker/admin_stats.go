@@ -275,7 +275,7 @@ func (b *Broker) processBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, r
 // processGetBrokerConfig serves GET_BROKER_CONFIG (26): every key as
 // "key=value" lines, ext version = the configuration data version.
 func (b *Broker) processGetBrokerConfig(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	m := b.cfg.ToMap()
+	m := b.effectiveConfig()
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

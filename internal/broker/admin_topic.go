@@ -130,8 +130,8 @@ func (b *Broker) topicWrapper() *protocol.TopicConfigSerializeWrapper {
 	rw := protocol.PermRead | protocol.PermWrite
 	for k, tc := range table {
 		c := *tc
-		if b.cfg.BrokerPermission&rw != rw {
-			c.Perm &= b.cfg.BrokerPermission
+		if b.dyn.brokerPermission.Load()&rw != rw {
+			c.Perm &= b.dyn.brokerPermission.Load()
 		}
 		w.TopicConfigTable[k] = c
 	}

@@ -49,6 +49,7 @@ type Broker struct {
 	sendQueue *sendQueue
 	schedule  *scheduleService
 	stats     brokerStats
+	dyn       dynamicConfig // run-time broker.conf keys (admin_config.go)
 
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
 
@@ -111,6 +112,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.Clients = newClientManager(b.notifyConsumerIDsChanged)
 	b.pullHold = newPullHoldService(b)
 	b.sendQueue = newSendQueue(b)
+	b.dyn.init(&b.cfg)
 	b.Locks = newRebalanceLockManager(b.now)
 	return b, nil
 }

@@ -567,3 +567,28 @@ func TestAdminOffsetTools(t *testing.T) {
 	}
 	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.CleanExpiredConsumeQueue, nil, nil)), protocol.Success)
 }
+
+// TestUpdateBrokerConfig: UPDATE_BROKER_CONFIG makes the broker read-only
+// at run time (brokerPermission=4) and refuses keys that cannot change.
+func TestUpdateBrokerConfig(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("a"), nil)), protocol.Success)
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil, []byte("brokerPermission=4\n"))), protocol.Success)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("b"), nil)), protocol.NoPermission)
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerConfig, nil, nil))
+	if !strings.Contains(string(resp.Body), "brokerPermission=4\n") {
+		t.Fatalf("config does not show the update: %q", resp.Body)
+	}
+	tw := b.topicWrapper()
+	if tw.TopicConfigTable["RO"].Perm != protocol.PermRead {
+		t.Fatalf("registered perm = %d, want read-only", tw.TopicConfigTable["RO"].Perm)
+	}
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil, []byte("storePathRootDir=/elsewhere\n")))
+	mustCode(t, resp, protocol.NoPermission)
+	if !strings.Contains(resp.Remark, "storePathRootDir") {
+		t.Fatalf("remark %q does not name the key", resp.Remark)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil, []byte("brokerPermission=6\n"))), protocol.Success)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("c"), nil)), protocol.Success)
+}

@@ -54,7 +54,7 @@ func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn
 		return nil, err
 	}
 	if _, ok := b.Groups.Get(h.ConsumerGroup); !ok {
-		if _, ok, _ := b.Groups.FindOrCreate(h.ConsumerGroup, b.cfg.AutoCreateSubscriptionGroup); !ok {
+		if _, ok, _ := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load()); !ok {
 			return nil, protocol.Errorf(protocol.SubscriptionGroupNotExist, "subscription group not exist, %s", h.ConsumerGroup)
 		}
 	}

@@ -30,7 +30,7 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *p
 	}
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
-		gc, ok, err := b.Groups.FindOrCreate(data.GroupName, b.cfg.AutoCreateSubscriptionGroup)
+		gc, ok, err := b.Groups.FindOrCreate(data.GroupName, b.dyn.autoCreateGroup.Load())
 		if err != nil {
 			b.logger.Error("persist auto-created group", "group", data.GroupName, "err", err)
 		}

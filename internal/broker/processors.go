@@ -80,6 +80,7 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.GetSystemTopicListFromBroker:         b.processSystemTopicList,
 		protocol.GetBrokerRuntimeInfo:                 b.processBrokerRuntimeInfo,
 		protocol.GetBrokerConfig:                      b.processGetBrokerConfig,
+		protocol.UpdateBrokerConfig:                   b.processUpdateBrokerConfig,
 		protocol.InvokeBrokerToResetOffset:            b.processResetOffset,
 		protocol.GetConsumerRunningInfo:               b.processRelayToConsumer,
 		protocol.ConsumeMessageDirectly:               b.processRelayToConsumer,

@@ -42,10 +42,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		resp.ExtFields = protocol.EncodeHeader(&rh, false)
 		return resp, nil
 	}
-	if b.cfg.BrokerPermission&protocol.PermRead == 0 {
+	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
 		return fail(protocol.NoPermission, 1, "the broker[%s] pulling message is forbidden", b.addr)
 	}
-	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.cfg.AutoCreateSubscriptionGroup)
+	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load())
 	if err != nil {
 		b.logger.Error("persist auto-created group", "group", h.ConsumerGroup, "err", err)
 	}

@@ -66,7 +66,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	props[message.PropertyMsgRegion] = b.cfg.RegionID
 	props[message.PropertyTraceSwitch] = strconv.FormatBool(b.cfg.TraceOn)
 	if props[message.PropertyTransactionPrepared] == "true" {
-		if b.cfg.RejectTransactionMessage {
+		if b.dyn.rejectTransaction.Load() {
 			return nil, protocol.Errorf(protocol.NoPermission,
 				"the broker[%s] sending transaction message is forbidden", b.addr)
 		}
@@ -216,7 +216,7 @@ func putStatusResponse(res store.PutResult) (protocol.ResponseCode, string) {
 // topic permissions, the topic name, system topics, auto-creation and the
 // queue id.
 func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command) (protocol.TopicConfig, error) {
-	if b.cfg.BrokerPermission&protocol.PermWrite == 0 {
+	if b.dyn.brokerPermission.Load()&protocol.PermWrite == 0 {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
 			"the broker[%s] sending message is forbidden", b.addr)
 	}
@@ -234,7 +234,7 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 			tc, err = b.Topics.CreateIfAbsent(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
 			ok = err == nil
 		} else if h.DefaultTopic != "" {
-			tc, ok, err = b.Topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0, b.cfg.AutoCreateTopicEnable)
+			tc, ok, err = b.Topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0, b.dyn.autoCreateTopic.Load())
 		}
 		if err != nil {
 			b.logger.Error("persist auto-created topic", "topic", h.Topic, "err", err)
@@ -261,7 +261,7 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 // group holds ordered-consumption locks, goes to the DLQ without delay.
 func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command, props map[string]string) (string, int32, error) {
 	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
-	gc, ok, err := b.Groups.FindOrCreate(group, b.cfg.AutoCreateSubscriptionGroup)
+	gc, ok, err := b.Groups.FindOrCreate(group, b.dyn.autoCreateGroup.Load())
 	if err != nil {
 		b.logger.Error("persist auto-created group", "group", group, "err", err)
 	}

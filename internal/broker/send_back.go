@@ -25,14 +25,14 @@ func (b *Broker) processSendBack(_ context.Context, conn *remoting.Conn, req *pr
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
 		return nil, err
 	}
-	gc, ok, err := b.Groups.FindOrCreate(h.Group, b.cfg.AutoCreateSubscriptionGroup)
+	gc, ok, err := b.Groups.FindOrCreate(h.Group, b.dyn.autoCreateGroup.Load())
 	if err != nil {
 		b.logger.Error("persist auto-created group", "group", h.Group, "err", err)
 	}
 	if !ok {
 		return nil, protocol.Errorf(protocol.SubscriptionGroupNotExist, "subscription group not exist, %s", h.Group)
 	}
-	if b.cfg.BrokerPermission&protocol.PermWrite == 0 {
+	if b.dyn.brokerPermission.Load()&protocol.PermWrite == 0 {
 		return nil, protocol.Errorf(protocol.NoPermission, "the broker[%s] sending message is forbidden", b.addr)
 	}
 	if gc.RetryQueueNums <= 0 {
