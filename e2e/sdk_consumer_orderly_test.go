@@ -142,3 +142,56 @@ func TestSDKPushConsumerOrderlyClustering(t *testing.T) {
 		t.Fatalf("order broken: %v", o.bad)
 	}
 }
+
+// TestSDKPushConsumerOrderlyDeadLetter: an orderly consumer retries a
+// failing message locally up to maxReconsumeTimes, then sends it to the
+// dead-letter queue (CONSUMER_SEND_MSG_BACK delayLevel -1, remoting.md
+// §7.7) so the queue moves on in order.
+func TestSDKPushConsumerOrderlyDeadLetter(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 1)
+	ctx := testutil.Context(t, 60*time.Second)
+	p := newSDKProducer(t, c.nsAddr)
+	for _, body := range []string{"a", "poison", "b", "c"} {
+		if _, err := p.Send(ctx, client.NewMessage(topic, []byte(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var order []string
+	poisonAttempts := 0
+	l := func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if string(m.Body) == "poison" {
+				poisonAttempts++
+				return client.SuspendCurrentQueueAMoment, nil
+			}
+			order = append(order, string(m.Body))
+		}
+		return client.ConsumeSuccess, nil
+	}
+	group := uniqueName(t, "cg")
+	newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), l,
+		client.WithConsumeOrderly(true), client.WithMaxReconsumeTimes(2),
+		client.WithSuspendCurrentQueueTime(50*time.Millisecond))
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 3
+	}, "queue did not move past the poison message")
+	mu.Lock()
+	if strings.Join(order, ",") != "a,b,c" || poisonAttempts != 3 {
+		t.Errorf("order %v, poison attempts %d (want 3: first + 2 retries)", order, poisonAttempts)
+	}
+	mu.Unlock()
+
+	pc := newSDKPullConsumer(t, c.nsAddr, uniqueName(t, "cg"))
+	dlq := client.MessageQueue{Topic: "%DLQ%" + group, BrokerName: "broker-a", QueueID: 0}
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		res, err := pc.Pull(ctx, dlq, client.TagSelector("*"), 0, 8)
+		return err == nil && len(res.Messages) == 1 && string(res.Messages[0].Body) == "poison"
+	}, "poison message not in %s", dlq.Topic)
+}
