@@ -96,10 +96,60 @@ func TestSDKAdminCLI(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		return strings.Contains(run("consumeMessage", "-t", topic), "hello-cli")
 	}, "consumeMessage did not read the message")
-	run("updateSubGroup", "-g", uniqueName(t, "cg"), "-c", c.cfg.BrokerClusterName)
+	out, errOut, code := runApogee(t, bin, "produce", "-n", c.nsAddr, "-t", topic, "-b", "from-produce", "--keys", "pk", "--json")
+	if code != 0 || !strings.Contains(out, "SEND_OK") {
+		t.Fatalf("produce: exit %d %q %s", code, out, errOut)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var stats []struct{ MinOffset, MaxOffset int64 }
+		if err := json.Unmarshal([]byte(run("topicStatus", "-t", topic, "--json")), &stats); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, s := range stats {
+			n += s.MaxOffset - s.MinOffset
+		}
+		return len(stats) == 4 && n == 2
+	}, "topicStatus never showed 2 messages")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(run("queryMsgByKey", "-t", topic, "-k", "cli-key"), "hello-cli")
+	}, "queryMsgByKey did not find the message")
+	var status map[string]string
+	if err := json.Unmarshal([]byte(run("brokerStatus", "-b", c.b.Addr(), "--json")), &status); err != nil || len(status) == 0 {
+		t.Fatalf("brokerStatus: %v %v", status, err)
+	}
+
+	group := uniqueName(t, "cg")
+	run("updateSubGroup", "-g", group, "-c", c.cfg.BrokerClusterName)
+	r := newReceived()
+	newPushConsumer(t, c.nsAddr, group, topic, "*", r)
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= 2 }, "consumer got %d", r.count.Load())
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(run("consumerConnection", "-g", group), "GO")
+	}, "consumerConnection does not list the Go client")
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		var cp struct {
+			Queues   []struct{ BrokerOffset int64 }
+			TotalLag int64
+		}
+		if err := json.Unmarshal([]byte(run("consumerProgress", "-g", group, "--json")), &cp); err != nil {
+			return false
+		}
+		var n int64
+		for _, q := range cp.Queues {
+			n += q.BrokerOffset
+		}
+		return n == 2 && cp.TotalLag == 0
+	}, "consumerProgress never caught up")
+	if out := run("resetOffsetByTime", "-g", group, "-t", topic, "-s", "now"); !strings.Contains(out, "#OFFSET") {
+		t.Fatalf("resetOffsetByTime: %q", out)
+	}
+	run("deleteSubGroup", "-g", group, "-c", c.cfg.BrokerClusterName)
+	run("deleteTopic", "-t", topic, "-c", c.cfg.BrokerClusterName)
+	testutil.Eventually(t, 10*time.Second, func() bool { return !strings.Contains(run("topicList"), topic) }, "deleted topic still listed")
 
 	// Errors: non-zero exit and one line on stderr.
-	_, errOut, code := runApogee(t, bin, append([]string{"admin", "topicRoute", "-t", "NoSuchTopic_xyz"}, ns...)...)
+	_, errOut, code = runApogee(t, bin, append([]string{"admin", "topicRoute", "-t", "NoSuchTopic_xyz"}, ns...)...)
 	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, "NoSuchTopic_xyz") {
 		t.Fatalf("unknown topic: exit %d stderr %q", code, errOut)
 	}
