@@ -50,10 +50,21 @@ func TestWriteBatch(t *testing.T) {
 	if len(calls) != 2 || calls[0] != nil || !b.empty() || len(b.arena) != 0 || len(b.bufs) != 0 {
 		t.Fatalf("finish: calls=%v batch=%+v", calls, b)
 	}
-	// A burst that grew the arena past the limit gives it back.
+	// A big arena is kept while it is used, and given back once a run of
+	// small writes shows the burst is over.
 	b.add(make([]byte, maxRetainedArena+1), nil, nil)
 	b.finish(nil)
+	big1 := cap(b.arena)
+	for range underusedLimit - 1 {
+		b.add([]byte("small"), nil, nil)
+		b.finish(nil)
+	}
+	if cap(b.arena) != big1 {
+		t.Fatalf("arena dropped too early")
+	}
+	b.add([]byte("small"), nil, nil)
+	b.finish(nil)
 	if cap(b.arena) != 0 {
-		t.Fatalf("arena of %d bytes retained", cap(b.arena))
+		t.Fatalf("arena of %d bytes retained after %d small writes", cap(b.arena), underusedLimit)
 	}
 }
