@@ -14,16 +14,16 @@ import (
 //	{"code":105,"extFields":{"topic":"T"},"flag":0,"language":"GO","opaque":1,
 //	 "remark":"x","serializeTypeCurrentRPC":"JSON","version":479}
 //
-// extFields and remark are omitted when empty (as Java omits nulls); the Go
-// client and Java both accept that. Codes above 32767 are written as is: only
+// Every property is always written (extFields as {} and remark as "" when
+// empty, as the Go client does). Codes above 32767 are written as is: only
 // Java peers use them (POP), and the Go client never sees them.
 
 // appendJSONHeader appends c's JSON header to dst.
 func appendJSONHeader(dst []byte, c *Command) []byte {
 	dst = append(dst, `{"code":`...)
 	dst = strconv.AppendInt(dst, int64(c.Code), 10)
+	dst = append(dst, `,"extFields":{`...)
 	if len(c.ExtFields) > 0 {
-		dst = append(dst, `,"extFields":{`...)
 		var stack [32]string
 		keys := stack[:0]
 		for k := range c.ExtFields {
@@ -38,8 +38,8 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 			dst = append(dst, ':')
 			dst = appendHeaderString(dst, c.ExtFields[k])
 		}
-		dst = append(dst, '}')
 	}
+	dst = append(dst, '}')
 	dst = append(dst, `,"flag":`...)
 	dst = strconv.AppendInt(dst, int64(c.Flag), 10)
 	dst = append(dst, `,"language":`...)
@@ -52,10 +52,8 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 	}
 	dst = append(dst, `,"opaque":`...)
 	dst = strconv.AppendInt(dst, int64(c.Opaque), 10)
-	if c.Remark != "" {
-		dst = append(dst, `,"remark":`...)
-		dst = appendHeaderString(dst, c.Remark)
-	}
+	dst = append(dst, `,"remark":`...)
+	dst = appendHeaderString(dst, c.Remark)
 	dst = append(dst, `,"serializeTypeCurrentRPC":"JSON","version":`...)
 	dst = strconv.AppendInt(dst, int64(c.Version), 10)
 	return append(dst, '}')

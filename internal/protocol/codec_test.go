@@ -87,7 +87,7 @@ func TestJSONHeaderWorkedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantJSON := `{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"GO","opaque":1,"serializeTypeCurrentRPC":"JSON","version":317}`
+	wantJSON := `{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"GO","opaque":1,"remark":"","serializeTypeCurrentRPC":"JSON","version":317}`
 	if got := string(enc[8:]); got != wantJSON {
 		t.Fatalf("encode:\n got %s\nwant %s", got, wantJSON)
 	}

@@ -35,7 +35,7 @@
 //	 "remark":"...","serializeTypeCurrentRPC":"JSON","version":479}
 //
 // Encoding is hand-written (no reflection): compact, alphabetical, ext keys
-// sorted, remark and extFields omitted when empty. Decoding is a lenient
+// sorted, every property present (extFields {} and remark "" when empty). Decoding is a lenient
 // hand-written scanner: any order, nulls, unknown properties, language as a
 // name or a number.
 //
