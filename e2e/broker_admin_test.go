@@ -34,6 +34,14 @@ func TestGoAdminTopicLifecycle(t *testing.T) {
 	waitRoute(t, c.ns, topic)
 	p := newProducer(t, c.nsAddr)
 	sendN(t, p, topic, "", "admin", 3)
+	// Deletion must not race the dispatch of what was just sent.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var n int64
+		for q := int32(0); q < 3; q++ {
+			n += c.b.Store.MaxOffsetInQueue(topic, q)
+		}
+		return n == 3
+	}, "messages not dispatched")
 
 	groups, err := adm.GetAllSubscriptionGroup(ctx, c.b.Addr(), 5*time.Second)
 	if err != nil {
@@ -50,7 +58,7 @@ func TestGoAdminTopicLifecycle(t *testing.T) {
 	if c.b.Topics.Contains(topic) {
 		t.Fatal("topic still on the broker")
 	}
-	if c.b.Store.MaxOffsetInQueue(topic, 0) > 0 {
+	if c.b.Store.MaxOffsetInQueue(topic, 0)+c.b.Store.MaxOffsetInQueue(topic, 1)+c.b.Store.MaxOffsetInQueue(topic, 2) > 0 {
 		t.Fatal("consume queues of the deleted topic still served")
 	}
 }
