@@ -113,6 +113,14 @@ func TestPutMessagesBatch(t *testing.T) {
 	if len(got.Messages) != 10 || string(decode(t, got.Messages[9]).Body) != "item9" {
 		t.Fatalf("batch read back: %d", len(got.Messages))
 	}
+	var huge []*message.Ext
+	for i := 0; i < 20; i++ {
+		huge = append(huge, newMsg("B", 1, string(make([]byte, 1000)), nil))
+	}
+	s.PutMessages(huge, func(r PutResult) { ch <- r })
+	if r := <-ch; r.Status != UnknownError {
+		t.Fatalf("batch over maxMessageSize: %v", r.Status)
+	}
 	bad := []*message.Ext{newMsg("B", 1, "d", map[string]string{message.PropertyDelayTimeLevel: "1"})}
 	s.PutMessages(bad, func(r PutResult) { ch <- r })
 	if r := <-ch; r.Status != MessageIllegal {

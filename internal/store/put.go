@@ -175,8 +175,10 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 		}
 		metas = append(metas, s.metaFor(m, len(buf)-n))
 	}
-	if len(buf)+blankRecordSize > int(s.cfg.MappedFileSizeCommitLog) {
-		done(PutResult{Status: MessageIllegal, Remark: "batch larger than a commit-log file"})
+	// RocketMQ's batch encoder throws when the whole batch exceeds
+	// maxMessageSize; the send answers SYSTEM_ERROR (2.5).
+	if len(buf) > s.cfg.MaxMessageSize || len(buf)+blankRecordSize > int(s.cfg.MappedFileSizeCommitLog) {
+		done(PutResult{Status: UnknownError, Remark: "message body size exceeded"})
 		return
 	}
 	res := s.appendRecords(buf, metas, topic, qid)
