@@ -331,19 +331,6 @@ func (mf *mappedFile) setPositions(pos int64) {
 	mf.flushed.Store(pos)
 }
 
-// copyRange copies [pos, pos+n) of the readable part into dst (appending).
-// It returns false if the range is not readable or the file is going away.
-func (mf *mappedFile) copyRange(dst []byte, pos, n int64) ([]byte, bool) {
-	if pos < 0 || n < 0 || pos+n > mf.readPosition() {
-		return dst, false
-	}
-	if !mf.hold() {
-		return dst, false
-	}
-	dst = append(dst, mf.data[pos:pos+n]...)
-	mf.release()
-	return dst, true
-}
 
 // flushAll msyncs the whole mapping (index files, which track no positions).
 func (mf *mappedFile) flushAll() error {
