@@ -331,7 +331,6 @@ func (mf *mappedFile) setPositions(pos int64) {
 	mf.flushed.Store(pos)
 }
 
-
 // flushAll msyncs the whole mapping (index files, which track no positions).
 func (mf *mappedFile) flushAll() error {
 	if !mf.hold() {

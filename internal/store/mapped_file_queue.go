@@ -220,7 +220,6 @@ func (q *mappedFileQueue) maxOffset() int64 {
 	return 0
 }
 
-
 // flush flushes one file (the one holding the flush frontier) and reports
 // whether the frontier did NOT move, as RocketMQ does. Errors are sticky at
 // the caller.
