@@ -87,6 +87,26 @@ type Config struct {
 	RedeleteHangedFileInterval       time.Duration `conf:"redeleteHangedFileInterval"`
 	DeleteFileBatchMax               int           `conf:"deleteFileBatchMax"`
 
+	// Keys RocketMQ operators set that this store accepts with RocketMQ's
+	// defaults but does not need: the append lock is always a sync.Mutex,
+	// topics > 127 bytes always use the v2 magic, writes always go through
+	// the mapping, consume-queue units are written through the mapping.
+	UseReentrantLockWhenPutMessage   bool `conf:"useReentrantLockWhenPutMessage"`
+	TopicQueueLockNum                int  `conf:"topicQueueLockNum"`
+	AutoMessageVersionOnTopicLen     bool `conf:"autoMessageVersionOnTopicLen"`
+	WriteWithoutMmap                 bool `conf:"writeWithoutMmap"`
+	DataReadAheadEnable              bool `conf:"dataReadAheadEnable"`
+	PutConsumeQueueDataByFileChannel bool `conf:"putConsumeQueueDataByFileChannel"`
+	EnableConsumeQueueExt            bool `conf:"enableConsumeQueueExt"`
+	MaxRecoveryCommitlogFiles        int  `conf:"maxRecoveryCommitlogFiles"`
+	WakeCommitWhenPutMessage         bool `conf:"wakeCommitWhenPutMessage"`
+	// WakeFlushWhenPutMessage wakes the ASYNC_FLUSH service on every put when
+	// flushCommitLogTimed is false.
+	WakeFlushWhenPutMessage bool `conf:"wakeFlushWhenPutMessage"`
+	// PutMessageTimeout and SlaveTimeout are read by the broker and HA.
+	PutMessageTimeout time.Duration `conf:"putMessageTimeout"`
+	SlaveTimeout      time.Duration `conf:"slaveTimeout"`
+
 	// StoreHost is written into every record's STOREHOST field and into
 	// offset message ids: the broker sets it to brokerIP1:listenPort.
 	StoreHost netip.AddrPort `conf:"-"`
@@ -156,6 +176,15 @@ func DefaultConfig() Config {
 		StoreHost:                         netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		CleanupInitialDelay:               60 * time.Second,
 		PrefaultAheadBytes:                16 << 20,
+		UseReentrantLockWhenPutMessage:    true,
+		TopicQueueLockNum:                 32,
+		AutoMessageVersionOnTopicLen:      true,
+		DataReadAheadEnable:               true,
+		PutConsumeQueueDataByFileChannel:  true,
+		MaxRecoveryCommitlogFiles:         30,
+		WakeCommitWhenPutMessage:          true,
+		PutMessageTimeout:                 8 * time.Second,
+		SlaveTimeout:                      3 * time.Second,
 	}
 }
 

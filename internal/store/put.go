@@ -408,7 +408,7 @@ func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(P
 	s.stats.puts.Add(int64(res.MsgNum))
 	s.stats.putBytes.Add(int64(res.WroteBytes))
 	s.stats.observePutLatency(time.Since(start))
-	if s.pool != nil {
+	if s.pool != nil && (s.cfg.WakeCommitWhenPutMessage || s.cfg.syncFlush()) {
 		wake(s.wakeCommit)
 	}
 	if s.cfg.syncFlush() {
@@ -425,6 +425,9 @@ func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(P
 		wake(s.wakeFlush)
 	} else {
 		wake(s.wakeDispatch)
+		if s.cfg.WakeFlushWhenPutMessage && !s.cfg.FlushCommitLogTimed {
+			wake(s.wakeFlush)
+		}
 	}
 	s.replicate(res, wait, done)
 }
