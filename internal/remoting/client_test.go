@@ -306,12 +306,17 @@ func TestTLSPermissive(t *testing.T) {
 	if !found {
 		t.Fatal("no server connection uses TLS")
 	}
-	// Enforcing mode refuses the plain client and still serves TLS.
-	enforced := startServer(t, ServerConfig{TLS: selfSigned(t), TLSEnforce: true}, nil)
+	// Enforcing mode refuses the plain client (listeners hear nothing of a
+	// connection that never opened) and still serves TLS.
+	rec := &recorder{}
+	enforced := startServer(t, ServerConfig{TLS: selfSigned(t), TLSEnforce: true}, func(s *Server) { s.AddConnListener(rec) })
 	if _, err := plain.InvokeSync(ctxFor(t, 10*time.Second), enforced.Addr().String(), protocol.NewRequest(codeEcho, nil, nil)); !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("plain client against enforced TLS: %v", err)
 	}
 	if _, err := tlsClient.InvokeSync(ctxFor(t, 10*time.Second), enforced.Addr().String(), protocol.NewRequest(codeEcho, nil, nil)); err != nil {
 		t.Fatal(err)
+	}
+	if connects, closes, _, exceptions := rec.counts(); connects != 1 || closes != 0 || exceptions != 0 {
+		t.Fatalf("connects=%d closes=%d exceptions=%d, want only the TLS connection", connects, closes, exceptions)
 	}
 }

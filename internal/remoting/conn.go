@@ -48,6 +48,10 @@ type Conn struct {
 	active     atomic.Bool
 	lastActive atomic.Int64
 
+	// opened: OnConnect was delivered, so OnException/OnClose follow. Only
+	// the read loop touches it.
+	opened bool
+
 	// wake has capacity 1: a non-blocking send tells the write loop there is
 	// something to write.
 	wake chan struct{}
@@ -252,6 +256,7 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 		c.cleanup(err)
 		return
 	}
+	c.opened = true
 	c.ep.connOpened(c)
 	fr := protocol.NewFrameReader(r, c.ep.maxFrame, readBufSize)
 	for {

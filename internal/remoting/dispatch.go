@@ -48,7 +48,9 @@ type RPCHook interface {
 // ConnListener receives connection events. OnConnect, OnException and
 // OnClose run on the connection's read loop, OnIdle on the idle scanner;
 // none may block. OnException (decode error, oversize frame, I/O error) and
-// OnIdle are each followed by OnClose.
+// OnIdle are each followed by OnClose. A connection refused before it opened
+// (failed TLS handshake, plain connection under TLSEnforce) produces no
+// events.
 type ConnListener interface {
 	OnConnect(*Conn)
 	OnClose(*Conn)

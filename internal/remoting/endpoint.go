@@ -137,7 +137,10 @@ func (ep *endpoint) connClosed(c *Conn, reason error) {
 	if ep.onClosed != nil {
 		ep.onClosed(c)
 	}
-	ls := ep.listenerList()
+	var ls []ConnListener
+	if c.opened { // a connection refused during setup was never announced
+		ls = ep.listenerList()
+	}
 	if errors.Is(reason, protocol.ErrBadFrame) || errors.Is(reason, protocol.ErrFrameTooLarge) {
 		ep.codecErrors.Add(1)
 	}
