@@ -34,7 +34,10 @@ const (
 // crash test modes: the flush type and pool of the child (and the reopen).
 var crashModes = []string{"sync", "sync-pool", "async"}
 
-var crashRounds = flag.Int("crash.rounds", 5, "kill/recover rounds per mode of TestCrashRecovery")
+var (
+	crashRounds   = flag.Int("crash.rounds", 5, "kill/recover rounds per mode of TestCrashRecovery")
+	crashModeList = flag.String("crash.modes", "sync,sync-pool,async", "modes of TestCrashRecovery")
+)
 
 func crashConfig(dir string, mode string) Config {
 	cfg := testConfig(dir)
@@ -121,6 +124,9 @@ func TestCrashRecovery(t *testing.T) {
 		*crashRounds = 5
 	}
 	for _, mode := range crashModes {
+		if !strings.Contains(","+*crashModeList+",", ","+mode+",") {
+			continue
+		}
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
