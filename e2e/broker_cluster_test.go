@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,13 +120,18 @@ func waitRoute(t testing.TB, ns *namesrv.Server, topic string) {
 	}, "topic %s never routed", topic)
 }
 
-// uniqueName makes client instance and group names unique per test: the Go
-// client keeps process-wide client instances keyed by instance name.
-var nameSeq atomic.Int64
+// uniqueName makes client instance and group names unique per test and per
+// process: the Go client keeps process-wide client instances keyed by
+// instance name, and broadcasting consumers keep offsets in files under
+// $HOME keyed by client id and group, which must not leak between runs.
+var (
+	nameSeq atomic.Int64
+	nameRun = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+)
 
 func uniqueName(t testing.TB, prefix string) string {
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	return fmt.Sprintf("%s_%s_%d", prefix, name, nameSeq.Add(1))
+	return fmt.Sprintf("%s_%s_%s%d", prefix, name, nameRun, nameSeq.Add(1))
 }
 
 func newProducer(t testing.TB, nsAddr string, opts ...producer.Option) rocketmq.Producer {

@@ -38,6 +38,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	fail := func(code protocol.ResponseCode, forbidden int32, format string, args ...any) (*protocol.Command, error) {
 		e := protocol.Errorf(code, format, args...)
 		resp.Code, resp.Remark = int32(e.Code), e.Remark
+		b.logger.Debug("pull refused", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID,
+			"code", e.Code.String(), "remark", e.Remark)
 		rh.ForbiddenType = forbidden
 		resp.ExtFields = protocol.EncodeHeader(&rh, false)
 		return resp, nil
@@ -139,6 +141,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	if res.Release != nil {
 		res.Release()
 	}
+	b.logger.Debug("pull", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID, "offset", h.QueueOffset,
+		"status", res.Status.String(), "code", code.String(), "sysFlag", h.SysFlag)
 	if code == protocol.PullOffsetMoved {
 		b.logger.Info("pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID,
 			"offset", h.QueueOffset, "nextBeginOffset", rh.NextBeginOffset, "status", res.Status.String())
