@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"net/netip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -481,5 +482,54 @@ func TestConfigFromBrokerConf(t *testing.T) {
 	}
 	if m := config.ToMap(&cfg); m["flushIntervalCommitLog"] != "500" || m["brokerRole"] != "ASYNC_MASTER" {
 		t.Fatalf("ToMap: %v", m)
+	}
+}
+
+// TestHostForms covers 2.3: IPv4, IPv6 and missing born/store hosts are
+// stored with the right sysflag bits and read back, and the store
+// timestamp is found at its shifted position.
+func TestHostForms(t *testing.T) {
+	tests := []struct {
+		name        string
+		born, store string
+	}{
+		{"v4/v4", "192.168.0.1:1000", "10.0.0.1:10911"},
+		{"v6/v4", "[2001:db8::1]:1000", "10.0.0.1:10911"},
+		{"v4/v6", "192.168.0.1:1000", "[2001:db8::2]:10911"},
+		{"v6/v6", "[2001:db8::1]:1000", "[2001:db8::2]:10911"},
+		{"none/v4", "", "10.0.0.1:10911"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.StoreHost = netip.MustParseAddrPort(tc.store)
+			var clock atomic.Int64
+			clock.Store(1_800_000_000_000)
+			cfg.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
+			s := openStore(t, cfg)
+			m := newMsg("H", 0, "body", nil)
+			m.BornHost = netip.AddrPort{}
+			if tc.born != "" {
+				m.BornHost = netip.MustParseAddrPort(tc.born)
+			}
+			r := mustPut(t, s, m)
+			got, err := s.LookMessageByOffset(r.WroteOffset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.StoreHost != cfg.StoreHost || (tc.born != "" && got.BornHost != m.BornHost) {
+				t.Fatalf("hosts %v / %v", got.BornHost, got.StoreHost)
+			}
+			if got.StoreTimestamp != 1_800_000_000_000 {
+				t.Fatalf("store timestamp %d", got.StoreTimestamp)
+			}
+			waitDispatched(t, s, "H", 0, 1)
+			if ts, _ := s.StoreTimeByQueueOffset("H", 0, 0); ts != 1_800_000_000_000 {
+				t.Fatalf("store time via queue %d", ts)
+			}
+			if r.MsgID != message.OffsetMsgID(cfg.StoreHost, r.WroteOffset) {
+				t.Fatalf("msg id %s", r.MsgID)
+			}
+		})
 	}
 }

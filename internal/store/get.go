@@ -276,11 +276,8 @@ func (s *Store) storeTimeAt(phy int64) (int64, bool) {
 	if pos+recStoreTsV6Born+8 > f.readPosition() {
 		return 0, false
 	}
-	sysFlag := int32(binary.BigEndian.Uint32(f.data[pos+36:]))
-	at := int64(recStoreTsV4Born)
-	if sysFlag&message.SysFlagBornHostV6 != 0 {
-		at = recStoreTsV6Born
-	}
+	sysFlag := int32(binary.BigEndian.Uint32(f.data[pos+message.OffsetSysFlag:]))
+	at := int64(message.StoreTimestampOffset(sysFlag))
 	return int64(binary.BigEndian.Uint64(f.data[pos+at:])), true
 }
 

@@ -275,16 +275,7 @@ func (s *Store) applyDelayLevel(m *message.Ext) {
 
 func (s *Store) prepareHosts(m *message.Ext) {
 	m.StoreHost = s.cfg.StoreHost
-	if a := m.StoreHost.Addr(); a.Is6() && !a.Is4In6() {
-		m.SysFlag |= message.SysFlagStoreHostV6
-	} else {
-		m.SysFlag &^= message.SysFlagStoreHostV6
-	}
-	if a := m.BornHost.Addr(); a.IsValid() && a.Is6() && !a.Is4In6() {
-		m.SysFlag |= message.SysFlagBornHostV6
-	} else {
-		m.SysFlag &^= message.SysFlagBornHostV6
-	}
+	m.SysFlag = message.HostSysFlag(m.SysFlag, m.BornHost, m.StoreHost)
 }
 
 // encode appends the record to dst outside every lock; offsets are patched
@@ -306,12 +297,8 @@ func (s *Store) encode(dst []byte, m *message.Ext) ([]byte, PutStatus) {
 }
 
 func (s *Store) metaFor(m *message.Ext, size int) recMeta {
-	at := int32(recStoreTsV4Born)
-	if m.SysFlag&message.SysFlagBornHostV6 != 0 {
-		at = recStoreTsV6Born
-	}
 	tt := message.TransactionType(m.SysFlag)
-	return recMeta{size: int32(size), storeTsAt: at,
+	return recMeta{size: int32(size), storeTsAt: int32(message.StoreTimestampOffset(m.SysFlag)),
 		assignQO: tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType}
 }
 

@@ -78,10 +78,7 @@ func (s *Store) storeTimeAtFile(f *mappedFile, pos int64) (int64, bool) {
 	if int64(len(d)) < recStoreTsV6Born+8 {
 		return 0, false
 	}
-	at := recStoreTsV4Born
-	if int32(binary.BigEndian.Uint32(d[36:]))&message.SysFlagBornHostV6 != 0 {
-		at = recStoreTsV6Born
-	}
+	at := message.StoreTimestampOffset(int32(binary.BigEndian.Uint32(d[message.OffsetSysFlag:])))
 	return int64(binary.BigEndian.Uint64(d[at:])), true
 }
 
