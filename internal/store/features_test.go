@@ -2,8 +2,8 @@ package store
 
 import (
 	"errors"
-	"net/netip"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
