@@ -191,12 +191,10 @@ scan:
 	s.flushConsumeQueues(0)
 
 	// Rebuild the topic-queue table from the consume queues (6.3 step 5).
-	minPhy := s.commitLog.minOffset()
+	minPhy := max(0, s.commitLog.minOffset())
 	for _, cq := range s.allQueues() {
 		s.topicQueueTable[tqKey{cq.topic, cq.queueID}] = cq.maxOffset()
-		if minPhy > 0 {
-			cq.correctMinOffset(minPhy)
-		}
+		cq.correctMinOffset(minPhy) // also skips leading pre-blank units
 	}
 	s.reputFrom.Store(processOffset)
 	s.cp.confirmPhyOffset.Store(processOffset)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apogeemq/apogee/internal/testutil"
 )
@@ -186,5 +188,56 @@ func TestLoadOddFiles(t *testing.T) {
 	if err := s3.Start(); !errors.Is(err, ErrBadFileSize) {
 		s3.Close()
 		t.Fatalf("wrong-size file: %v", err)
+	}
+}
+
+// TestRebuiltQueueStartsWithPreBlank covers 4.1 pre-blank units: a queue
+// rebuilt from a commit log whose oldest message of the queue has offset
+// q > 0 starts at q (min offset q, filler units below), also after a restart.
+func TestRebuiltQueueStartsWithPreBlank(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	s := openStore(t, cfg)
+	writeN(t, s, 300)
+	var clock atomic.Int64
+	clock.Store(time.Now().Add(100 * time.Hour).UnixMilli())
+	s.cfg.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
+	s.cfg.DiskUsage = func(string) (float64, error) { return 0.99, nil } // forced deletion
+	s.cfg.DeleteCommitLogFilesInterval = 0
+	s.CleanupOnce()
+	minPhy := s.MinPhyOffset()
+	if minPhy == 0 {
+		t.Fatal("cleanup deleted nothing")
+	}
+	wantMin := s.MinOffsetInQueue("T", 0)
+	if wantMin == 0 {
+		t.Fatal("queue min offset not corrected")
+	}
+	s.diskFull.Store(false)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Lose the consume queues and crash: they are rebuilt from what is left.
+	os.RemoveAll(filepath.Join(cfg.StorePathRootDir, consumeQueueDirName))
+	os.WriteFile(filepath.Join(cfg.StorePathRootDir, abortFileName), []byte("1"), 0o644)
+	os.WriteFile(filepath.Join(cfg.StorePathRootDir, checkpointFileName), make([]byte, checkpointFileSize), 0o644)
+	for round := 0; round < 2; round++ {
+		s2 := openStore(t, cfg)
+		if got := s2.MinOffsetInQueue("T", 0); got != wantMin {
+			t.Fatalf("round %d: min offset %d, want %d", round, got, wantMin)
+		}
+		if got := s2.MaxOffsetInQueue("T", 0); got != 300 {
+			t.Fatalf("round %d: max offset %d", round, got)
+		}
+		r := s2.GetMessage("g", "T", 0, 0, 4, 1<<20, nil)
+		if r.Status != OffsetTooSmall || r.NextBeginOffset != wantMin {
+			t.Fatalf("round %d: read from 0: %v next %d", round, r.Status, r.NextBeginOffset)
+		}
+		r = s2.GetMessage("g", "T", 0, wantMin, 4, 1<<20, nil)
+		if r.Status != Found || decode(t, r.Messages[0]).QueueOffset != wantMin {
+			t.Fatalf("round %d: read at min: %v", round, r.Status)
+		}
+		if err := s2.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
