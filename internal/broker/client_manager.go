@@ -323,6 +323,21 @@ func (m *ClientManager) ProducerChannels(group string) []ClientChannel {
 	return out
 }
 
+// ProducerChannelByClientID finds a live producer connection of a client
+// (any group), the target of request/reply pushes.
+func (m *ClientManager) ProducerChannelByClientID(clientID string) (ClientChannel, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, p := range m.producers {
+		for _, c := range p {
+			if c.ClientID == clientID {
+				return *c, true
+			}
+		}
+	}
+	return ClientChannel{}, false
+}
+
 // ProducerGroups lists the groups with live producers.
 func (m *ClientManager) ProducerGroups() []string {
 	m.mu.RLock()

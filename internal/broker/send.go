@@ -94,8 +94,11 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	if err := b.interceptTimer(ext); err != nil { // timer.go: TIMER_* -> rmq_sys_wheel_timer
 		return nil, err
 	}
-	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	b.stats.sendRequests.Add(1)
+	if code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2 {
+		return b.sendReply(conn, req, &h, ext) // reply.go
+	}
+	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	b.Store.PutMessage(ext, func(res store.PutResult) {
 		b.writeSendResponse(conn, req, res, queueID, transactionID)
 	})
