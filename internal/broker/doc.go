@@ -24,6 +24,7 @@
 //	 ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
 //	 ├─ 38/14/15/41/42 consumer management (heartbeat.go, consumer_offset.go,
 //	 │     lock.go)
+//	 ├─ 324/325 replies pushed to the requester with 326 (reply.go)
 //	 ├─ 37 END_TRANSACTION (transaction.go); 12/33 queries (query.go)
 //	 └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
 //	       200/201/207/225/352 groups, 43/45, 202/208/203/204/300/343/305/28/26

@@ -170,7 +170,9 @@ func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, r
 	} else {
 		b.stats.sendFailed.Add(1)
 		if res.Status == store.OSPageCacheBusy {
-			b.stats.pageCacheBusy.Add(1)
+			if n := b.stats.pageCacheBusy.Add(1); n == 1 || n%1000 == 0 {
+				b.logger.Warn("send refused: page cache busy [PC_SYNCHRONIZED]", "total", n)
+			}
 		}
 		b.logger.Debug("send failed", "status", res.Status.String(), "remark", res.Remark, "addr", conn.RemoteAddr())
 	}
