@@ -89,6 +89,9 @@ func (l *LitePullConsumer) Close() error { return l.c.Close() }
 // order), blocking until some arrive, ctx ends (ctx.Err()) or the consumer
 // closes (ErrClosed).
 func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
+	if err := l.ready(); err != nil {
+		return nil, err
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,124 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+func newFakeLitePull(t *testing.T, env *fakeBrokerEnv, opts ...ConsumerOpt) *LitePullConsumer {
+	t.Helper()
+	all := append([]ConsumerOpt{WithNameServers("fake:9876"), WithConsumeFromWhere(ConsumeFromFirstOffset)}, opts...)
+	l, err := NewLitePullConsumer("g", all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.c.newEnv = func(*consumerConfig) (consumerEnv, func() error, error) {
+		return env, func() error { return nil }, nil
+	}
+	return l
+}
+
+func pollN(t *testing.T, l *LitePullConsumer, n int) []*MessageExt {
+	t.Helper()
+	ctx := testutil.Context(t, 5*time.Second)
+	var out []*MessageExt
+	for len(out) < n {
+		msgs, err := l.Poll(ctx)
+		if err != nil {
+			t.Fatalf("poll after %d: %v", len(out), err)
+		}
+		out = append(out, msgs...)
+	}
+	return out
+}
+
+// TestLitePullSeekAndManualCommit: Poll returns each queue in order, Seek
+// rewinds one queue, and only Commit stores offsets.
+func TestLitePullSeekAndManualCommit(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 2, 20, "m")
+	l := newFakeLitePull(t, env, WithAutoCommit(false, 0))
+	if err := l.Subscribe("T", TagSelector("*")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Assign(MessageQueue{Topic: "T", BrokerName: fakeBrokerName}); err == nil {
+		t.Fatal("Assign after Subscribe accepted")
+	}
+	if _, err := l.Poll(context.Background()); err == nil {
+		t.Fatal("Poll before Start accepted")
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := pollN(t, l, 20)
+	last := map[int]int64{0: -1, 1: -1}
+	for _, m := range got {
+		if m.QueueOffset != last[int(m.QueueID)]+1 {
+			t.Fatalf("queue %d: offset %d after %d", m.QueueID, m.QueueOffset, last[int(m.QueueID)])
+		}
+		last[int(m.QueueID)] = m.QueueOffset
+	}
+	mq := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 1}
+	if off, _ := l.CommittedOffset(context.Background(), mq); off >= 10 {
+		t.Fatalf("offset %d committed before Commit", off)
+	}
+	if err := l.Seek(mq, 4); err != nil {
+		t.Fatal(err)
+	}
+	again := pollN(t, l, 6)
+	if again[0].QueueOffset != 4 || again[0].QueueID != 1 {
+		t.Fatalf("after seek: queue %d offset %d", again[0].QueueID, again[0].QueueOffset)
+	}
+	if err := l.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	env.mu.Lock()
+	off0, off1 := env.offsets[MessageQueue{Topic: "T", BrokerName: fakeBrokerName}], env.offsets[mq]
+	env.mu.Unlock()
+	if off0 != 10 || off1 != 10 {
+		t.Fatalf("committed %d / %d, want 10 / 10", off0, off1)
+	}
+	if err := l.Seek(MessageQueue{Topic: "X"}, 0); err == nil {
+		t.Fatal("seek of an unassigned queue accepted")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Poll(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("poll after close: %v", err)
+	}
+}
+
+// TestLitePullAssignAutoCommit: an assigned queue is read without
+// rebalance; auto-commit uploads polled offsets.
+func TestLitePullAssignAutoCommit(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 2, 20, "m")
+	l := newFakeLitePull(t, env, WithAutoCommit(true, 10*time.Millisecond))
+	mq := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 0}
+	if err := l.Assign(mq); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, m := range pollN(t, l, 10) {
+		if m.QueueID != 0 {
+			t.Fatalf("message of unassigned queue %d", m.QueueID)
+		}
+	}
+	if a := l.Assignment(); len(a) != 1 || a[0] != mq {
+		t.Fatalf("assignment %v", a)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		env.mu.Lock()
+		defer env.mu.Unlock()
+		return env.offsets[mq] == 10
+	}, "auto commit did not upload")
+}
