@@ -55,7 +55,11 @@ type instance struct {
 	heartbeatWake chan struct{} // capacity 1; a send asks for a heartbeat now
 	routeWake     chan string   // topics to refresh soon (after failures); bounded, sends never block
 
-	state   atomic.Int32 // stateCreated -> stateStarted -> stateClosed
+	state atomic.Int32 // stateCreated -> stateStarted -> stateClosed
+	// ctx is cancelled by close, so background calls (route refresh,
+	// heartbeats, transaction checks) in flight end at once.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	quit    chan struct{}
 	goMu    sync.Mutex
 	closing bool // guarded by goMu; goFunc refuses once set
@@ -99,6 +103,7 @@ func newInstance(cfg clientConfig) *instance {
 		routeWake:     make(chan string, 64),
 		quit:          make(chan struct{}),
 	}
+	in.ctx, in.cancel = context.WithCancel(context.Background())
 	return in
 }
 
@@ -174,6 +179,7 @@ func (in *instance) close() error {
 	in.closing = true
 	in.goMu.Unlock()
 	close(in.quit)
+	in.cancel()
 	in.wg.Wait()
 	if prev == stateStarted {
 		if err := in.remote.Close(); err != nil {
@@ -223,7 +229,7 @@ func (in *instance) routeLoop() {
 		case <-t.C:
 			in.refreshAllRoutes()
 		case topic := <-in.routeWake:
-			ctx, cancel := context.WithTimeout(context.Background(), nameServerTimeout)
+			ctx, cancel := context.WithTimeout(in.ctx, nameServerTimeout)
 			if _, err := in.refreshRoute(ctx, topic); err != nil {
 				in.logger.Debug("route refresh after failure failed", "topic", topic, "err", err)
 			}
@@ -252,7 +258,7 @@ func (in *instance) refreshAllRoutes() {
 			return
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), nameServerTimeout)
+		ctx, cancel := context.WithTimeout(in.ctx, nameServerTimeout)
 		if _, err := in.refreshRoute(ctx, topic); err != nil && !errors.Is(err, ErrNoRoute) {
 			in.logger.Debug("route refresh failed", "topic", topic, "err", err)
 		}
@@ -479,7 +485,7 @@ func (in *instance) heartbeatLoop() {
 		case <-t.C:
 		case <-in.heartbeatWake:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), nameServerTimeout)
+		ctx, cancel := context.WithTimeout(in.ctx, nameServerTimeout)
 		in.sendHeartbeat(ctx)
 		cancel()
 	}

@@ -217,7 +217,7 @@ func (t *txState) worker() {
 
 func (t *txState) check(c txCheck) {
 	p := t.p
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(p.in.ctx, time.Minute)
 	defer cancel()
 	state := TransactionUnknown
 	remark := ""
