@@ -98,6 +98,9 @@ func (e *instanceEnv) registerConsumer(group string, c consumerInner) error {
 	})
 	e.in.handle(protocol.NotifyConsumerIDsChanged, e.onNotify)
 	e.in.handle(protocol.GetConsumerRunningInfo, e.onRunningInfo)
+	e.in.handle(protocol.ConsumeMessageDirectly, func(ctx context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+		return e.onConsumeDirectly(ctx, nil, req)
+	})
 	e.active.Store(true)
 	return e.in.start()
 }

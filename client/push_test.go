@@ -199,3 +199,37 @@ func TestPushConsumerHooksAndPanics(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// TestPushConsumerConsumeDirectly: CONSUME_MESSAGE_DIRECTLY runs the
+// listener on the given stored message and reports the outcome with
+// Java's result names.
+func TestPushConsumerConsumeDirectly(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 1, 1, "m")
+	c, err := newFakePushConsumer(env, WithMessageModel(Broadcasting), WithOffsetStoreDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got atomic.Value
+	_ = c.Subscribe("T", TagSelector("*"), func(_ context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		got.Store(string(msgs[0].Body))
+		if string(msgs[0].Body) == "m-0" {
+			return ConsumeSuccess, nil
+		}
+		return ConsumeRetryLater, nil
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	env.mu.Lock()
+	rec := env.msgs[MessageQueue{Topic: "T", BrokerName: fakeBrokerName}][0]
+	env.mu.Unlock()
+	res := c.consumeDirectly(context.Background(), rec, fakeBrokerName)
+	if res.ConsumeResult != "CR_SUCCESS" || got.Load() != "m-0" {
+		t.Fatalf("result %+v, listener saw %v", res, got.Load())
+	}
+	if res := c.consumeDirectly(context.Background(), []byte{1, 2, 3}, fakeBrokerName); res.ConsumeResult != "CR_THROW_EXCEPTION" {
+		t.Fatalf("garbage body: %+v", res)
+	}
+}
