@@ -171,3 +171,26 @@ func TestSDKRetryMovesToAnotherBroker(t *testing.T) {
 		t.Fatalf("ok %d, broker-b attempts %d failures %d: want 20 ok and only failed attempts on broker-b", ok.Load(), attemptsB, failuresB)
 	}
 }
+
+// TestSDKProducerSurvivesBrokerRestart: after the broker restarts on the
+// same address the producer redials and sends again without a new route.
+func TestSDKProducerSurvivesBrokerRestart(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 4)
+	p := newSDKProducer(t, c.nsAddr)
+	ctx := testutil.Context(t, 60*time.Second)
+	if _, err := p.Send(ctx, client.NewMessage(topic, []byte("before"))); err != nil {
+		t.Fatal(err)
+	}
+	c.stopBroker()
+	if _, err := p.Send(ctx, client.NewMessage(topic, []byte("down"))); err == nil {
+		t.Fatal("send to a stopped broker succeeded")
+	}
+	c.startBroker()
+	waitRoute(t, c.ns, topic)
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		_, err := p.Send(ctx, client.NewMessage(topic, []byte("after")))
+		return err == nil
+	}, "no successful send after the broker restarted")
+}
