@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -143,5 +144,58 @@ func TestSDKAutoCreateTopic(t *testing.T) {
 	qs, err := p.Queues(ctx, topic)
 	if err != nil || len(qs) != 2 {
 		t.Fatalf("queues %v (%v)", qs, err)
+	}
+}
+
+// freePortPair returns a loopback port p with p-2 also free (the broker's
+// VIP channel listens on ListenPort-2).
+func freePortPair(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l1, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l1.Addr().(*net.TCPAddr).Port
+		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p-2))
+		l1.Close()
+		if err == nil {
+			l2.Close()
+			return p
+		}
+	}
+	t.Skip("no free port pair for the VIP channel")
+	return 0
+}
+
+type addrHook struct{ addrs chan string }
+
+func (h addrHook) OnAfterSend(_ context.Context, sc *client.SendContext) {
+	select {
+	case h.addrs <- sc.BrokerAddr:
+	default:
+	}
+}
+
+// TestSDKVIPChannel: with WithVIPChannel, sends go to the broker's VIP
+// port (listen port - 2), which the broker serves.
+func TestSDKVIPChannel(t *testing.T) {
+	port := freePortPair(t)
+	c := startCluster(t, func(cfg *broker.Config) {
+		cfg.ListenPort = port
+		cfg.VIPChannelEnable = true
+	})
+	if c.b.VIPAddr() == "" {
+		t.Skip("broker has no VIP channel")
+	}
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	h := addrHook{addrs: make(chan string, 1)}
+	p := newSDKProducer(t, c.nsAddr, client.WithVIPChannel(true), client.WithHooks(h))
+	if _, err := p.Send(testutil.Context(t, 20*time.Second), client.NewMessage(topic, []byte("vip"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-h.addrs; got != c.b.VIPAddr() {
+		t.Fatalf("sent to %s, want the VIP address %s (main %s)", got, c.b.VIPAddr(), c.b.Addr())
 	}
 }
