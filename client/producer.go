@@ -133,6 +133,7 @@ func (p *Producer) Close() error {
 		return nil
 	}
 	p.inflight.Wait()
+	closeTracers(p.cfg.hooks) // trace.go: flush the last trace batch
 	if p.tx != nil {
 		p.tx.stop()
 	}
@@ -695,7 +696,8 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 // send timeout (or ctx's deadline) bounds the whole send; cancelling ctx
 // abandons it. cb must not block for long: it holds one of a bounded set of
 // callback goroutines. If SendAsync returns an error, cb is not called.
-// Close waits for outstanding callbacks.
+// Close waits for outstanding callbacks. The first send to a topic blocks
+// for its route lookup (bounded by the same deadline), as in RocketMQ.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if cb == nil {
 		return fmt.Errorf("client: nil callback")
