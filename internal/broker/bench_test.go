@@ -94,3 +94,55 @@ func runSend(b *testing.B, addr string, body []byte) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
 }
+
+// BenchmarkPull measures PULL_MESSAGE of 32 x 1 KiB messages from a queue
+// that already holds them (messages per second transferred).
+func BenchmarkPull(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.BrokerName = "bench"
+	cfg.ListenPort = 0
+	cfg.VIPChannelEnable = false
+	cfg.Store.StorePathRootDir = b.TempDir()
+	cfg.Store.MappedFileSizeCommitLog = 64 << 20
+	cfg.Store.MessageIndexEnable = false
+	br, err := New(cfg, testutil.DiscardLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := br.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const n = 4096
+	body := make([]byte, 1024)
+	for i := 0; i < n; i++ {
+		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "PullBench", DefaultTopic: TopicAutoCreate,
+			DefaultTopicQueueNums: 1, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
+		resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body))
+		if err != nil || resp.Code != 0 {
+			b.Fatalf("send: %v %v", err, resp)
+		}
+	}
+	testutil.Eventually(b, 10*time.Second, func() bool { return br.Store.MaxOffsetInQueue("PullBench", 0) >= n })
+	b.SetBytes(32 * 1024)
+	b.ReportAllocs()
+	start := time.Now()
+	var msgs int64
+	off := int64(0)
+	for b.Loop() {
+		h := protocol.PullMessageRequestHeader{ConsumerGroup: "cg", Topic: "PullBench", QueueID: 0, QueueOffset: off,
+			MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, Subscription: "*"}
+		resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.PullMessage, protocol.EncodeHeader(&h, false), nil))
+		if err != nil || resp.Code != 0 {
+			b.Fatalf("pull: %v %v", err, resp)
+		}
+		msgs += 32
+		off = (off + 32) % (n - 32)
+	}
+	b.ReportMetric(float64(msgs)/time.Since(start).Seconds(), "msg/s")
+}
