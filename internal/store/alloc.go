@@ -33,7 +33,11 @@ func (a *allocator) create(off int64) (*mappedFile, error) {
 	if err := os.MkdirAll(a.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("store: create %s: %w", a.dir, err)
 	}
-	return openMappedFile(a.dir, off, a.size, true)
+	mf, err := openMappedFile(a.dir, off, a.size, true)
+	if err == nil {
+		mf.writeThrough = a.store.cfg.WriteWithoutMmap
+	}
+	return mf, err
 }
 
 // get returns the file starting at off and queues the next one.

@@ -169,11 +169,11 @@ func benchPutAsync(b *testing.B, cfg Config) {
 // raw pwrite+fdatasync loop of the same size. Target ratio >= 0.8. Store and
 // baseline alternate in chunks so both see the same disk conditions.
 func BenchmarkPutSyncFlush(b *testing.B) {
-	for _, ahead := range []int64{0, 16 << 20} {
-		b.Run(fmt.Sprintf("prefault=%dMiB", ahead>>20), func(b *testing.B) {
+	for _, pwrite := range []bool{false, true} {
+		b.Run(fmt.Sprintf("writeWithoutMmap=%v", pwrite), func(b *testing.B) {
 			cfg := benchConfig(b.TempDir())
 			cfg.FlushDiskType = SyncFlush
-			cfg.PrefaultAheadBytes = ahead
+			cfg.WriteWithoutMmap = pwrite
 			benchPutSync(b, cfg)
 		})
 	}
@@ -246,12 +246,11 @@ func (bl *syncBaseline) run(b *testing.B, n int) time.Duration {
 // (group commit) vs the 1-writer SYNC_FLUSH throughput, measured in
 // alternating phases of the same run. Target ratio >= 20.
 func BenchmarkPutSyncFlush64Writers(b *testing.B) {
-	for _, pool := range []bool{false, true} {
-		b.Run("pool="+strconv.FormatBool(pool), func(b *testing.B) {
+	for _, pwrite := range []bool{false, true} {
+		b.Run(fmt.Sprintf("writeWithoutMmap=%v", pwrite), func(b *testing.B) {
 			cfg := benchConfig(b.TempDir())
 			cfg.FlushDiskType = SyncFlush
-			cfg.TransientStorePoolEnable = pool
-			cfg.TransientStorePoolSize = 3
+			cfg.WriteWithoutMmap = pwrite
 			benchSync64(b, cfg)
 		})
 	}

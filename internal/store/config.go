@@ -87,14 +87,20 @@ type Config struct {
 	RedeleteHangedFileInterval       time.Duration `conf:"redeleteHangedFileInterval"`
 	DeleteFileBatchMax               int           `conf:"deleteFileBatchMax"`
 
+	// WriteWithoutMmap appends to the commit log with pwrite and syncs with
+	// fdatasync instead of copying into the mapping and msync (readers
+	// still use the mapping). It disables the transient pool and prefault.
+	// Recommended with SYNC_FLUSH: no write-protect fault per put after
+	// every sync.
+	WriteWithoutMmap bool `conf:"writeWithoutMmap"`
+
 	// Keys RocketMQ operators set that this store accepts with RocketMQ's
 	// defaults but does not need: the append lock is always a sync.Mutex,
-	// topics > 127 bytes always use the v2 magic, writes always go through
-	// the mapping, consume-queue units are written through the mapping.
+	// topics > 127 bytes always use the v2 magic, consume-queue units are
+	// written through the mapping.
 	UseReentrantLockWhenPutMessage   bool `conf:"useReentrantLockWhenPutMessage"`
 	TopicQueueLockNum                int  `conf:"topicQueueLockNum"`
 	AutoMessageVersionOnTopicLen     bool `conf:"autoMessageVersionOnTopicLen"`
-	WriteWithoutMmap                 bool `conf:"writeWithoutMmap"`
 	DataReadAheadEnable              bool `conf:"dataReadAheadEnable"`
 	PutConsumeQueueDataByFileChannel bool `conf:"putConsumeQueueDataByFileChannel"`
 	EnableConsumeQueueExt            bool `conf:"enableConsumeQueueExt"`
@@ -293,7 +299,7 @@ func (c *Config) syncFlush() bool { return c.FlushDiskType == SyncFlush }
 // poolActive reports whether the transient store pool is in effect
 // (RocketMQ: enabled, and the broker is a master).
 func (c *Config) poolActive() bool {
-	return c.TransientStorePoolEnable && c.BrokerRole != RoleSlave
+	return c.TransientStorePoolEnable && c.BrokerRole != RoleSlave && !c.WriteWithoutMmap
 }
 
 // parseDeleteWhen parses "04;16" into hours.

@@ -153,7 +153,9 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
 	}
 	var b [CQUnitSize]byte
 	encodeCQUnit(b[:], u)
-	f.appendBytes(b[:])
+	if err := f.appendBytes(b[:]); err != nil {
+		return err
+	}
 	cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
 	return nil
 }

@@ -32,11 +32,11 @@ const (
 )
 
 // crash test modes: the flush type and pool of the child (and the reopen).
-var crashModes = []string{"sync", "sync-pool", "async"}
+var crashModes = []string{"sync", "sync-pool", "sync-pwrite", "async"}
 
 var (
 	crashRounds   = flag.Int("crash.rounds", 5, "kill/recover rounds per mode of TestCrashRecovery")
-	crashModeList = flag.String("crash.modes", "sync,sync-pool,async", "modes of TestCrashRecovery")
+	crashModeList = flag.String("crash.modes", "sync,sync-pool,sync-pwrite,async", "modes of TestCrashRecovery")
 )
 
 func crashConfig(dir string, mode string) Config {
@@ -46,6 +46,7 @@ func crashConfig(dir string, mode string) Config {
 		cfg.FlushDiskType = AsyncFlush
 	}
 	cfg.TransientStorePoolEnable = mode == "sync-pool"
+	cfg.WriteWithoutMmap = mode == "sync-pwrite"
 	cfg.TransientStorePoolSize = 2
 	cfg.MappedFileSizeCommitLog = 128 << 10
 	cfg.MappedFileSizeConsumeQueue = 64 * CQUnitSize

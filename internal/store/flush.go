@@ -1,7 +1,6 @@
 package store
 
 import (
-	"runtime"
 	"sync"
 	"time"
 )
@@ -52,22 +51,16 @@ func (g *groupCommit) pending() int {
 	return len(g.waiters)
 }
 
-// maxGroupGather bounds how long the flusher waits for a batch to gather.
-const maxGroupGather = time.Millisecond
-
-// runGroupCommit is the SYNC_FLUSH flusher goroutine.
-//
-// Batching: the writers released by one sync typically come back with their
-// next put within microseconds. If the previous sync released k > 1
-// waiters, the flusher waits (at most maxGroupGather) until k waiters are
-// pending again before syncing, so k concurrent writers share one sync
-// instead of trickling in one or two per sync. A single writer (k == 1)
-// never waits.
+// runGroupCommit is the SYNC_FLUSH flusher goroutine (GroupCommitService).
+// Every put wakes it; it syncs everything appended so far and releases every
+// waiter that is now durable. Writers that append while a sync is running
+// are served together by the next one: that is the group commit. (Waiting
+// to gather a batch before syncing was tried and halved throughput: the
+// sync itself is the natural batching window.)
 func (s *Store) runGroupCommit() {
 	timer := time.NewTimer(10 * time.Millisecond)
 	defer timer.Stop()
 	var ready []flushWaiter
-	lastBatch := 0
 	for {
 		select {
 		case <-s.quit:
@@ -77,31 +70,10 @@ func (s *Store) runGroupCommit() {
 		case <-s.wakeFlush:
 		case <-timer.C:
 		}
-		if lastBatch > 1 {
-			s.gatherWaiters(lastBatch)
-		}
 		s.flushCommitLogOnce(0)
 		ready = s.releaseFlushed(ready[:0])
-		lastBatch = len(ready)
 		clear(ready)
 		timer.Reset(10 * time.Millisecond)
-	}
-}
-
-// gatherWaiters waits until want waiters are pending, maxGroupGather
-// passed, or the store is closing.
-func (s *Store) gatherWaiters(want int) {
-	start := time.Now()
-	for spins := 0; s.group.pending() < want; spins++ {
-		el := time.Since(start)
-		if el >= maxGroupGather || s.quitClosed() {
-			return
-		}
-		if el < 50*time.Microsecond {
-			runtime.Gosched()
-			continue
-		}
-		time.Sleep(50 * time.Microsecond)
 	}
 }
 

@@ -45,6 +45,10 @@ type mappedFile struct {
 	// given back through returnBuf once the file is fully committed.
 	writeBuf  []byte
 	pooled    bool // set at creation: the file was given a write buffer
+	// writeThrough files are appended with pwrite and synced with
+	// fdatasync (writeWithoutMmap); readers still use the mapping, which
+	// shares the page cache.
+	writeThrough bool
 	returnBuf func([]byte)
 	bufMu     sync.Mutex // guards writeBuf hand-back against a concurrent commit
 
@@ -107,7 +111,14 @@ func openMappedPath(path string, fromOffset, size int64, create bool) (*mappedFi
 	switch {
 	case st.Size() == size:
 	case st.Size() == 0 && create:
-		if err := f.Truncate(size); err != nil {
+		// Reserve the blocks now: writing through a mapping into a hole of
+		// a full file system raises SIGBUS, while a failed fallocate is an
+		// ordinary error (CREATE_MAPPED_FILE_FAILED).
+		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+			err = f.Truncate(size)
+		}
+		if err != nil {
 			f.Close()
 			os.Remove(path)
 			return nil, fmt.Errorf("store: size %s: %w", path, err)
@@ -179,12 +190,21 @@ func (mf *mappedFile) appendTarget() []byte {
 	return mf.data
 }
 
-// appendBytes copies b at the write position. REQUIRES: append lock held and
+// appendBytes copies b at the write position: into the mapping (or the
+// write buffer), or with pwrite for a write-through file. A failed pwrite
+// leaves the position unchanged. REQUIRES: append lock held and
 // len(b) <= size - wrote.
-func (mf *mappedFile) appendBytes(b []byte) {
+func (mf *mappedFile) appendBytes(b []byte) error {
 	pos := mf.wrote.Load()
-	copy(mf.appendTarget()[pos:], b)
+	if mf.writeThrough {
+		if _, err := mf.file.WriteAt(b, pos); err != nil {
+			return fmt.Errorf("store: write %s at %d: %w", mf.path, pos, err)
+		}
+	} else {
+		copy(mf.appendTarget()[pos:], b)
+	}
 	mf.wrote.Store(pos + int64(len(b)))
+	return nil
 }
 
 // hold takes a reader reference; false once the file is shutting down.
@@ -259,9 +279,15 @@ func (mf *mappedFile) flush(leastPages int) (int64, error) {
 		return flushed, nil
 	}
 	defer mf.release()
-	start := flushed &^ (pageSize - 1)
-	if err := unix.Msync(mf.data[start:readPos], unix.MS_SYNC); err != nil {
-		return flushed, fmt.Errorf("store: msync %s: %w", mf.path, err)
+	if mf.writeThrough {
+		if err := unix.Fdatasync(int(mf.file.Fd())); err != nil {
+			return flushed, fmt.Errorf("store: fdatasync %s: %w", mf.path, err)
+		}
+	} else {
+		start := flushed &^ (pageSize - 1)
+		if err := unix.Msync(mf.data[start:readPos], unix.MS_SYNC); err != nil {
+			return flushed, fmt.Errorf("store: msync %s: %w", mf.path, err)
+		}
 	}
 	mf.flushed.Store(readPos)
 	return readPos, nil

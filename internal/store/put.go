@@ -353,7 +353,12 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 		be.PutUint64(r[mt.storeTsAt:], uint64(now))
 		pos += int64(mt.size)
 	}
-	f.appendBytes(recs)
+	if err := f.appendBytes(recs); err != nil {
+		// Nothing was appended; a write error is treated like a failed
+		// flush: the store refuses writes from now on.
+		s.setFlushFailed(err)
+		return PutResult{Status: UnknownError, Remark: err.Error()}
+	}
 	f.storeTimestamp.Store(now)
 	s.maybeWakePrefault(f)
 	if next != qo {
@@ -377,8 +382,13 @@ func (s *Store) writeBlankLocked(f *mappedFile, now int64) {
 	var b [blankRecordSize]byte
 	binary.BigEndian.PutUint32(b[recTotalSize:], uint32(rest))
 	binary.BigEndian.PutUint32(b[recMagic:], message.BlankMagic)
-	tgt := f.appendTarget()
-	copy(tgt[w:], b[:min(rest, blankRecordSize)])
+	if f.writeThrough {
+		if _, err := f.file.WriteAt(b[:min(rest, blankRecordSize)], w); err != nil {
+			s.setFlushFailed(err)
+		}
+	} else {
+		copy(f.appendTarget()[w:], b[:min(rest, blankRecordSize)])
+	}
 	f.wrote.Store(f.size)
 	f.storeTimestamp.Store(now)
 }

@@ -31,7 +31,10 @@ func (s *Store) AppendRawCommitLog(startOffset int64, data []byte) error {
 	if int64(len(data)) > f.size-f.wrote.Load() {
 		return fmt.Errorf("store: append raw: %d bytes cross the file end at %d: %w", len(data), f.fromOffset+f.size, ErrCorrupt)
 	}
-	f.appendBytes(data)
+	if err := f.appendBytes(data); err != nil {
+		s.setFlushFailed(err)
+		return err
+	}
 	// The file's age for expiry: now, as for a file modified now.
 	f.storeTimestamp.Store(s.cfg.now().UnixMilli())
 	if s.pool != nil {

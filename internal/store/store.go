@@ -151,7 +151,7 @@ func (s *Store) Start() error {
 		s.goFunc("store-warm", func() { last.warmFrom(from, s.quit) })
 	}
 	s.goFunc("store-dispatch", s.runDispatch)
-	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable {
+	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable && !s.cfg.WriteWithoutMmap {
 		s.goFunc("store-prefault", s.runPrefault)
 	}
 	if s.cfg.syncFlush() {
@@ -198,6 +198,9 @@ func (s *Store) open() error {
 	s.commitLog = newMappedFileQueue(s.cfg.commitLogDir(), s.cfg.MappedFileSizeCommitLog, s.alloc.get)
 	if err := s.commitLog.load(); err != nil {
 		return err
+	}
+	for _, f := range s.commitLog.snapshot() {
+		f.writeThrough = s.cfg.WriteWithoutMmap
 	}
 	if err := s.loadConsumeQueues(); err != nil {
 		return err

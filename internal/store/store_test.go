@@ -125,6 +125,8 @@ var variants = []variant{
 	}},
 	{"sync-warm", func(c *Config) { c.FlushDiskType = SyncFlush; c.WarmMapedFileEnable = true }},
 	{"async-no-prefault", func(c *Config) { c.PrefaultAheadBytes = 0 }},
+	{"sync-pwrite", func(c *Config) { c.FlushDiskType = SyncFlush; c.WriteWithoutMmap = true }},
+	{"async-pwrite", func(c *Config) { c.WriteWithoutMmap = true }},
 }
 
 // TestPutGetAcrossFiles covers 2.3/2.4/4.5: records roll over several files
