@@ -43,14 +43,14 @@ type mappedFile struct {
 
 	// writeBuf is the transient-pool buffer (nil without the pool); it is
 	// given back through returnBuf once the file is fully committed.
-	writeBuf  []byte
-	pooled    bool // set at creation: the file was given a write buffer
+	writeBuf []byte
+	pooled   bool // set at creation: the file was given a write buffer
 	// writeThrough files are appended with pwrite and synced with
 	// fdatasync (writeWithoutMmap); readers still use the mapping, which
 	// shares the page cache.
 	writeThrough bool
-	returnBuf func([]byte)
-	bufMu     sync.Mutex // guards writeBuf hand-back against a concurrent commit
+	returnBuf    func([]byte)
+	bufMu        sync.Mutex // guards writeBuf hand-back against a concurrent commit
 
 	wrote     atomic.Int64
 	committed atomic.Int64
