@@ -91,8 +91,9 @@ type recMeta struct {
 // runs exactly once with the outcome: on the caller's goroutine for
 // immediate failures and for ASYNC_FLUSH (or WAIT=false) puts, otherwise on
 // the flush (or replication) goroutine once the record is durable. done must
-// not block. The store fills StoreHost, StoreTimestamp, offsets and the
-// sysflag host bits; m is not retained after PutMessage returns.
+// not block. PutMessage writes into m (StoreHost, StoreTimestamp, offsets,
+// sysflag host bits, the delay rewrite below) and does not retain it after
+// returning; the caller must not use m concurrently.
 //
 // Delay-level messages (DELAY > 0, not prepared/rollback) are rewritten here
 // as RocketMQ's CommitLog does: topic SCHEDULE_TOPIC_XXXX, queue level-1,
