@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
@@ -72,6 +73,30 @@ type Producer struct {
 	inflight   sync.WaitGroup
 
 	tx *txState // nil unless WithTransactionListener
+
+	stats producerCounters
+}
+
+type producerCounters struct {
+	sent, failed, attempts, oneway atomic.Int64
+}
+
+// ProducerStats is a snapshot of a producer's counters (for metrics
+// plugins; the SDK itself exports nothing).
+type ProducerStats struct {
+	Sent     int64    // sends answered with a stored status (batches count once)
+	Failed   int64    // sends that failed after all attempts
+	Attempts int64    // requests sent, retries included (one-way excluded)
+	Oneway   int64    // one-way sends queued
+	Isolated []string // brokers the fault strategy currently avoids
+}
+
+// Stats returns the producer's counters.
+func (p *Producer) Stats() ProducerStats {
+	return ProducerStats{
+		Sent: p.stats.sent.Load(), Failed: p.stats.failed.Load(), Attempts: p.stats.attempts.Load(),
+		Oneway: p.stats.oneway.Load(), Isolated: p.fault.isolated(),
+	}
 }
 
 // NewProducer returns a producer of group. It validates the options and
@@ -597,8 +622,10 @@ func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueu
 		}
 		lastBroker = q.BrokerName
 		res, err := p.attemptSync(ctx, o, q, attempt)
+		p.stats.attempts.Add(1)
 		if err == nil {
 			if res.Status == SendOK || !p.cfg.retryAnotherBrokerNotOK {
+				p.stats.sent.Add(1)
 				return res, nil
 			}
 			lastRes = res
@@ -607,13 +634,16 @@ func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueu
 		lastErr = err
 		p.in.refreshSoon(o.topic)
 		if !retriable(err) {
+			p.stats.failed.Add(1)
 			return nil, err
 		}
 		p.in.logger.Debug("send attempt failed", "topic", o.topic, "brokerName", q.BrokerName, "attempt", attempt, "err", err)
 	}
 	if lastRes != nil {
+		p.stats.sent.Add(1)
 		return lastRes, nil
 	}
+	p.stats.failed.Add(1)
 	if lastErr == nil {
 		lastErr = ctx.Err()
 	}
@@ -681,6 +711,7 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	sc := p.hookContext(o, q, addr, SendModeOneway, 0, born)
 	p.before(ctx, sc)
 	err = p.in.remote.InvokeOneway(ctx, addr, p.request(o, q, born.UnixMilli()))
+	p.stats.oneway.Add(1)
 	if err != nil {
 		err = fmt.Errorf("client: oneway send to %s@%s (topic %s): %w", q.BrokerName, addr, o.userTopic, err)
 	}
@@ -781,6 +812,7 @@ func (a *asyncSend) attempt() error {
 	born := time.Now()
 	sc := p.hookContext(a.o, q, addr, SendModeAsync, attemptNo, born)
 	p.before(ctx, sc)
+	p.stats.attempts.Add(1)
 	err = p.in.remote.InvokeAsync(ctx, addr, p.request(a.o, q, born.UnixMilli()), func(resp *protocol.Command, err error) {
 		cancel()
 		latency := time.Since(born)
@@ -815,5 +847,10 @@ func (a *asyncSend) done(res *SendResult, err error) {
 		err = aerr
 	}
 	defer a.p.inflight.Done()
+	if err != nil {
+		a.p.stats.failed.Add(1)
+	} else {
+		a.p.stats.sent.Add(1)
+	}
 	a.cb(res, err)
 }

@@ -157,6 +157,9 @@ func TestRetryMovesToAnotherBroker(t *testing.T) {
 		}
 	}
 	done.Wait()
+	if st := p.Stats(); st.Sent != 20 || st.Failed != 0 || st.Attempts < 20 {
+		t.Fatalf("stats %+v", st)
+	}
 
 	b.onSend = func(req *protocol.Command) *protocol.Command {
 		return &protocol.Command{Code: int32(protocol.MessageIllegal), Remark: "bad"}

@@ -127,6 +127,11 @@ func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
 	if okA < n-1 {
 		t.Fatalf("broker-a got %d attempts, want >= %d", okA, n-1)
 	}
+	if attemptsB == 1 {
+		if st := p.Stats(); len(st.Isolated) != 1 || st.Isolated[0] != "broker-b" {
+			t.Fatalf("isolated brokers %v, want [broker-b]", st.Isolated)
+		}
+	}
 	t.Logf("broker-b attempts %d, failed sends %d, broker-a attempts %d", attemptsB, failed, okA)
 }
 
