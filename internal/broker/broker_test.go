@@ -592,3 +592,24 @@ func TestUpdateBrokerConfig(t *testing.T) {
 	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil, []byte("brokerPermission=6\n"))), protocol.Success)
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("c"), nil)), protocol.Success)
 }
+
+// TestSlavePullRules: a slave without slaveReadEnable answers pulls with
+// PULL_RETRY_IMMEDIATELY suggesting the master (remoting.md §7.3).
+func TestSlavePullRules(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.BrokerID = 1
+	cfg.Store.BrokerRole = "SLAVE"
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	resp := invoke(t, c, b.Addr(), pullReq("g", TopicSelfTest, 0, 5, protocol.PullFlagSubscription, 0, "*"))
+	mustCode(t, resp, protocol.PullRetryImmediately)
+	if resp.Ext("suggestWhichBrokerId") != "0" {
+		t.Fatalf("suggest = %q", resp.Ext("suggestWhichBrokerId"))
+	}
+	// Sends are refused up front on a slave.
+	resp = invoke(t, c, b.Addr(), sendReq("T", 0, []byte("x"), nil))
+	mustCode(t, resp, protocol.SystemBusy)
+	if !strings.HasPrefix(resp.Remark, "[REJECTREQUEST]") {
+		t.Fatalf("remark = %q", resp.Remark)
+	}
+}

@@ -126,6 +126,17 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		rh.SuggestWhichBrokerID = gc.BrokerID
 	}
 	code := pullStatusResponse(res.Status, h.QueueOffset)
+	if b.cfg.Store.BrokerRole == store.RoleSlave {
+		// A slave never moves a consumer's offset (it may lag its master),
+		// and without slaveReadEnable it sends consumers back to the master
+		// (remoting.md §7.3).
+		switch {
+		case !b.cfg.SlaveReadEnable:
+			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, protocol.MasterID
+		case code == protocol.PullOffsetMoved && !b.cfg.OffsetCheckInSlave:
+			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, gc.BrokerID
+		}
+	}
 	resp.Code = int32(code)
 	resp.Remark = res.Status.String()
 	if code == protocol.Success {
