@@ -28,8 +28,9 @@ type consumerEnv interface {
 	// member when the master is absent and onlyMaster is false; "" when
 	// the broker is unknown.
 	brokerAddr(brokerName string, onlyMaster bool) string
-	// anyBrokerAddr returns some broker address serving topic ("" if none).
-	anyBrokerAddr(ctx context.Context, topic string) string
+	// topicBrokerAddrs returns one address per broker serving topic
+	// (masters preferred), in random order.
+	topicBrokerAddrs(ctx context.Context, topic string) []string
 	registerConsumer(group string, c consumerInner) error
 	unregisterConsumer(group string)
 	// heartbeatNow sends a heartbeat to every known broker at once.
@@ -143,12 +144,29 @@ func (a *consumerAPI) offsetCall(ctx context.Context, mq MessageQueue, code prot
 	return off, nil
 }
 
-// consumerIDs is GET_CONSUMER_LIST_BY_GROUP asked to some broker of topic.
+// consumerIDs is GET_CONSUMER_LIST_BY_GROUP asked to a random broker of
+// topic (every broker knows every member through heartbeats); when that
+// broker fails, the next one is asked.
 func (a *consumerAPI) consumerIDs(ctx context.Context, topic string) ([]string, error) {
-	addr := a.env.anyBrokerAddr(ctx, topic)
-	if addr == "" {
+	addrs := a.env.topicBrokerAddrs(ctx, topic)
+	if len(addrs) == 0 {
 		return nil, fmt.Errorf("client: no broker for topic %s: %w", topic, ErrNoRoute)
 	}
+	var errs []error
+	for _, addr := range addrs {
+		ids, err := a.consumerIDsFrom(ctx, addr, topic)
+		if err == nil {
+			return ids, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func (a *consumerAPI) consumerIDsFrom(ctx context.Context, addr, topic string) ([]string, error) {
 	h := protocol.ConsumerGroupHeader{ConsumerGroup: a.group}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

@@ -65,21 +65,27 @@ func (e *instanceEnv) brokerAddr(brokerName string, onlyMaster bool) string {
 	return addr
 }
 
-// anyBrokerAddr picks a random broker of the topic, as RocketMQ asks a
-// random one for the group's members (every broker knows all of them).
-func (e *instanceEnv) anyBrokerAddr(ctx context.Context, topic string) string {
+// topicBrokerAddrs returns one address per broker of the topic (the
+// master when present), shuffled: RocketMQ asks a random broker for the
+// group's members.
+func (e *instanceEnv) topicBrokerAddrs(ctx context.Context, topic string) []string {
 	r, err := e.in.route(ctx, topic)
-	if err != nil || len(r.data.BrokerDatas) == 0 {
-		return ""
+	if err != nil {
+		return nil
 	}
-	bd := r.data.BrokerDatas[rand.IntN(len(r.data.BrokerDatas))]
-	if a := bd.BrokerAddrs[protocol.MasterID]; a != "" {
-		return a
+	var out []string
+	for _, bd := range r.data.BrokerDatas {
+		if a := bd.BrokerAddrs[protocol.MasterID]; a != "" {
+			out = append(out, a)
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
+			out = append(out, bd.BrokerAddrs[id])
+			break
+		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
-		return bd.BrokerAddrs[id]
-	}
-	return ""
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }
 
 // registerConsumer puts the consumer into heartbeats, routes the broker's
@@ -135,6 +141,9 @@ func (e *instanceEnv) unregisterConsumer(group string) {
 }
 
 func (e *instanceEnv) heartbeatNow(ctx context.Context) {
+	// A silent broker must not eat the caller's whole budget.
+	ctx, cancel := context.WithTimeout(ctx, nameServerTimeout)
+	defer cancel()
 	if err := e.in.sendHeartbeat(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		e.in.logger.Debug("heartbeat", "err", err)
 	}

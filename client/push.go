@@ -278,6 +278,7 @@ func (c *PushConsumer) Close() error {
 	c.cancel()
 	close(c.quit)
 	c.wg.Wait()
+	closeTracers(c.cfg.hooks) // trace.go: flush the last trace batch
 	if !started {
 		return nil
 	}
@@ -451,12 +452,9 @@ func (c *PushConsumer) doRebalance(ctx context.Context) {
 		added = c.lockQueues(ctx, added)
 	}
 	for _, mq := range added {
-		off, err := startOffset(ctx, c.store, c.api, mq, c.cfg.fromWhere, c.cfg.consumeTimestamp)
-		if err != nil {
-			c.logger.Warn("rebalance: no start offset", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
-			continue
-		}
-		c.addQueue(mq, off)
+		// The pull goroutine computes the start offset itself, so one slow
+		// broker does not hold up the queues of the others.
+		c.addQueue(mq, -1)
 	}
 	if len(added) > 0 || len(removed) > 0 {
 		c.logger.Info("rebalanced", "added", len(added), "removed", len(removed))
@@ -511,10 +509,23 @@ func (c *PushConsumer) queueList() []*queueState {
 }
 
 // pullLoop pulls one queue until the queue is dropped or the consumer
-// closes. It pauses (never drops) while the cache is over its thresholds.
+// closes; offset < 0 means "compute the start offset first" (§11.7). It
+// pauses (never drops) while the cache is over its thresholds.
 func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int64) {
 	pq, mq := qs.pq, qs.mq
 	sub := c.subs[mq.Topic]
+	for offset < 0 {
+		off, err := startOffset(ctx, c.store, c.api, mq, c.cfg.fromWhere, c.cfg.consumeTimestamp)
+		if err == nil {
+			offset = off
+			break
+		}
+		c.logger.Warn("no start offset yet", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
+		if !sleep(ctx, 3*time.Second) {
+			return
+		}
+		pq.markPulled()
+	}
 	for ctx.Err() == nil && !pq.dropped.Load() {
 		pq.markPulled() // a paused queue is alive, not expired
 		if pq.count.Load() > c.cfg.pullThresholdForQueue || pq.cachedSizeMiB() > c.cfg.pullThresholdSizeForQue ||

@@ -265,3 +265,39 @@ func TestSDKPushConsumerFollowsServerSideReset(t *testing.T) {
 	}
 	testutil.Eventually(t, 30*time.Second, countAtLeast(2), "messages not redelivered after the reset")
 }
+
+// TestSDKPushConsumerSurvivesSilentBroker: a topic on two brokers, one of
+// which accepts connections but never answers. The consumer still
+// consumes every message of the live broker (each queue is pulled on its
+// own; a failed rebalance round is retried), and Close returns promptly
+// although pulls to the silent broker are outstanding.
+func TestSDKPushConsumerSurvivesSilentBroker(t *testing.T) {
+	c, topic := twoBrokerTopic(t)
+	p := newSDKProducer(t, c.nsAddr, client.WithSendLatencyFaultEnable(true), client.WithSendTimeout(time.Second))
+	ctx := testutil.Context(t, 60*time.Second)
+	var ids []string
+	for len(ids) < 30 {
+		res, err := p.Send(ctx, client.NewMessage(topic, []byte("live")))
+		if err != nil {
+			continue // the first send may hit the silent broker
+		}
+		ids = append(ids, res.MsgID)
+	}
+	r := newSDKReceived()
+	pc := newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("*"), recordListener(r))
+	testutil.Eventually(t, 40*time.Second, func() bool {
+		for _, id := range ids {
+			if _, ok := r.get(id); !ok {
+				return false
+			}
+		}
+		return true
+	}, "messages of the live broker not consumed")
+	start := time.Now()
+	if err := pc.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+}
