@@ -613,3 +613,51 @@ func TestSlavePullRules(t *testing.T) {
 		t.Fatalf("remark = %q", resp.Remark)
 	}
 }
+
+// TestQueryAndViewMessage: QUERY_MESSAGE finds messages by KEYS and by
+// UNIQ_KEY through the index; VIEW_MESSAGE_BY_ID returns the stored record
+// at the offset an offset message id names (remoting.md §3.4).
+func TestQueryAndViewMessage(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.Store.MessageIndexEnable = true
+	cfg.Store.MaxHashSlotNum = 1000
+	cfg.Store.MaxIndexNum = 4000
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	resp := invoke(t, c, b.Addr(), sendReq("Q", 0, []byte("findme"), map[string]string{"KEYS": "order-1 order-2", "UNIQ_KEY": "UNIQ123"}))
+	mustCode(t, resp, protocol.Success)
+	_, offset, err := message.ParseOffsetMsgID(resp.Ext("msgId"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(offset, 10)}, nil))
+	mustCode(t, view, protocol.Success)
+	m, _, err := message.DecodeStored(view.Body, message.DecodeOptions{})
+	if err != nil || string(m.Body) != "findme" || m.CommitLogOffset != offset {
+		t.Fatalf("viewed %+v, %v", m, err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.ViewMessageByID, map[string]string{"offset": "999999999"}, nil)), protocol.SystemError)
+
+	now := time.Now().UnixMilli()
+	query := func(key string, unique bool) *protocol.Command {
+		h := protocol.QueryMessageRequestHeader{Topic: "Q", Key: key, MaxNum: 32, BeginTimestamp: now - 60000, EndTimestamp: now + 60000}
+		ext := protocol.EncodeHeader(&h, false)
+		if unique {
+			ext["_UNIQUE_KEY_QUERY"] = "true"
+		}
+		return invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryMessage, ext, nil))
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return query("order-2", false).Code == int32(protocol.Success) }, "key not indexed")
+	for _, q := range []struct {
+		key    string
+		unique bool
+	}{{"order-1", false}, {"UNIQ123", true}} {
+		r := query(q.key, q.unique)
+		mustCode(t, r, protocol.Success)
+		got, err := message.DecodeStoredAll(r.Body, message.DecodeOptions{})
+		if err != nil || len(got) != 1 || string(got[0].Body) != "findme" {
+			t.Fatalf("query %s: %d messages, %v", q.key, len(got), err)
+		}
+	}
+	mustCode(t, query("absent", false), protocol.QueryNotFound)
+}
