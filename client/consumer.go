@@ -41,6 +41,8 @@ package client
 //
 //	PushConsumer.mu -> rebalanceMu -> queuesMu          (Start runs the first rebalance)
 //	rebalanceMu -> offsetTable.mu
+//	rebalanceMu -> processQueue.consumeMu                (TryLock only, before unlocking
+//	                                                     a removed orderly queue)
 //	processQueue.consumeMu -> processQueue.mu           (orderly; consumeMu is held
 //	                                                     across the listener call: it
 //	                                                     is the local queue lock)

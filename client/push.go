@@ -444,7 +444,16 @@ func (c *PushConsumer) doRebalance(ctx context.Context) {
 			c.store.remove(mq)
 		}
 		if c.cfg.orderly && c.cfg.model == Clustering {
-			c.unlockAll(ctx, mqs)
+			// Release a broker lock only once no listener runs on the
+			// queue, so the next owner cannot overtake a batch still in
+			// progress; a busy queue keeps its lock until it expires.
+			var idle []MessageQueue
+			for _, qs := range removed {
+				if waitConsumeIdle(ctx, qs.pq, time.Second) {
+					idle = append(idle, qs.mq)
+				}
+			}
+			c.unlockAll(ctx, idle)
 		}
 	}
 	slices.SortFunc(added, compareMessageQueue)

@@ -163,3 +163,21 @@ func (c *PushConsumer) renewLocks(ctx context.Context) {
 		}
 	}
 }
+
+// waitConsumeIdle reports whether the queue's local consume lock could be
+// taken within d, i.e. no orderly listener is running on it (RocketMQ's
+// tryLock(1000 ms) before unlocking a removed queue). The lock is released
+// again at once: the queue is already dropped, so nothing consumes it
+// afterwards.
+func waitConsumeIdle(ctx context.Context, pq *processQueue, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if pq.consumeMu.TryLock() {
+			pq.consumeMu.Unlock()
+			return true
+		}
+		if time.Now().After(deadline) || !sleep(ctx, 10*time.Millisecond) {
+			return false
+		}
+	}
+}
