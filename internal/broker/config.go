@@ -38,7 +38,8 @@ type Config struct {
 	// BindAddress is the address the remoting servers listen on (Java's
 	// NettyServerConfig bindAddress, there 0.0.0.0; loopback here).
 	BindAddress string `conf:"bindAddress"`
-	// VIPChannelEnable opens the second ("fast") remoting port.
+	// VIPChannelEnable opens the second ("fast") remoting port. An Apogee
+	// key: Java brokers always open it.
 	VIPChannelEnable bool `conf:"vipChannelEnable"`
 	HAListenPort     int  `conf:"haListenPort"`
 
