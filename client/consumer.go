@@ -12,6 +12,7 @@ package client
 //	  ├── offsetStore (offsetstore.go): remote (clustering) | local file (broadcasting)
 //	  ├── taskQueue + consumeGoroutines workers (push_pool.go)
 //	  └── queues: MessageQueue -> queueState { processQueue, pull goroutine }
+//	      (rebalance.go assigns them; allocate.go holds the strategies)
 //	PullConsumer (pull.go): no goroutines of its own; caller-driven pulls.
 //
 // Goroutines (all through PushConsumer.goFunc: counted, pprof-labelled,

@@ -1,0 +1,163 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Rebalance (storage-and-broker.md §11.5): every rebalanceInterval and on
+// NOTIFY_CONSUMER_IDS_CHANGED the consumer recomputes its share of every
+// subscribed topic's queues and starts or stops their pull goroutines.
+
+// rebalanceNow implements consumerInner: NOTIFY_CONSUMER_IDS_CHANGED.
+func (c *PushConsumer) rebalanceNow() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *PushConsumer) rebalanceLoop() {
+	t := time.NewTicker(c.cfg.rebalanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		case <-c.wake:
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		c.doRebalance(ctx)
+		cancel()
+	}
+}
+
+// doRebalance recomputes this member's queues of every subscribed topic
+// and starts or stops pull goroutines accordingly (§11.5).
+func (c *PushConsumer) doRebalance(ctx context.Context) {
+	c.rebalanceMu.Lock()
+	defer c.rebalanceMu.Unlock()
+	c.stats.rebalance.Add(1)
+	want := make(map[MessageQueue]bool)
+	failedTopics := make(map[string]bool)
+	for topic := range c.subs {
+		mqs, err := c.allocate(ctx, topic)
+		if err != nil {
+			failedTopics[topic] = true
+			c.logger.Debug("rebalance: allocation failed", "topic", topic, "err", err)
+			continue
+		}
+		for _, mq := range mqs {
+			want[mq] = true
+		}
+	}
+	// Drop queues no longer ours (unless their topic failed to allocate:
+	// keep consuming what we have rather than stall).
+	now := time.Now()
+	var removed []*queueState
+	c.queuesMu.Lock()
+	for mq, qs := range c.queues {
+		if (!want[mq] && !failedTopics[mq.Topic]) || qs.pq.dropped.Load() || qs.pq.pullExpired(now) {
+			qs.pq.dropped.Store(true)
+			qs.cancel()
+			delete(c.queues, mq)
+			removed = append(removed, qs)
+		}
+	}
+	var added []MessageQueue
+	for mq := range want {
+		if _, ok := c.queues[mq]; !ok {
+			added = append(added, mq)
+		}
+	}
+	c.queuesMu.Unlock()
+
+	if len(removed) > 0 {
+		var mqs []MessageQueue
+		for _, qs := range removed {
+			<-qs.done // the pull goroutine stops at its next check
+			mqs = append(mqs, qs.mq)
+		}
+		if err := c.store.persist(ctx, mqs); err != nil {
+			c.logger.Warn("persist offsets of removed queues", "err", err)
+		}
+		for _, mq := range mqs {
+			c.store.remove(mq)
+		}
+		if c.cfg.orderly && c.cfg.model == Clustering {
+			// Release a broker lock only once no listener runs on the
+			// queue, so the next owner cannot overtake a batch still in
+			// progress; a busy queue keeps its lock until it expires.
+			var idle []MessageQueue
+			for _, qs := range removed {
+				if waitConsumeIdle(ctx, qs.pq, time.Second) {
+					idle = append(idle, qs.mq)
+				}
+			}
+			c.unlockAll(ctx, idle)
+		}
+	}
+	slices.SortFunc(added, compareMessageQueue)
+	if c.cfg.orderly && c.cfg.model == Clustering && len(added) > 0 {
+		added = c.lockQueues(ctx, added)
+	}
+	for _, mq := range added {
+		// The pull goroutine computes the start offset itself, so one slow
+		// broker does not hold up the queues of the others.
+		c.addQueue(mq, -1)
+	}
+	if len(added) > 0 || len(removed) > 0 {
+		c.logger.Info("rebalanced", "added", len(added), "removed", len(removed))
+	}
+}
+
+// allocate returns this member's queues of topic.
+func (c *PushConsumer) allocate(ctx context.Context, topic string) ([]MessageQueue, error) {
+	if c.assigned != nil {
+		return c.assigned[topic], nil
+	}
+	mqs, err := c.env.subscribeQueues(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if c.cfg.model == Broadcasting {
+		return mqs, nil
+	}
+	cids, err := c.api.consumerIDs(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(cids) == 0 {
+		return nil, errors.New("client: empty consumer list")
+	}
+	mqs = slices.Clone(mqs)
+	slices.SortFunc(mqs, compareMessageQueue)
+	cids = slices.Clone(cids)
+	slices.Sort(cids)
+	return c.cfg.strategy.Allocate(c.wireGroup, c.env.clientID(), mqs, cids), nil
+}
+
+func (c *PushConsumer) addQueue(mq MessageQueue, offset int64) {
+	qctx, cancel := context.WithCancel(c.ctx)
+	qs := &queueState{mq: mq, pq: newProcessQueue(), cancel: cancel, done: make(chan struct{})}
+	if c.cfg.orderly && c.cfg.model == Clustering {
+		qs.pq.setLocked(time.Now())
+	}
+	c.queuesMu.Lock()
+	c.queues[mq] = qs
+	c.queuesMu.Unlock()
+	if !c.goFunc("pull", func() { defer close(qs.done); c.pullLoop(qctx, qs, offset) }) {
+		close(qs.done)
+		cancel()
+	}
+}
+
+func (c *PushConsumer) queueList() []*queueState {
+	c.queuesMu.Lock()
+	defer c.queuesMu.Unlock()
+	return slices.Collect(maps.Values(c.queues))
+}
