@@ -56,11 +56,14 @@ type PropertiesFilterless interface {
 // (layout in doc.go), copied out of the mapping: they stay valid after
 // Release, which is a no-op kept for a future zero-copy path.
 type GetResult struct {
-	Status                  GetStatus
-	NextBeginOffset         int64
-	MinOffset               int64
-	MaxOffset               int64
-	Messages                [][]byte
+	Status          GetStatus
+	NextBeginOffset int64
+	MinOffset       int64
+	MaxOffset       int64
+	Messages        [][]byte
+	// Buffer holds every returned record back to back (Messages are
+	// sub-slices of it): a pull response can use it as its body as is.
+	Buffer                  []byte
 	TotalBytes              int
 	SuggestPullingFromSlave bool
 	Release                 func()
@@ -110,6 +113,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		maxTotal = 128 << 20
 	}
 	maxPhy := s.commitLog.maxOffset()
+	minPhy := s.commitLog.minOffset()
 	memLimit := s.totalMemory * int64(s.cfg.AccessMessageInMemoryMaxRatio) / 100
 	maxFilter := max(s.cfg.MaxFilterMessageSize, int(maxMsgNums)*CQUnitSize) / CQUnitSize
 	skipProps := filter == nil
@@ -144,7 +148,7 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
 			return true
 		}
-		if !s.commitLogHas(u.PhyOffset, int64(u.Size)) {
+		if u.PhyOffset < minPhy || u.PhyOffset+int64(u.Size) > maxPhy {
 			if len(picked) == 0 {
 				status = MessageWasRemoving
 			}
@@ -177,13 +181,28 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	}
 	buf := make([]byte, 0, total)
 	res.Messages = make([][]byte, 0, len(picked))
+	var cur *mappedFile // held while consecutive units fall in it
 	for _, u := range picked {
-		n := len(buf)
-		var ok bool
-		if buf, ok = s.readRaw(buf, u.PhyOffset, int64(u.Size)); ok {
-			res.Messages = append(res.Messages, buf[n:len(buf):len(buf)])
+		if cur == nil || u.PhyOffset < cur.fromOffset || u.PhyOffset >= cur.fromOffset+cur.size {
+			if cur != nil {
+				cur.release()
+			}
+			if cur = s.commitLog.findHeld(u.PhyOffset); cur == nil {
+				continue // deleted between the passes
+			}
 		}
+		pos := u.PhyOffset - cur.fromOffset
+		if pos+int64(u.Size) > cur.readPosition() {
+			continue
+		}
+		n := len(buf)
+		buf = append(buf, cur.data[pos:pos+int64(u.Size)]...)
+		res.Messages = append(res.Messages, buf[n:len(buf):len(buf)])
 	}
+	if cur != nil {
+		cur.release()
+	}
+	res.Buffer = buf
 	if len(res.Messages) == 0 && status == Found {
 		status = MessageWasRemoving // removed between the passes
 	}
@@ -222,17 +241,6 @@ func (s *Store) rollNextFile(off int64) int64 {
 func (s *Store) rollNextCQFile(cq *consumeQueue, q int64) int64 {
 	per := s.cfg.MappedFileSizeConsumeQueue / CQUnitSize
 	return q + per - q%per
-}
-
-// commitLogHas reports whether [off, off+n) is readable now.
-func (s *Store) commitLogHas(off, n int64) bool {
-	f := s.commitLog.findHeld(off)
-	if f == nil {
-		return false
-	}
-	ok := off-f.fromOffset+n <= f.readPosition()
-	f.release()
-	return ok
 }
 
 // readRaw appends the n bytes at commit-log offset off to dst.
