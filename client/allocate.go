@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // AllocateStrategy decides which of a topic's queues a consumer of a
@@ -139,6 +140,42 @@ func (a allocateHash) Allocate(_, currentCID string, mqAll []MessageQueue, cidAl
 		if ring[i].cid == currentCID {
 			out = append(out, mq)
 		}
+	}
+	return out
+}
+
+// AllocateByMachineRoom (MACHINE_ROOM) serves brokers named "idc@name":
+// only queues of brokers in the consumer's rooms are shared, averagely,
+// the remainder going one each to the first members.
+func AllocateByMachineRoom(rooms ...string) AllocateStrategy {
+	set := make(map[string]bool, len(rooms))
+	for _, r := range rooms {
+		set[r] = true
+	}
+	return allocateRoom{rooms: set}
+}
+
+type allocateRoom struct{ rooms map[string]bool }
+
+func (allocateRoom) Name() string { return "MACHINE_ROOM" }
+
+func (a allocateRoom) Allocate(_, currentCID string, mqAll []MessageQueue, cidAll []string) []MessageQueue {
+	index := slices.Index(cidAll, currentCID)
+	if index < 0 {
+		return nil
+	}
+	var premium []MessageQueue
+	for _, mq := range mqAll {
+		room, _, ok := strings.Cut(mq.BrokerName, "@")
+		if ok && a.rooms[room] {
+			premium = append(premium, mq)
+		}
+	}
+	c := len(cidAll)
+	mod, rem := len(premium)/c, len(premium)%c
+	out := slices.Clone(premium[index*mod : index*mod+mod])
+	if rem > index {
+		out = append(out, premium[index+mod*c])
 	}
 	return out
 }

@@ -134,3 +134,26 @@ func TestMessageQueueString(t *testing.T) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
+
+func TestAllocateByMachineRoom(t *testing.T) {
+	mqs := append(queues("T", "hz@broker-a", 4), queues("T", "sh@broker-b", 4)...)
+	slices.SortFunc(mqs, compareMessageQueue)
+	s := AllocateByMachineRoom("hz")
+	cids := []string{"a", "b", "c"}
+	var all []MessageQueue
+	for _, cid := range cids {
+		got := s.Allocate("g", cid, mqs, cids)
+		for _, mq := range got {
+			if mq.BrokerName != "hz@broker-a" {
+				t.Fatalf("%s got %v outside its room", cid, mq)
+			}
+		}
+		all = append(all, got...)
+	}
+	if len(all) != 4 {
+		t.Fatalf("allocated %d of the room's 4 queues", len(all))
+	}
+	if got := s.Allocate("g", "a", mqs, cids); len(got) != 2 {
+		t.Fatalf("first member got %v, want 1 + remainder", got)
+	}
+}

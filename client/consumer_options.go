@@ -66,6 +66,8 @@ type consumerConfig struct {
 	consumeMaxSpan          int64
 	pullThresholdForQueue   int64
 	pullThresholdSizeForQue int64 // MiB
+	pullThresholdForTopic   int64 // -1: off; else divided among the topic's assigned queues
+	pullThresholdSizeForTop int64 // MiB; -1: off
 	pullInterval            time.Duration
 	pullBatchSize           int32
 	consumeBatchMaxSize     int
@@ -99,6 +101,8 @@ func defaultConsumerConfig() consumerConfig {
 		consumeMaxSpan:          2000,
 		pullThresholdForQueue:   1000,
 		pullThresholdSizeForQue: 100,
+		pullThresholdForTopic:   -1,
+		pullThresholdSizeForTop: -1,
 		pullBatchSize:           32,
 		consumeBatchMaxSize:     1,
 		maxReconsumeTimes:       -1,
@@ -190,6 +194,19 @@ func WithPullThresholdForQueue(n int) ConsumerOpt {
 // (pullThresholdSizeForQueue). Default 100.
 func WithPullThresholdSizeForQueue(mib int) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.pullThresholdSizeForQue = int64(mib) })
+}
+
+// WithPullThresholdForTopic caps the messages cached per topic: when set,
+// it is divided among the topic's assigned queues and replaces the
+// per-queue threshold (pullThresholdForTopic). Default -1 (off).
+func WithPullThresholdForTopic(n int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.pullThresholdForTopic = int64(n) })
+}
+
+// WithPullThresholdSizeForTopic caps the cached body MiB per topic, divided
+// among its assigned queues (pullThresholdSizeForTopic). Default -1 (off).
+func WithPullThresholdSizeForTopic(mib int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.pullThresholdSizeForTop = int64(mib) })
 }
 
 // WithConsumeConcurrentlyMaxSpan caps the offset span cached per queue in

@@ -387,7 +387,8 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 	}
 	for ctx.Err() == nil && !pq.dropped.Load() {
 		pq.markPulled() // a paused queue is alive, not expired
-		if pq.count.Load() > c.cfg.pullThresholdForQueue || pq.cachedSizeMiB() > c.cfg.pullThresholdSizeForQue ||
+		maxCount, maxMiB := c.queueLimits(mq.Topic)
+		if pq.count.Load() > maxCount || pq.cachedSizeMiB() > maxMiB ||
 			(!c.cfg.orderly && pq.span() > c.cfg.consumeMaxSpan) {
 			sleep(ctx, 50*time.Millisecond)
 			continue
@@ -470,6 +471,32 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			sleep(ctx, c.cfg.pullInterval)
 		}
 	}
+}
+
+// queueLimits returns the cache limits of one queue of topic: the
+// per-queue thresholds, or the topic thresholds divided among the topic's
+// assigned queues when those are set (§11.6).
+func (c *PushConsumer) queueLimits(topic string) (count, mib int64) {
+	count, mib = c.cfg.pullThresholdForQueue, c.cfg.pullThresholdSizeForQue
+	if c.cfg.pullThresholdForTopic < 0 && c.cfg.pullThresholdSizeForTop < 0 {
+		return count, mib
+	}
+	n := int64(0)
+	c.queuesMu.Lock()
+	for mq := range c.queues {
+		if mq.Topic == topic {
+			n++
+		}
+	}
+	c.queuesMu.Unlock()
+	n = max(n, 1)
+	if c.cfg.pullThresholdForTopic >= 0 {
+		count = max(c.cfg.pullThresholdForTopic/n, 1)
+	}
+	if c.cfg.pullThresholdSizeForTop >= 0 {
+		mib = max(c.cfg.pullThresholdSizeForTop/n, 1)
+	}
+	return count, mib
 }
 
 // submit hands freshly cached messages to the pool: batches of

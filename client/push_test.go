@@ -233,3 +233,43 @@ func TestPushConsumerConsumeDirectly(t *testing.T) {
 		t.Fatalf("garbage body: %+v", res)
 	}
 }
+
+// TestPushConsumerTopicThreshold: pullThresholdForTopic is divided among
+// the topic's queues.
+func TestPushConsumerTopicThreshold(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 4, 400, "m")
+	c, err := newFakePushConsumer(env, WithPullThresholdForTopic(40), WithPullBatchSize(5),
+		WithConsumeFromWhere(ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	_ = c.Subscribe("T", TagSelector("*"), func(ctx context.Context, _ []*MessageExt) (ConsumeResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return ConsumeSuccess, nil
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer close(release)
+	if n, _ := c.queueLimits("T"); n != 10 {
+		t.Fatalf("per-queue limit %d, want 40/4", n)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		var total int64
+		for _, qs := range c.queueList() {
+			total += qs.pq.count.Load()
+		}
+		return total >= 40
+	}, "cache never filled")
+	for _, qs := range c.queueList() {
+		if n := qs.pq.count.Load(); n > 15 {
+			t.Fatalf("queue %d caches %d, limit 10 + one batch", qs.mq.QueueID, n)
+		}
+	}
+}
