@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
@@ -181,4 +183,44 @@ func (s *propQueueSelector) Select(m *primitive.Message, mqs []*primitive.Messag
 		}
 	}
 	return mqs[int(s.next.Add(1))%len(mqs)]
+}
+
+// TestSQL92ApogeeSDK: the Apogee SDK's SQL92Selector registers the
+// expression with the broker, which then delivers only matching messages.
+func TestSQL92ApogeeSDK(t *testing.T) {
+	c := startCluster(t, func(cfg *broker.Config) { cfg.EnablePropertyFilter = true })
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 1)
+	p := newProducer(t, c.nsAddr)
+	ctx := testutil.Context(t, 30*time.Second)
+	for i := range 20 {
+		m := primitive.NewMessage(topic, []byte(strconv.Itoa(i)))
+		m.WithProperty("n", strconv.Itoa(i))
+		m.WithTag([]string{"red", "blue"}[i%2])
+		if _, err := p.SendSync(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var got []string
+	newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.SQL92Selector("n BETWEEN 10 AND 19 AND TAGS = 'red'"),
+		func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range msgs {
+				got = append(got, string(m.Body))
+			}
+			return client.ConsumeSuccess, nil
+		})
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(got, "18")
+	}, "last matching message not received")
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(got)
+	if strings.Join(got, ",") != "10,12,14,16,18" {
+		t.Fatalf("received %v, want 10 12 14 16 18", got)
+	}
 }
