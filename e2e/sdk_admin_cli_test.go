@@ -124,10 +124,10 @@ func TestSDKAdminCLI(t *testing.T) {
 	r := newReceived()
 	newPushConsumer(t, c.nsAddr, group, topic, "*", r)
 	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= 2 }, "consumer got %d", r.count.Load())
-	testutil.Eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, func() bool {
 		return strings.Contains(run("consumerConnection", "-g", group), "GO")
 	}, "consumerConnection does not list the Go client")
-	testutil.Eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 40*time.Second, func() bool {
 		var cp struct {
 			Queues   []struct{ BrokerOffset int64 }
 			TotalLag int64
