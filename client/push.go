@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -227,7 +228,7 @@ func (c *PushConsumer) Start() error {
 		}
 		c.store = newRemoteOffsetStore(c.wireGroup, c.api)
 	} else {
-		c.store = newLocalOffsetStore(c.cfg.offsetDir, env.clientID(), c.wireGroup)
+		c.store = newLocalOffsetStore(c.cfg.offsetDir, localStoreID(env.clientID(), c.cfg.instanceName), c.wireGroup)
 	}
 	if err := c.store.load(); err != nil {
 		_ = release()
@@ -300,6 +301,19 @@ func (c *PushConsumer) Close() error {
 	// the connection to expire.
 	c.env.heartbeatNow(ctx)
 	return errors.Join(err, c.releaseEnv())
+}
+
+// localStoreID names a broadcasting consumer's offset directory. The
+// default instance name becomes pid#nanotime in the client id, which
+// changes every run; like Java (which keeps "DEFAULT" for broadcasting
+// consumers) the directory uses ip@DEFAULT then, so a restarted consumer
+// finds its offsets.
+func localStoreID(clientID, instanceName string) string {
+	if instanceName != "" && instanceName != "DEFAULT" {
+		return clientID
+	}
+	ip, _, _ := strings.Cut(clientID, "@")
+	return ip + "@DEFAULT"
 }
 
 // Stats returns the consumer's counters.

@@ -333,3 +333,54 @@ func TestSDKPushConsumerAtLeastOnceWhenClosedMidBatch(t *testing.T) {
 		t.Fatalf("first consumer finished everything (%d); the test did not interrupt it", done1.count.Load())
 	}
 }
+
+// TestSDKPushConsumerBroadcastingResumesFromLocalOffsets: a restarted
+// broadcasting consumer (default instance name) continues from the offsets
+// in its local file instead of starting over (storage-and-broker.md §11.7).
+func TestSDKPushConsumerBroadcastingResumesFromLocalOffsets(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	group := uniqueName(t, "cg")
+	p := newProducer(t, c.nsAddr)
+	dir := t.TempDir()
+	first := sendN(t, p, topic, "", "first", 10)
+	start := func(r *sdkReceived) *client.PushConsumer {
+		pc, err := client.NewPushConsumer(group, client.WithNameServers(c.nsAddr), client.WithLogger(testutil.Logger(t)),
+			client.WithMessageModel(client.Broadcasting), client.WithOffsetStoreDir(dir),
+			client.WithConsumeFromWhere(client.ConsumeFromFirstOffset), client.WithPullSuspend(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.Subscribe(topic, client.TagSelector("*"), recordListener(r)); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return pc
+	}
+	r1 := newSDKReceived()
+	c1 := start(r1)
+	testutil.Eventually(t, 20*time.Second, func() bool { return r1.count.Load() == int64(len(first)) }, "first run incomplete")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var sum int64
+		for _, off := range c1.Offsets() {
+			sum += off
+		}
+		return sum == int64(len(first))
+	}, "offsets not advanced")
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := sendN(t, p, topic, "", "second", 5)
+	r2 := newSDKReceived()
+	c2 := start(r2)
+	defer c2.Close()
+	testutil.Eventually(t, 20*time.Second, func() bool { return r2.count.Load() >= int64(len(second)) }, "second run incomplete")
+	for _, id := range first {
+		if _, ok := r2.get(id); ok {
+			t.Fatalf("restarted consumer received %s again", id)
+		}
+	}
+}
