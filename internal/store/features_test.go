@@ -533,3 +533,34 @@ func TestHostForms(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateMappedFileFailed: when the next commit-log file cannot be
+// created the put answers CREATE_MAPPED_FILE_FAILED, nothing is written, and
+// puts succeed again once the obstacle is gone.
+func TestCreateMappedFileFailed(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	// A directory squats on the second file's name.
+	obstacle := filepath.Join(cfg.commitLogDir(), fileName(cfg.MappedFileSizeCommitLog))
+	if err := os.MkdirAll(obstacle, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, cfg)
+	var last PutResult
+	for i := 0; i < 200; i++ {
+		last = put(t, s, newMsg("T", 0, string(make([]byte, 900)), nil))
+		if last.Status != PutOK {
+			break
+		}
+	}
+	if last.Status != CreateMappedFileFailed {
+		t.Fatalf("status %v when the next file cannot be created", last.Status)
+	}
+	before := s.MaxPhyOffset()
+	if err := os.Remove(obstacle); err != nil {
+		t.Fatal(err)
+	}
+	r := mustPut(t, s, newMsg("T", 0, "after", nil))
+	if r.WroteOffset != cfg.MappedFileSizeCommitLog {
+		t.Fatalf("append after recovery at %d (max was %d)", r.WroteOffset, before)
+	}
+}
