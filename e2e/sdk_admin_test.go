@@ -69,6 +69,11 @@ func TestSDKAdminTopicsAndGroups(t *testing.T) {
 	if err != nil || !slices.Contains(topics, topic) {
 		t.Fatalf("topic list %v (%v)", topics, err)
 	}
+	topics, err = a.TopicsByCluster(ctx, cluster)
+	skipIfUnsupported(t, err)
+	if err != nil || !slices.Contains(topics, topic) {
+		t.Fatalf("cluster topic list %v (%v)", topics, err)
+	}
 	// Targeting one broker address works too (update to 3 write queues).
 	if err := a.CreateTopic(ctx, admin.TopicConfig{Topic: topic, ReadQueues: 6, WriteQueues: 3},
 		admin.Target{BrokerAddr: ci.Brokers[c.cfg.BrokerName].MasterAddr()}); err != nil {
@@ -165,5 +170,12 @@ func TestSDKAdminMessagesAndStats(t *testing.T) {
 	byUniq, err := a.QueryMessageByID(ctx, topic, results[3].MsgID)
 	if err != nil || string(byUniq.Body) != "3" {
 		t.Fatalf("by UNIQ_KEY: %v %+v", err, byUniq)
+	}
+
+	// The producer's heartbeats registered its group on the broker.
+	conns, err := a.ProducerConnections(ctx, p.Group(), c.b.Addr())
+	skipIfUnsupported(t, err)
+	if err != nil || len(conns) != 1 || conns[0].ClientID != p.ClientID() || conns[0].Language != "GO" {
+		t.Fatalf("producer connections %+v (%v)", conns, err)
 	}
 }

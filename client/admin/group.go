@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apogeemq/apogee/client"
@@ -252,5 +253,26 @@ func (a *Admin) ResetOffsetByTime(ctx context.Context, topic, group string, ts t
 		}
 		maps.Copy(out, m)
 	}
+	return out, nil
+}
+
+// ProducerConnections lists the live clients of a producer group on one
+// broker (GET_PRODUCER_CONNECTION_LIST), sorted by client id.
+func (a *Admin) ProducerConnections(ctx context.Context, group, brokerAddr string) ([]Connection, error) {
+	resp, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.GetProducerConnectionList, map[string]string{"producerGroup": group}, nil))
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		ConnectionSet []wireConnection `json:"connectionSet"`
+	}
+	if err := protocol.UnmarshalFastJSON(resp.Body, &w); err != nil {
+		return nil, fmt.Errorf("admin: producer connections of %s from %s: %w", group, brokerAddr, err)
+	}
+	out := make([]Connection, 0, len(w.ConnectionSet))
+	for _, c := range w.ConnectionSet {
+		out = append(out, Connection{ClientID: c.ClientID, ClientAddr: c.ClientAddr, Language: c.Language, Version: c.Version})
+	}
+	slices.SortFunc(out, func(x, y Connection) int { return strings.Compare(x.ClientID, y.ClientID) })
 	return out, nil
 }

@@ -223,3 +223,19 @@ func compareQueue(a, b client.MessageQueue) int {
 	}
 	return a.QueueID - b.QueueID
 }
+
+// TopicsByCluster lists the topics served by a cluster's brokers, sorted
+// (GET_TOPICS_BY_CLUSTER).
+func (a *Admin) TopicsByCluster(ctx context.Context, cluster string) ([]string, error) {
+	req := protocol.NewRequest(protocol.GetTopicsByCluster, map[string]string{"cluster": cluster}, nil)
+	resp, err := a.nameServerOK(ctx, "", req)
+	if err != nil {
+		return nil, err
+	}
+	l, err := protocol.DecodeTopicList(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("admin: topics of cluster %s: %w", cluster, err)
+	}
+	slices.Sort(l.TopicList)
+	return l.TopicList, nil
+}

@@ -120,7 +120,49 @@ func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(
 var adminCommands = []func(*globalFlags, *adminFlags) *cobra.Command{
 	cmdUpdateTopic, cmdDeleteTopic, cmdTopicList, cmdTopicRoute, cmdTopicStatus, cmdClusterList,
 	cmdConsumerProgress, cmdConsumerConnection, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdBrokerStatus,
-	cmdQueryMsgByID, cmdQueryMsgByKey, cmdResetOffsetByTime, cmdSendMessage, cmdConsumeMessage,
+	cmdQueryMsgByID, cmdQueryMsgByKey, cmdResetOffsetByTime, cmdSendMessage, cmdConsumeMessage, cmdProducerConnection,
+}
+
+func cmdProducerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
+	var group, cluster string
+	return adminCommand(g, af, "producerConnection", "List a producer group's live clients on every master of a cluster", func(c *cobra.Command) {
+		c.Flags().StringVarP(&group, "producerGroup", "g", "", "producer group (required)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "DefaultCluster", "cluster")
+		c.MarkFlagRequired("producerGroup")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		ci, err := a.ClusterInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		type row struct {
+			Broker string `json:"broker"`
+			admin.Connection
+		}
+		var rows []row
+		var lastErr error
+		for _, name := range ci.Clusters[cluster] {
+			addr := ci.Brokers[name].MasterAddr()
+			if addr == "" {
+				continue
+			}
+			conns, err := a.ProducerConnections(ctx, group, addr)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			for _, c := range conns {
+				rows = append(rows, row{name, c})
+			}
+		}
+		if len(rows) == 0 && lastErr != nil {
+			return nil, lastErr
+		}
+		r := &result{value: rows, header: []string{"#BROKER", "#CLIENT_ID", "#CLIENT_ADDR", "#LANGUAGE", "#VERSION"}}
+		for _, x := range rows {
+			r.rows = append(r.rows, []string{x.Broker, x.ClientID, x.ClientAddr, x.Language, strconv.Itoa(int(x.Version))})
+		}
+		return r, nil
+	})
 }
 
 func target(cluster, broker string) admin.Target {
@@ -165,9 +207,18 @@ func cmdDeleteTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdTopicList(g *globalFlags, af *adminFlags) *cobra.Command {
-	return adminCommand(g, af, "topicList", "List every topic the name server knows", nil,
+	var cluster string
+	return adminCommand(g, af, "topicList", "List every topic the name server knows (or a cluster's with -c)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "only topics of this cluster")
+	},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
-			topics, err := a.Topics(ctx)
+			var topics []string
+			var err error
+			if cluster != "" {
+				topics, err = a.TopicsByCluster(ctx, cluster)
+			} else {
+				topics, err = a.Topics(ctx)
+			}
 			if err != nil {
 				return nil, err
 			}
