@@ -13,6 +13,7 @@
 //	call                     name server                broker(s)
 //	-----------------------  -------------------------  ---------------------------------
 //	Topics                   206 GET_ALL_TOPIC_LIST     -
+//	TopicsByCluster          224 GET_TOPICS_BY_CLUSTER  -
 //	TopicRoute               105 GET_ROUTEINFO_BY_TOPIC -
 //	ClusterInfo              106 GET_BROKER_CLUSTER_INFO -
 //	CreateTopic              106 (cluster -> masters)   17 UPDATE_AND_CREATE_TOPIC
@@ -22,6 +23,7 @@
 //	DeleteSubscriptionGroup  106                        207 DELETE_SUBSCRIPTIONGROUP
 //	ConsumerProgress         105 (%RETRY%group)         208 GET_CONSUME_STATS
 //	ConsumerConnections      105 (%RETRY%group)         203 GET_CONSUMER_CONNECTION_LIST
+//	ProducerConnections      -                          204 GET_PRODUCER_CONNECTION_LIST
 //	ResetOffsetByTime        105                        222 INVOKE_BROKER_TO_RESET_OFFSET
 //	BrokerRuntimeInfo        -                          28 GET_BROKER_RUNTIME_INFO
 //	QueryMessageByID         - (offset id -> address)   33 VIEW_MESSAGE_BY_ID, or 12 by UNIQ_KEY
