@@ -38,7 +38,7 @@ func BenchmarkPendingTimerMemory(b *testing.B) {
 				slots := spread.Milliseconds() / 1000
 				for i := range int64(timers) {
 					slotMs := now + 1000 + (i*7919)%slots*1000 // scattered, not sequential
-					if err := tm.addLocked(now, slotMs, i*200, 200, 0, i); err != nil {
+					if err := tm.addLocked(now, slotMs, recordMagic, i*200, 200, 0, i); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -28,7 +28,7 @@
 //	0      4    size = 52
 //	4      8    prevPos: log position of the previous record of the same
 //	            slot, -1 for the first (a backward linked list)
-//	12     4    magic: 1 (default)
+//	12     4    magic: 1 (default), 5 (delete: cancels a timer of the slot)
 //	16     8    currWriteTimeMs: when the record was appended
 //	24     4    delayMs: slotTimeMs - currWriteTimeMs
 //	28     8    commitLogOffset of the timer message
@@ -56,6 +56,12 @@
 // files up to flushPos (records of slots before doneMs are skipped); any
 // records past flushPos are discarded and re-enqueued from queueOffset.
 // Log files whose every slot is before doneMs are deleted.
+//
+// Cancel: a message with TIMER_DEL_UNIQKEY = "<realTopic>+<UNIQ_KEY>" and
+// the same delivery time as the timer it cancels is parked like any timer
+// but linked as a delete record; when the slot fires, the timers whose
+// REAL_TOPIC+UNIQ_KEY match a delete record of the slot are skipped and the
+// delete messages themselves are never delivered.
 //
 // Delivery guarantees: a slot is fired once now >= slot + precision, and a
 // slot is aligned as RocketMQ does (a multiple of the precision minus one

@@ -12,7 +12,8 @@ import (
 // Timer log record layout (doc.go). Part of the on-disk format; never change.
 const (
 	recordSize   = 52
-	recordMagic  = 1
+	recordMagic  = 1      // MAGIC_DEFAULT
+	magicDelete  = 1 << 2 // MAGIC_DELETE: the record cancels a timer of its slot
 	offPrevPos   = 4
 	offMagic     = 12
 	offWriteMs   = 16
@@ -25,6 +26,7 @@ const (
 
 // record is one decoded timer log record.
 type record struct {
+	magic       int32 // recordMagic, optionally | magicDelete
 	prevPos     int64
 	writeMs     int64
 	slotMs      int64 // writeMs + delayMs
@@ -37,7 +39,11 @@ type record struct {
 func (r *record) encode(b []byte) {
 	binary.BigEndian.PutUint32(b[0:], recordSize)
 	binary.BigEndian.PutUint64(b[offPrevPos:], uint64(r.prevPos))
-	binary.BigEndian.PutUint32(b[offMagic:], recordMagic)
+	magic := r.magic
+	if magic == 0 {
+		magic = recordMagic
+	}
+	binary.BigEndian.PutUint32(b[offMagic:], uint32(magic))
 	binary.BigEndian.PutUint64(b[offWriteMs:], uint64(r.writeMs))
 	binary.BigEndian.PutUint32(b[offDelayMs:], uint32(int32(r.slotMs-r.writeMs)))
 	binary.BigEndian.PutUint64(b[offPhyOffset:], uint64(r.phyOffset))
@@ -49,11 +55,15 @@ func (r *record) encode(b []byte) {
 // decodeRecord parses a record; ok is false for anything that is not a
 // complete default record (zeroes past the end, damage).
 func decodeRecord(b []byte) (record, bool) {
-	if len(b) < recordSize || binary.BigEndian.Uint32(b) != recordSize ||
-		binary.BigEndian.Uint32(b[offMagic:]) != recordMagic {
+	if len(b) < recordSize || binary.BigEndian.Uint32(b) != recordSize {
+		return record{}, false
+	}
+	magic := int32(binary.BigEndian.Uint32(b[offMagic:]))
+	if magic&recordMagic == 0 || magic&^(recordMagic|magicDelete) != 0 {
 		return record{}, false
 	}
 	r := record{
+		magic:       magic,
 		prevPos:     int64(binary.BigEndian.Uint64(b[offPrevPos:])),
 		writeMs:     int64(binary.BigEndian.Uint64(b[offWriteMs:])),
 		phyOffset:   int64(binary.BigEndian.Uint64(b[offPhyOffset:])),

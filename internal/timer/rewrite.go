@@ -86,6 +86,9 @@ func Rewrite(m *message.Ext, nowMs, precisionMs, maxDelayMs int64) (bool, error)
 		return false, fmt.Errorf("%w: delivery in %d ms exceeds timerMaxDelaySec=%d", ErrIllegal, deliver-nowMs, maxDelayMs/1000)
 	}
 	if deliver <= nowMs {
+		if m.Properties[message.PropertyTimerDelUniqKey] != "" {
+			return false, fmt.Errorf("%w: the timer message to cancel is already due", ErrIllegal)
+		}
 		return false, nil
 	}
 	m.Properties[message.PropertyTimerOutMS] = strconv.FormatInt(Align(deliver, precisionMs), 10)

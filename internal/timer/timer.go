@@ -48,6 +48,7 @@ type Timer struct {
 	enqueued  atomic.Int64
 	delivered atomic.Int64
 	dropped   atomic.Int64
+	cancelled atomic.Int64
 
 	wake   chan struct{} // capacity 1: a unit arrived in the timer topic
 	quit   chan struct{}
@@ -220,7 +221,11 @@ func (t *Timer) enqueueBatch() bool {
 		if err != nil {
 			slotMs = t.readMs // no usable time: deliver at once
 		}
-		if err := t.addLocked(nowMs, slotMs, m.CommitLogOffset, m.StoreSize, int32(message.TagsHashCode(m.Properties[message.PropertyRealTopic])), m.QueueOffset); err != nil {
+		magic := int32(recordMagic)
+		if m.Properties[message.PropertyTimerDelUniqKey] != "" {
+			magic |= magicDelete
+		}
+		if err := t.addLocked(nowMs, slotMs, magic, m.CommitLogOffset, m.StoreSize, int32(message.TagsHashCode(m.Properties[message.PropertyRealTopic])), m.QueueOffset); err != nil {
 			t.logger.Error("timer: append to the timer log failed; retrying", "err", err)
 			return false
 		}
@@ -235,14 +240,14 @@ func (t *Timer) enqueueBatch() bool {
 // addLocked appends a record and links it into its slot. A slot already
 // taken by the dequeue goroutine is replaced by the next one to fire.
 // REQUIRES: t.mu held.
-func (t *Timer) addLocked(nowMs, slotMs, phyOffset int64, size int32, topicHash int32, queueOffset int64) error {
+func (t *Timer) addLocked(nowMs, slotMs int64, magic int32, phyOffset int64, size int32, topicHash int32, queueOffset int64) error {
 	slotMs = max(slotMs, t.readMs)
 	s := t.wheel[slotMs]
 	prev := int64(-1)
 	if s.num > 0 {
 		prev = s.last
 	}
-	r := record{prevPos: prev, writeMs: nowMs, slotMs: slotMs, phyOffset: phyOffset, msgSize: size,
+	r := record{magic: magic, prevPos: prev, writeMs: nowMs, slotMs: slotMs, phyOffset: phyOffset, msgSize: size,
 		topicHash: topicHash, queueOffset: queueOffset}
 	pos, err := t.log.append(&r)
 	if err != nil {
@@ -332,12 +337,13 @@ func (t *Timer) fireNext() bool {
 // It reports false when Close interrupted it.
 func (t *Timer) deliver(recs []record) bool {
 	const window = 512 // puts in flight at once
+	recs, cancelled := t.splitCancels(recs)
 	for len(recs) > 0 {
 		n := min(len(recs), window)
 		batch := recs[:n]
 		recs = recs[n:]
 		for len(batch) > 0 {
-			failed := t.putAll(batch)
+			failed := t.putAll(batch, cancelled)
 			if len(failed) == 0 {
 				break
 			}
@@ -356,7 +362,7 @@ func (t *Timer) deliver(recs []record) bool {
 
 // putAll puts the batch concurrently and returns the records whose put
 // failed (and may be retried).
-func (t *Timer) putAll(batch []record) []record {
+func (t *Timer) putAll(batch []record, cancelled map[string]bool) []record {
 	type outcome struct {
 		i  int
 		ok bool
@@ -366,6 +372,10 @@ func (t *Timer) putAll(batch []record) []record {
 	nowMs := t.cfg.now().UnixMilli()
 	for i := range batch {
 		out, err := t.convert(&batch[i], nowMs)
+		if err == nil && cancelled[out.Topic+"+"+out.Properties[message.PropertyUniqClientMessageIDKeyidx]] {
+			t.cancelled.Add(1)
+			continue
+		}
 		if err != nil {
 			t.logger.Warn("timer: message dropped", "commitLogOffset", batch[i].phyOffset, "err", err)
 			t.dropped.Add(1)
@@ -387,6 +397,40 @@ func (t *Timer) putAll(batch []record) []record {
 		t.logger.Warn("timer: delivery failed, retrying", "count", len(failed))
 	}
 	return failed
+}
+
+// splitCancels separates a slot's delete records from its timers and
+// returns the keys (REAL_TOPIC+"+"+UNIQ_KEY) they cancel.
+func (t *Timer) splitCancels(recs []record) ([]record, map[string]bool) {
+	var cancelled map[string]bool
+	kept := recs[:0:0]
+	for i := range recs {
+		if recs[i].magic&magicDelete == 0 {
+			kept = append(kept, recs[i])
+			continue
+		}
+		if cancelled == nil {
+			cancelled = map[string]bool{}
+			kept = make([]record, 0, len(recs))
+			kept = append(kept, recs[:i]...)
+		}
+		raw, err := t.st.ReadRawByOffset(recs[i].phyOffset, recs[i].msgSize)
+		if err != nil {
+			t.logger.Warn("timer: cancel message unreadable", "commitLogOffset", recs[i].phyOffset, "err", err)
+			continue
+		}
+		m, _, err := message.DecodeStored(raw, message.DecodeOptions{SkipBody: true})
+		if err != nil {
+			continue
+		}
+		if key := m.Properties[message.PropertyTimerDelUniqKey]; key != "" {
+			cancelled[key] = true
+		}
+	}
+	if cancelled == nil {
+		return recs, nil
+	}
+	return kept, cancelled
 }
 
 // convert reads the parked message and builds the message for its real
@@ -472,6 +516,7 @@ type Stats struct {
 	Enqueued    int64 // records appended since start
 	Delivered   int64 // messages put back to their real topic since start
 	Dropped     int64 // timers lost (parked message unreadable)
+	Cancelled   int64 // timers skipped because a TIMER_DEL_UNIQKEY message cancelled them
 	LogBytes    int64 // retained timer log bytes
 	ReadMs      int64 // next slot to fire
 	QueueOffset int64 // next timer-topic unit to enqueue
@@ -487,7 +532,7 @@ func (t *Timer) Stats() Stats {
 		s.LogBytes = t.log.diskBytes()
 	}
 	t.mu.Unlock()
-	s.Enqueued, s.Delivered, s.Dropped = t.enqueued.Load(), t.delivered.Load(), t.dropped.Load()
+	s.Enqueued, s.Delivered, s.Dropped, s.Cancelled = t.enqueued.Load(), t.delivered.Load(), t.dropped.Load(), t.cancelled.Load()
 	if t.state.Load() == 1 {
 		s.QueueBehind = max(0, t.st.MaxOffsetInQueue(TopicTimer, 0)-s.QueueOffset)
 	}

@@ -301,7 +301,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
-	r := record{prevPos: 520, writeMs: 1_700_000_000_000, slotMs: 1_700_000_259_000, phyOffset: 1 << 40, msgSize: 321, topicHash: -5, queueOffset: 77}
+	r := record{magic: recordMagic | magicDelete, prevPos: 520, writeMs: 1_700_000_000_000, slotMs: 1_700_000_259_000, phyOffset: 1 << 40, msgSize: 321, topicHash: -5, queueOffset: 77}
 	var b [recordSize]byte
 	r.encode(b[:])
 	got, ok := decodeRecord(b[:])
@@ -312,4 +312,47 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatal("zero record accepted")
 	}
 	_ = fmt.Sprint(got)
+}
+
+// TestCancelTimer: a message with TIMER_DEL_UNIQKEY = REAL_TOPIC+UNIQ_KEY
+// and the same delivery time cancels that timer; the cancel message itself
+// is never delivered and other timers of the slot are (§8.9 Cancel).
+func TestCancelTimer(t *testing.T) {
+	const precision = 100
+	d := newDeliveries()
+	e := openEnv(t, t.TempDir(), precision, d)
+	deliver := time.Now().UnixMilli() + 400
+	put := func(id string, props map[string]string) {
+		m := &message.Ext{QueueID: 0, BornTimestamp: time.Now().UnixMilli(), BornHost: netip.MustParseAddrPort("127.0.0.1:5555")}
+		m.Topic = "Real"
+		m.Body = []byte(id)
+		m.Properties = map[string]string{"ID": id, message.PropertyTimerDeliverMS: strconv.FormatInt(deliver, 10)}
+		for k, v := range props {
+			m.Properties[k] = v
+		}
+		if _, err := Rewrite(m, time.Now().UnixMilli(), precision, DefaultConfig().MaxDelay.Milliseconds()); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan store.PutResult, 1)
+		e.st.PutMessage(m, func(r store.PutResult) { done <- r })
+		if r := <-done; r.Status != store.PutOK {
+			t.Fatalf("put: %v", r.Status)
+		}
+	}
+	put("keep", map[string]string{message.PropertyUniqClientMessageIDKeyidx: "U1"})
+	put("cancelled", map[string]string{message.PropertyUniqClientMessageIDKeyidx: "U2"})
+	put("cancel", map[string]string{message.PropertyTimerDelUniqKey: "Real+U2", message.PropertyUniqClientMessageIDKeyidx: "U3"})
+	testutil.Eventually(t, 10*time.Second, func() bool { return e.tm.Stats().Cancelled == 1 && e.tm.Stats().Delivered == 1 }, "slot fired")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.at) != 1 || len(d.at["keep"]) != 1 {
+		t.Fatalf("delivered %v, want only keep", d.at)
+	}
+	// Cancelling after the time is refused.
+	m := &message.Ext{}
+	m.Topic = "Real"
+	m.Properties = map[string]string{message.PropertyTimerDeliverMS: "1000", message.PropertyTimerDelUniqKey: "Real+U1"}
+	if _, err := Rewrite(m, time.Now().UnixMilli(), precision, DefaultConfig().MaxDelay.Milliseconds()); err == nil {
+		t.Fatal("late cancel accepted")
+	}
 }
