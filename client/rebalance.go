@@ -105,11 +105,9 @@ func (c *PushConsumer) doRebalance(ctx context.Context) {
 	if c.cfg.orderly && c.cfg.model == Clustering && len(added) > 0 {
 		added = c.lockQueues(ctx, added)
 	}
-	for _, mq := range added {
-		// The pull goroutine computes the start offset itself, so one slow
-		// broker does not hold up the queues of the others.
-		c.addQueue(mq, -1)
-	}
+	// Each pull goroutine computes its start offset itself, so one slow
+	// broker does not hold up the queues of the others.
+	c.addQueues(added, -1)
 	if len(added) > 0 || len(removed) > 0 {
 		c.logger.Info("rebalanced", "added", len(added), "removed", len(removed))
 	}
@@ -142,17 +140,32 @@ func (c *PushConsumer) allocate(ctx context.Context, topic string) ([]MessageQue
 }
 
 func (c *PushConsumer) addQueue(mq MessageQueue, offset int64) {
-	qctx, cancel := context.WithCancel(c.ctx)
-	qs := &queueState{mq: mq, pq: newProcessQueue(), cancel: cancel, done: make(chan struct{})}
-	if c.cfg.orderly && c.cfg.model == Clustering {
-		qs.pq.setLocked(time.Now())
-	}
+	c.addQueues([]MessageQueue{mq}, offset)
+}
+
+// addQueues registers every queue before starting any pull goroutine, so
+// each goroutine sees the final number of the topic's queues (topic-level
+// thresholds divide by it).
+func (c *PushConsumer) addQueues(mqs []MessageQueue, offset int64) {
+	states := make([]*queueState, len(mqs))
+	ctxs := make([]context.Context, len(mqs))
 	c.queuesMu.Lock()
-	c.queues[mq] = qs
+	for i, mq := range mqs {
+		qctx, cancel := context.WithCancel(c.ctx)
+		qs := &queueState{mq: mq, pq: newProcessQueue(), cancel: cancel, done: make(chan struct{})}
+		if c.cfg.orderly && c.cfg.model == Clustering {
+			qs.pq.setLocked(time.Now())
+		}
+		c.queues[mq] = qs
+		states[i], ctxs[i] = qs, qctx
+	}
 	c.queuesMu.Unlock()
-	if !c.goFunc("pull", func() { defer close(qs.done); c.pullLoop(qctx, qs, offset) }) {
-		close(qs.done)
-		cancel()
+	for i, qs := range states {
+		qctx := ctxs[i]
+		if !c.goFunc("pull", func() { defer close(qs.done); c.pullLoop(qctx, qs, offset) }) {
+			close(qs.done)
+			qs.cancel()
+		}
 	}
 }
 
