@@ -564,3 +564,40 @@ func TestCreateMappedFileFailed(t *testing.T) {
 		t.Fatalf("append after recovery at %d (max was %d)", r.WroteOffset, before)
 	}
 }
+
+// TestAdminLookups covers the small admin helpers: commit-log offset of a
+// queue offset, the assigned (not yet dispatched) offset, and removal of
+// queues whose messages all expired.
+func TestAdminLookups(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	s := openStore(t, cfg)
+	res := writeN(t, s, 150)
+	late := int64(0)
+	for s.commitLog.last().fromOffset <= res[149].WroteOffset {
+		mustPut(t, s, newMsg("Late", 0, string(make([]byte, 900)), nil))
+		late++
+	}
+	if off, err := s.CommitLogOffsetInQueue("T", 0, 7); err != nil || off != res[7].WroteOffset {
+		t.Fatalf("offset in queue: %d %v", off, err)
+	}
+	if _, err := s.CommitLogOffsetInQueue("T", 0, 999); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing offset: %v", err)
+	}
+	if got := s.AssignedOffsetInQueue("T", 0); got != 150 {
+		t.Fatalf("assigned offset %d", got)
+	}
+	waitDispatched(t, s, "Late", 0, late)
+	var clock atomic.Int64
+	clock.Store(time.Now().Add(100 * time.Hour).UnixMilli())
+	s.cfg.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
+	s.cfg.DiskUsage = func(string) (float64, error) { return 0.5, nil }
+	s.cfg.DeleteCommitLogFilesInterval = 0
+	s.cfg.DeleteWhen = strconv.Itoa(time.UnixMilli(clock.Load()).Hour())
+	s.CleanupOnce()
+	if n := s.CleanExpiredConsumeQueues(); n != 1 {
+		t.Fatalf("removed %d queues, want 1 (T)", n)
+	}
+	if s.MaxOffsetInQueue("T", 0) != 0 || s.MaxOffsetInQueue("Late", 0) != late {
+		t.Fatal("wrong queue removed")
+	}
+}

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CommitLogOffsetInQueue returns the commit-log offset of the message at a
+// queue offset (RocketMQ getCommitLogOffsetInQueue).
+func (s *Store) CommitLogOffsetInQueue(topic string, queueID int32, offset int64) (int64, error) {
+	cq := s.getQueue(topic, queueID)
+	if cq == nil {
+		return 0, fmt.Errorf("store: queue %s-%d: %w", topic, queueID, ErrNotFound)
+	}
+	u, ok := cq.unitAt(offset)
+	if !ok || u.blank() {
+		return 0, fmt.Errorf("store: queue %s-%d offset %d: %w", topic, queueID, offset, ErrNotFound)
+	}
+	return u.PhyOffset, nil
+}
+
+// AssignedOffsetInQueue is the next queue offset the append path will
+// assign (RocketMQ getMaxOffsetInQueue with committed=false): it can be
+// ahead of MaxOffsetInQueue while dispatch catches up.
+func (s *Store) AssignedOffsetInQueue(topic string, queueID int32) int64 {
+	s.putMu.Lock()
+	defer s.putMu.Unlock()
+	return s.topicQueueTable[tqKey{topic, queueID}]
+}
+
+// CleanExpiredConsumeQueues removes the consume queues whose every unit
+// points below the commit-log min offset (all their messages expired), for
+// topics other than system topics (RocketMQ cleanExpiredConsumerQueue). It
+// returns the number of queues removed.
+func (s *Store) CleanExpiredConsumeQueues() int {
+	minPhy := s.commitLog.minOffset()
+	removed := 0
+	for _, cq := range s.allQueues() {
+		if isSystemTopic(cq.topic) {
+			continue
+		}
+		if cq.maxPhysicOffset.Load() < 0 || cq.maxPhysicOffset.Load() > minPhy {
+			continue
+		}
+		s.queuesMu.Lock()
+		if m := s.queues[cq.topic]; m != nil && m[cq.queueID] == cq {
+			delete(m, cq.queueID)
+			if len(m) == 0 {
+				delete(s.queues, cq.topic)
+			}
+		}
+		s.queuesMu.Unlock()
+		cq.writeMu.Lock()
+		cq.files.destroyAll()
+		cq.writeMu.Unlock()
+		os.Remove(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName, cq.topic))
+		s.putMu.Lock()
+		delete(s.topicQueueTable, tqKey{cq.topic, cq.queueID})
+		s.putMu.Unlock()
+		removed++
+	}
+	return removed
+}
+
+// isSystemTopic matches the topics RocketMQ never cleans up.
+func isSystemTopic(topic string) bool {
+	return topic == ScheduleTopic || strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") ||
+		topic == "TBW102" || topic == "SELF_TEST_TOPIC" || topic == "OFFSET_MOVED_EVENT"
+}
