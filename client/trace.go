@@ -406,3 +406,29 @@ func (b *traceBatch) keyList() []string {
 func (b *traceBatch) reset() {
 	b.body, b.keys, b.keyBytes, b.n = nil, nil, 0, 0
 }
+
+// traceEndTransaction records an EndTransaction trace record on the
+// producer's tracers, if any. The transactional send path calls it after
+// END_TRANSACTION (msg is the user's message, res the half message's send
+// result, fromCheck true when answering CHECK_TRANSACTION_STATE).
+func (p *Producer) traceEndTransaction(msg *Message, res *SendResult, brokerAddr string, state LocalTransactionState, fromCheck bool) {
+	for _, h := range p.cfg.hooks {
+		t, ok := h.(*tracer)
+		if !ok || msg == nil || res == nil {
+			continue
+		}
+		st := "UNKNOW" // RocketMQ's spelling
+		switch state {
+		case TransactionCommit:
+			st = "COMMIT_MESSAGE"
+		case TransactionRollback:
+			st = "ROLLBACK_MESSAGE"
+		}
+		msgType := TraceMsgTransCommit
+		t.add(TraceRecord{
+			Type: TraceEndTransaction, Timestamp: time.Now().UnixMilli(), RegionID: res.RegionID, Group: p.group,
+			Topic: msg.Topic, MsgID: res.MsgID, Tags: msg.Tag(), Keys: msg.Properties[PropertyKeys], StoreHost: brokerAddr,
+			MsgType: msgType, TransactionID: res.TransactionID, TransactionState: st, FromTransactionCheck: fromCheck,
+		})
+	}
+}

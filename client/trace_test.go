@@ -120,3 +120,22 @@ func FuzzDecodeTraceRecords(f *testing.F) {
 		}
 	})
 }
+
+func TestTraceEndTransactionRecord(t *testing.T) {
+	cfg := defaultClientConfig()
+	tr := newTracer("", &cfg)
+	tr.started = true // no goroutine: read the queue directly
+	p := &Producer{group: "pg", cfg: producerConfig{hooks: []Hook{tr}}}
+	msg := NewMessage("T", []byte("x")).WithTag("t").WithKeys("k")
+	p.traceEndTransaction(msg, &SendResult{MsgID: "M", TransactionID: "X", RegionID: "r"}, "127.0.0.1:10911", TransactionCommit, true)
+	r := <-tr.records
+	want := TraceRecord{Type: TraceEndTransaction, Timestamp: r.Timestamp, RegionID: "r", Group: "pg", Topic: "T", MsgID: "M",
+		Tags: "t", Keys: "k", StoreHost: "127.0.0.1:10911", MsgType: TraceMsgTransCommit, TransactionID: "X",
+		TransactionState: "COMMIT_MESSAGE", FromTransactionCheck: true, ClientHost: r.ClientHost}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("record %+v\nwant %+v", r, want)
+	}
+	if got := DecodeTraceRecords(AppendTraceRecord(nil, &r)); len(got) != 1 || got[0].TransactionState != "COMMIT_MESSAGE" {
+		t.Fatalf("round trip %+v", got)
+	}
+}
