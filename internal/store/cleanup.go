@@ -161,7 +161,7 @@ func (s *Store) cleanLogics() {
 	now := s.cfg.now()
 	for _, cq := range s.allQueues() {
 		cq.writeMu.Lock()
-		n := cq.deleteExpired(minPhy, now)
+		n := cq.deleteExpired(minPhy, now, s.cfg.DestroyMapedFileIntervalForcibly)
 		cq.correctMinOffset(minPhy)
 		cq.writeMu.Unlock()
 		if n > 0 && s.cfg.DeleteConsumeQueueFilesInterval > 0 {
@@ -173,7 +173,7 @@ func (s *Store) cleanLogics() {
 		}
 	}
 	if s.index != nil {
-		s.index.deleteExpired(minPhy)
+		s.index.deleteExpired(minPhy, s.cfg.DestroyMapedFileIntervalForcibly)
 	}
 }
 

@@ -259,7 +259,9 @@ func lastUnitOfFile(f *mappedFile) (cqUnit, bool) {
 
 // deleteExpired deletes files (never the last) whose last unit points below
 // minPhy (7.3). It returns the number of files deleted.
-func (cq *consumeQueue) deleteExpired(minPhy int64, now time.Time) int {
+// forceAfter is destroyMapedFileIntervalForcibly: a file a reader still
+// holds is only force-unmapped that long after its first shutdown.
+func (cq *consumeQueue) deleteExpired(minPhy int64, now time.Time, forceAfter time.Duration) int {
 	files := cq.files.snapshot()
 	n := 0
 	for i := 0; i < len(files)-1; i++ {
@@ -267,7 +269,7 @@ func (cq *consumeQueue) deleteExpired(minPhy int64, now time.Time) int {
 		if !ok || (!u.blank() && u.PhyOffset >= minPhy) {
 			break
 		}
-		if !files[i].destroy(now, 0) {
+		if !files[i].destroy(now, forceAfter) {
 			break
 		}
 		n++

@@ -384,12 +384,12 @@ func (s *indexService) query(topic, key string, maxNum int, begin, end int64) (o
 
 // deleteExpired deletes files (never the last) whose end offset is below
 // minPhy (7.3).
-func (s *indexService) deleteExpired(minPhy int64) int {
+func (s *indexService) deleteExpired(minPhy int64, forceAfter time.Duration) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for n < len(s.files)-1 && s.files[n].endPhyOffset.Load() < minPhy {
-		if !s.files[n].mf.destroy(s.now(), 0) {
+		if !s.files[n].mf.destroy(s.now(), forceAfter) {
 			break
 		}
 		n++

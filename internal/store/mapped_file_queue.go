@@ -313,7 +313,9 @@ func (q *mappedFileQueue) truncateDirty(offset int64) {
 	q.files = keep
 	q.mu.Unlock()
 	for _, f := range drop {
-		f.destroy(time.Now(), 0)
+		if !f.destroy(time.Now(), 0) {
+			os.Remove(f.path) // a reader unmaps it on release
+		}
 	}
 	if q.flushedWhere.Load() > offset {
 		q.flushedWhere.Store(offset)
@@ -353,8 +355,11 @@ func (q *mappedFileQueue) destroyAll() {
 	q.files = nil
 	q.mu.Unlock()
 	for _, f := range files {
-		f.destroy(time.Now(), 0)
-		f.destroy(time.Now(), 0)
+		// Never forced: a reader still holding the file unmaps it on
+		// release; the name is unlinked now either way.
+		if !f.destroy(time.Now(), 0) {
+			os.Remove(f.path)
+		}
 	}
 	q.flushedWhere.Store(0)
 	q.committedWhere.Store(0)
@@ -368,7 +373,9 @@ func (q *mappedFileQueue) removeLastIfEmpty(f *mappedFile) {
 	if n := len(q.files); n > 0 && q.files[n-1] == f && f.wrote.Load() == 0 {
 		q.files = q.files[:n-1]
 		q.mu.Unlock()
-		f.destroy(time.Now(), 0)
+		if !f.destroy(time.Now(), 0) {
+			os.Remove(f.path)
+		}
 		return
 	}
 	q.mu.Unlock()
