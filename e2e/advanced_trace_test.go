@@ -91,8 +91,11 @@ func TestTraceApogeeSDK(t *testing.T) {
 	}
 
 	out := waitTrace(t, bin, c.nsAddr, res.MsgID)
+	stored := false
 	for _, s := range out.Trace {
 		switch s.Type {
+		case "Store":
+			stored = s.StoreHost == c.b.Addr() && s.Topic == topic
 		case "Pub":
 			if s.Group != p.Group() || s.Topic != topic || s.StoreHost != c.b.Addr() || s.Keys != "order-1" || s.ClientHost == "" {
 				t.Errorf("Pub step = %+v", s)
@@ -102,6 +105,9 @@ func TestTraceApogeeSDK(t *testing.T) {
 				t.Errorf("Sub step = %+v", s)
 			}
 		}
+	}
+	if !stored {
+		t.Errorf("no Store step in %+v", out.Trace)
 	}
 	// The table form names the steps too.
 	table, _, code := runApogee(t, bin, "admin", "queryMsgTraceById", "-n", c.nsAddr, "-i", res.MsgID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ func init() { adminCommands = append(adminCommands, cmdQueryMsgTraceByID) }
 // traceView is one printed trace step: a send (Pub), a consume (SubBefore
 // and SubAfter paired by request id) or an end of transaction.
 type traceView struct {
-	Type       string `json:"type"` // Pub, Sub, EndTransaction
+	Type       string `json:"type"` // Pub, Store, Sub, EndTransaction
 	Group      string `json:"group"`
 	Topic      string `json:"topic,omitempty"`
 	ClientHost string `json:"clientHost"`
@@ -56,6 +57,21 @@ func cmdQueryMsgTraceByID(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 		}
 		views := traceViews(records)
+		// The stored copy, when the send's topic is known: where and when
+		// the broker stored it.
+		for _, v := range views {
+			if v.Type != "Pub" || v.Topic == "" {
+				continue
+			}
+			if m, err := a.QueryMessageByID(ctx, v.Topic, id); err == nil {
+				views = append(views, traceView{Type: "Store", Group: "-", Topic: m.Topic, ClientHost: m.BornHost,
+					StoreHost: m.StoreHost, Time: m.StoreTime.UnixMilli(), Status: "stored", Tags: m.Tags(),
+					Keys:   strings.Join(m.Keys(), " "),
+					Detail: fmt.Sprintf("broker=%s queueId=%d queueOffset=%d reconsumeTimes=%d", m.BrokerName, m.QueueID, m.QueueOffset, m.ReconsumeTimes)})
+				sortViews(views)
+			}
+			break
+		}
 		res := &result{
 			value:  map[string]any{"msgId": id, "traceTopic": topic, "trace": views, "records": records},
 			header: []string{"#TYPE", "#GROUP", "#CLIENT_HOST", "#STORE_HOST", "#TIME", "#COST_MS", "#STATUS", "#TOPIC", "#TAGS", "#KEYS", "#DETAIL"},
@@ -141,12 +157,18 @@ func traceViews(records []client.TraceRecord) []traceView {
 			out[i].Topic = pubTopic
 		}
 	}
-	order := map[string]int{"Pub": 0, "EndTransaction": 1, "Sub": 2}
-	slices.SortStableFunc(out, func(a, b traceView) int {
+	sortViews(out)
+	return out
+}
+
+// sortViews orders steps by time; on ties a send comes before its store,
+// its end of transaction and its consumes.
+func sortViews(v []traceView) {
+	order := map[string]int{"Pub": 0, "Store": 1, "EndTransaction": 2, "Sub": 3}
+	slices.SortStableFunc(v, func(a, b traceView) int {
 		if a.Time != b.Time {
 			return int(min(max(a.Time-b.Time, -1), 1))
 		}
 		return order[a.Type] - order[b.Type]
 	})
-	return out
 }
