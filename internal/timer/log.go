@@ -253,13 +253,26 @@ func (l *timerLog) scan(end int64, fn func(pos int64, r record)) error {
 }
 
 // sync fsyncs the files written since the last sync.
-func (l *timerLog) sync() error {
+func (l *timerLog) sync() error { return syncFiles(l.takeDirty()) }
+
+// takeDirty returns the files written since the last call and marks them
+// clean; the caller syncs them (syncFiles), possibly without the lock that
+// guards the log, as files are only closed by dropBefore and close.
+func (l *timerLog) takeDirty() []*os.File {
+	var out []*os.File
 	for _, s := range l.segs {
 		if s.dirty {
-			if err := s.f.Sync(); err != nil {
-				return fmt.Errorf("timer: sync log: %w", err)
-			}
+			out = append(out, s.f)
 			s.dirty = false
+		}
+	}
+	return out
+}
+
+func syncFiles(files []*os.File) error {
+	for _, f := range files {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("timer: sync log: %w", err)
 		}
 	}
 	return nil

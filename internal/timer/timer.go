@@ -491,9 +491,17 @@ func (t *Timer) runFlush() {
 func (t *Timer) flush() error {
 	t.mu.Lock()
 	cp := checkpoint{doneMs: t.doneMs, flushPos: t.log.writePos, queueOffset: t.queueOffset}
-	err := t.log.sync() // under mu: appends and deletions must not race the file list
+	dirty := t.log.takeDirty()
 	t.mu.Unlock()
-	if err != nil {
+	// Synced without mu (enqueue keeps appending past flushPos meanwhile):
+	// files are closed only by dropBefore below and by Close, both on this
+	// goroutine or after it stopped.
+	if err := syncFiles(dirty); err != nil {
+		t.mu.Lock()
+		for _, s := range t.log.segs { // retry them next time
+			s.dirty = true
+		}
+		t.mu.Unlock()
 		return err
 	}
 	if err := storeCheckpoint(t.cfg.CheckpointPath, cp); err != nil {
