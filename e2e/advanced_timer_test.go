@@ -17,6 +17,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
@@ -244,4 +245,32 @@ func TestTimerMessagesSurviveRestart(t *testing.T) {
 	}
 	slices.Sort(late)
 	t.Logf("lateness ms: median %d p99 %d max %d (the restart delays some)", late[len(late)/2], late[len(late)*99/100], late[len(late)-1])
+}
+
+// TestTimerMessageApogeeSDK: the Apogee SDK's WithDelay and WithDeliverTime
+// send timer messages that arrive after their time.
+func TestTimerMessageApogeeSDK(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 1)
+	p := newSDKProducer(t, c.nsAddr)
+	a := newTimerArrivals()
+	startTimerConsumer(t, c.nsAddr, topic, a)
+	ctx := testutil.Context(t, 30*time.Second)
+	sent := time.Now()
+	want := map[string]time.Time{"relative": sent.Add(1500 * time.Millisecond), "absolute": sent.Add(2500 * time.Millisecond)}
+	if _, err := p.Send(ctx, client.NewMessage(topic, []byte("r")).SetProperty("ID", "relative").WithDelay(1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, client.NewMessage(topic, []byte("a")).SetProperty("ID", "absolute").WithDeliverTime(want["absolute"])); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return a.n.Load() == 2 }, "timer messages")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, m := range a.msgs {
+		if m.StoreTimestamp < want[id].UnixMilli() {
+			t.Errorf("%s stored %d ms early", id, want[id].UnixMilli()-m.StoreTimestamp)
+		}
+	}
 }
