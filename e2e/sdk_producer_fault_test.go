@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
@@ -140,6 +142,7 @@ func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
 // the other broker (retryTimesWhenSendFailed, §11.3), so every send
 // succeeds.
 func TestSDKRetryMovesToAnotherBroker(t *testing.T) {
+	noLeaks(t)
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")
 	c.createTopic(topic, 4)
@@ -180,6 +183,7 @@ func TestSDKRetryMovesToAnotherBroker(t *testing.T) {
 // TestSDKProducerSurvivesBrokerRestart: after the broker restarts on the
 // same address the producer redials and sends again without a new route.
 func TestSDKProducerSurvivesBrokerRestart(t *testing.T) {
+	noLeaks(t)
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")
 	c.createTopic(topic, 4)
@@ -198,4 +202,14 @@ func TestSDKProducerSurvivesBrokerRestart(t *testing.T) {
 		_, err := p.Send(ctx, client.NewMessage(topic, []byte("after")))
 		return err == nil
 	}, "no successful send after the broker restarted")
+}
+
+// noLeaks fails the test if goroutines started during it outlive its
+// cleanups (the SDK producer, name server and broker must all stop). Only
+// for tests that do not use the official client, which keeps global
+// goroutines.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 }

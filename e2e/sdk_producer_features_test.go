@@ -127,6 +127,7 @@ func TestSDKOrderedSendAndNamespace(t *testing.T) {
 // TBW102's route with defaultTopic=TBW102; the broker creates the topic and
 // registers it, so a later route lookup finds it.
 func TestSDKAutoCreateTopic(t *testing.T) {
+	noLeaks(t)
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "AUTO")
 	p := newSDKProducer(t, c.nsAddr, client.WithDefaultTopicQueueNums(2))
