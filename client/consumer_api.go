@@ -35,6 +35,8 @@ type consumerEnv interface {
 	unregisterConsumer(group string)
 	// heartbeatNow sends a heartbeat to every known broker at once.
 	heartbeatNow(ctx context.Context)
+	// requestHeartbeat asks the heartbeat loop to run soon (non-blocking).
+	requestHeartbeat()
 	namespace() string
 }
 

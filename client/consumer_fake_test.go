@@ -95,6 +95,7 @@ func sortQueues(mqs []MessageQueue) {
 
 func (f *fakeBrokerEnv) brokerAddr(string, bool) string                                { return "fake:1" }
 func (f *fakeBrokerEnv) topicBrokerAddrs(context.Context, string) []string             { return []string{"fake:1"} }
+func (f *fakeBrokerEnv) requestHeartbeat()                                             {}
 func (f *fakeBrokerEnv) heartbeatNow(context.Context)                                  {}
 func (f *fakeBrokerEnv) invokeOneway(context.Context, string, *protocol.Command) error { return nil }
 

@@ -149,6 +149,8 @@ func (e *instanceEnv) heartbeatNow(ctx context.Context) {
 	}
 }
 
+func (e *instanceEnv) requestHeartbeat() { e.in.triggerHeartbeat() }
+
 // onNotify handles NOTIFY_CONSUMER_IDS_CHANGED (40, oneway).
 func (e *instanceEnv) onNotify(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	e.mu.Lock()

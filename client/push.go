@@ -439,8 +439,16 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			}
 			delay := 3 * time.Second
 			var be *BrokerError
-			if errors.As(err, &be) && be.Code == int32(protocol.SystemBusy) {
-				delay = 20 * time.Millisecond
+			if errors.As(err, &be) {
+				switch protocol.ResponseCode(be.Code) {
+				case protocol.SystemBusy:
+					delay = 20 * time.Millisecond
+				case protocol.SubscriptionNotExist, protocol.SubscriptionNotLatest, protocol.SubscriptionGroupNotExist:
+					// The broker lost (restart) or has an old registration:
+					// heartbeat now instead of waiting up to 30 s.
+					c.env.requestHeartbeat()
+					delay = time.Second
+				}
 			}
 			c.logger.Debug("pull failed", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
 			sleep(ctx, delay)
