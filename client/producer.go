@@ -611,11 +611,13 @@ func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueu
 		lastBroker string
 		lastErr    error
 		lastRes    *SendResult
+		made       int
 	)
 	for attempt := 0; attempt < attempts; attempt++ {
 		if ctx.Err() != nil {
 			break
 		}
+		made++
 		q := qs[0]
 		if fixed == nil {
 			q = p.fault.selectQueue(qs, lastBroker)
@@ -648,7 +650,7 @@ func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueu
 		lastErr = ctx.Err()
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%w: send to topic %s after %d attempt(s): %w", ErrTimeout, o.userTopic, attempts, lastErr)
+		return nil, fmt.Errorf("%w: send to topic %s after %d attempt(s): %w", ErrTimeout, o.userTopic, made, lastErr)
 	}
 	return nil, lastErr
 }
