@@ -472,8 +472,8 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 				}
 				continue
 			}
-			wasEmpty := pq.putMessages(msgs)
-			if !c.submit(ctx, qs, msgs, wasEmpty) {
+			pq.putMessages(msgs)
+			if !c.submit(ctx, qs, msgs) {
 				return
 			}
 		case protocol.PullNotFound, protocol.PullRetryImmediately:
@@ -524,7 +524,7 @@ func (c *PushConsumer) queueLimits(topic string) (count, mib int64) {
 // submit hands freshly cached messages to the pool: batches of
 // consumeMessageBatchMaxSize in concurrent mode, one queue task in orderly
 // mode. It never blocks: flow control bounds what is queued.
-func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*MessageExt, _ bool) bool {
+func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*MessageExt) bool {
 	if c.lite {
 		select {
 		case c.pollCh <- polledBatch{qs: qs, msgs: msgs}:
