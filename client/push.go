@@ -316,6 +316,17 @@ func localStoreID(clientID, instanceName string) string {
 	return ip + "@DEFAULT"
 }
 
+// ClientID returns the id this consumer is known by in its group
+// ("ip@instance"), "" before Start.
+func (c *PushConsumer) ClientID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.env == nil {
+		return ""
+	}
+	return c.env.clientID()
+}
+
 // Stats returns the consumer's counters.
 func (c *PushConsumer) Stats() ConsumerStats {
 	c.queuesMu.Lock()

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -351,5 +354,73 @@ func TestSDKPushConsumerSurvivesBrokerRestart(t *testing.T) {
 		if _, ok := r.get(id); !ok {
 			t.Fatalf("message %s lost", id)
 		}
+	}
+}
+
+// TestSDKPushConsumerAnswersBrokerRelays: the consumer answers the admin
+// requests a broker relays to it (remoting.md §3.6):
+// GET_CONSUMER_RUNNING_INFO with its subscriptions and
+// CONSUME_MESSAGE_DIRECTLY by running its listener on the message.
+func TestSDKPushConsumerAnswersBrokerRelays(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 1)
+	group := uniqueName(t, "cg")
+	ctx := testutil.Context(t, 30*time.Second)
+	p := newSDKProducer(t, c.nsAddr)
+	res, err := p.Send(ctx, client.NewMessage(topic, []byte("direct")).WithTag("d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var direct atomic.Int64
+	l := func(ctx context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		for _, m := range msgs {
+			if string(m.Body) == "direct" {
+				direct.Add(1)
+			}
+		}
+		return client.ConsumeSuccess, nil
+	}
+	pc := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("d"), l)
+	testutil.Eventually(t, 20*time.Second, func() bool { return direct.Load() == 1 }, "not consumed")
+
+	rc := remoting.NewClient(remoting.ClientConfig{Logger: testutil.Logger(t)})
+	if err := rc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	info, err := rc.InvokeSync(ctx, c.b.Addr(), protocol.NewRequest(protocol.GetConsumerRunningInfo,
+		map[string]string{"consumerGroup": group, "clientId": pc.ClientID()}, nil))
+	if err != nil || info.Code != int32(protocol.Success) {
+		t.Fatalf("running info: %v %+v", err, info)
+	}
+	var body struct {
+		Properties      map[string]string           `json:"properties"`
+		SubscriptionSet []protocol.SubscriptionData `json:"subscriptionSet"`
+	}
+	if err := json.Unmarshal(info.Body, &body); err != nil {
+		t.Fatalf("running info body %s: %v", info.Body, err)
+	}
+	found := false
+	for _, s := range body.SubscriptionSet {
+		found = found || (s.Topic == topic && s.SubString == "d")
+	}
+	if !found || body.Properties["PROP_CONSUME_TYPE"] != protocol.ConsumePassively {
+		t.Fatalf("running info %s", info.Body)
+	}
+
+	dr, err := rc.InvokeSync(ctx, c.b.Addr(), protocol.NewRequest(protocol.ConsumeMessageDirectly,
+		map[string]string{"consumerGroup": group, "clientId": pc.ClientID(), "msgId": res.OffsetMsgID}, nil))
+	if err != nil || dr.Code != int32(protocol.Success) {
+		t.Fatalf("consume directly: %v %+v", err, dr)
+	}
+	var result struct {
+		ConsumeResult string `json:"consumeResult"`
+	}
+	if err := json.Unmarshal(dr.Body, &result); err != nil || result.ConsumeResult != "CR_SUCCESS" {
+		t.Fatalf("consume directly result %s (%v)", dr.Body, err)
+	}
+	if direct.Load() != 2 {
+		t.Fatalf("listener ran %d times, want 2", direct.Load())
 	}
 }
