@@ -459,3 +459,43 @@ func TestSDKPushConsumerChurnLosesNothing(t *testing.T) {
 	t.Logf("%d messages, %d redelivered duplicates across %d membership changes", total, r.dups, churns)
 	r.mu.Unlock()
 }
+
+// TestSDKPushConsumerNamespace: with a namespace, the consumer's group and
+// topic are "ns%name" on the wire and users see plain names, also for
+// messages redelivered through the retry topic.
+func TestSDKPushConsumerNamespace(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic("apogee%"+topic, 2)
+	ctx := testutil.Context(t, 60*time.Second)
+	p := newSDKProducer(t, c.nsAddr, client.WithNamespace("apogee"))
+	res, err := p.Send(ctx, client.NewMessage(topic, []byte("ns")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := uniqueName(t, "cg")
+	var mu sync.Mutex
+	var topics []string
+	l := func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			if m.MsgID == res.MsgID {
+				topics = append(topics, m.Topic)
+			}
+		}
+		return client.ConsumeSuccess, nil
+	}
+	newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), l, client.WithNamespace("apogee"))
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(topics) == 1
+	}, "namespaced message not consumed")
+	if topics[0] != topic {
+		t.Fatalf("listener saw topic %q, want %q", topics[0], topic)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return len(c.b.Clients.ConsumerIDs("apogee%"+group)) == 1
+	}, "group not registered as apogee%%%s", group)
+}
