@@ -461,8 +461,7 @@ func TestSDKPushConsumerChurnLosesNothing(t *testing.T) {
 }
 
 // TestSDKPushConsumerNamespace: with a namespace, the consumer's group and
-// topic are "ns%name" on the wire and users see plain names, also for
-// messages redelivered through the retry topic.
+// topic are "ns%name" on the wire and users see plain names.
 func TestSDKPushConsumerNamespace(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")
