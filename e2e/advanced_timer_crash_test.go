@@ -80,8 +80,8 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 	topic := uniqueName(t, "T")
 	p := newProducer(t, nsAddr)
 	const n = 2000
-	base := time.Now().Add(4 * time.Second)
-	due := func(i int) time.Time { return base.Add(time.Duration(i) * 3 * time.Millisecond) } // ~6 s
+	base := time.Now().Add(3 * time.Second)
+	due := func(i int) time.Time { return base.Add(time.Duration(i) * 2 * time.Millisecond) } // ~4 s
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
