@@ -296,10 +296,9 @@ func (c *PushConsumer) Close() error {
 	if c.cfg.orderly && c.cfg.model == Clustering {
 		c.unlockAll(ctx, all)
 	}
+	// UNREGISTER_CLIENT to every master: the group rebalances at once
+	// instead of waiting for the connection to close or expire.
 	c.env.unregisterConsumer(c.wireGroup)
-	// Tell the brokers at once so the group rebalances without waiting for
-	// the connection to expire.
-	c.env.heartbeatNow(ctx)
 	return errors.Join(err, c.releaseEnv())
 }
 
