@@ -147,6 +147,9 @@ func (t *Timer) Close() error {
 		}
 		close(t.quit)
 		t.wg.Wait()
+		if t.log == nil { // Start failed before opening the log
+			return
+		}
 		err = t.flush()
 		t.mu.Lock()
 		t.log.close()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -354,5 +355,35 @@ func TestCancelTimer(t *testing.T) {
 	m.Properties = map[string]string{message.PropertyTimerDeliverMS: "1000", message.PropertyTimerDelUniqKey: "Real+U1"}
 	if _, err := Rewrite(m, time.Now().UnixMilli(), precision, DefaultConfig().MaxDelay.Milliseconds()); err == nil {
 		t.Fatal("late cancel accepted")
+	}
+}
+
+// TestStartFailsCleanly: a damaged checkpoint fails Start with an error
+// naming it, and Close after a failed Start is safe.
+func TestStartFailsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.New(storeConfig(dir), testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := timerConfig(dir, 1000)
+	os.MkdirAll(filepath.Dir(cfg.CheckpointPath), 0o755)
+	os.WriteFile(cfg.CheckpointPath, []byte("garbage"), 0o644)
+	tm, err := New(cfg, st, testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Start(); err == nil || !strings.Contains(err.Error(), "timercheck") {
+		t.Fatalf("Start = %v, want a checkpoint error naming the file", err)
+	}
+	if err := tm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Start(); err == nil {
+		t.Fatal("Start after Close accepted")
 	}
 }
