@@ -56,9 +56,16 @@ func (q *taskQueue) pop() func() {
 	return t
 }
 
-// run executes tasks until quit closes.
+// run executes tasks until quit closes. Tasks still queued then are
+// abandoned: their messages stay uncommitted and are redelivered to the
+// group, and Close does not wait for a backlog of listener calls.
 func (q *taskQueue) run(quit <-chan struct{}) {
 	for {
+		select {
+		case <-quit:
+			return
+		default:
+		}
 		if t := q.pop(); t != nil {
 			t()
 			continue
