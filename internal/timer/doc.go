@@ -52,7 +52,12 @@
 //
 // The wheel (slot time -> last record position and count) lives in memory
 // only, one small map entry per occupied slot: pending timers cost 52 bytes
-// of disk each and no heap. Start rebuilds it by scanning the retained log
+// of disk each and no heap. This departs from RocketMQ, whose wheel is a
+// 38 MB memory-mapped file (<root>/timerwheel) of 2 x 7 days of slots and
+// which needs "roll" records for delays beyond two days: a map keyed by
+// slot time has no wrap-around, so any delay up to timerMaxDelaySec is
+// linked directly, and its size follows the occupied slots (about 50 bytes
+// each: 13 MiB for timers spread over every second of three days). Start rebuilds it by scanning the retained log
 // files up to flushPos (records of slots before doneMs are skipped); any
 // records past flushPos are discarded and re-enqueued from queueOffset.
 // Log files whose every slot is before doneMs are deleted.
