@@ -2,9 +2,11 @@ package broker
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/config"
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -68,4 +70,41 @@ func TestTimerRefusals(t *testing.T) {
 	cfg2.TimerWheelEnable = false
 	b2 := startBroker(t, cfg2)
 	mustCode(t, invoke(t, c, b2.Addr(), sendReq("TimerTopic", 0, []byte("x"), map[string]string{"TIMER_DELAY_SEC": "5"})), protocol.SystemError)
+}
+
+// TestTimerConfigKeys: the timer keys of broker.conf reach the broker
+// config (config_timer.go is embedded) and show in ToMap; a bad precision
+// fails Start naming the key.
+func TestTimerConfigKeys(t *testing.T) {
+	props, err := config.Parse(strings.NewReader("timerWheelEnable=false\ntimerMaxDelaySec=60\ntimerPrecisionMs=500\n" +
+		"timerFlushIntervalMs=200\nmappedFileSizeTimerLog=1048576\nenablePropertyFilter=true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	if d := DefaultTimerConfig(); !cfg.TimerWheelEnable || cfg.TimerPrecisionMs != 1000 || cfg.TimerMaxDelaySec != 259200 || d != cfg.TimerConfig {
+		t.Fatalf("defaults %+v", cfg.TimerConfig)
+	}
+	unknown, err := cfg.ApplyProperties(props)
+	if err != nil || len(unknown) != 0 {
+		t.Fatalf("apply: %v unknown %v", err, unknown)
+	}
+	want := TimerConfig{TimerWheelEnable: false, TimerMaxDelaySec: 60, TimerPrecisionMs: 500, TimerFlushIntervalMs: 200, MappedFileSizeTimerLog: 1 << 20}
+	if cfg.TimerConfig != want || !cfg.EnablePropertyFilter {
+		t.Fatalf("timer config %+v, want %+v", cfg.TimerConfig, want)
+	}
+	if m := cfg.ToMap(); m["timerPrecisionMs"] != "500" || m["timerWheelEnable"] != "false" {
+		t.Fatalf("ToMap: %v %v", m["timerPrecisionMs"], m["timerWheelEnable"])
+	}
+
+	bad := testConfig(t, t.TempDir())
+	bad.TimerPrecisionMs = 0
+	b, err := New(bad, testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err == nil || !strings.Contains(err.Error(), "timerPrecisionMs") {
+		t.Fatalf("Start with timerPrecisionMs=0: %v", err)
+	}
+	b.Close()
 }
