@@ -278,3 +278,13 @@ func BenchmarkMatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompile: the broker compiles a SQL92 subscription per pull.
+func BenchmarkCompile(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Compile("a > 5 AND b = 'x' AND (c IN ('p', 'q') OR d IS NULL)"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
