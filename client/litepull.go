@@ -215,6 +215,30 @@ func (l *LitePullConsumer) seekBy(ctx context.Context, mq MessageQueue, fn func(
 	return l.Seek(mq, off)
 }
 
+// Pause stops pulling the given queues (already pulled messages can still
+// be polled) until Resume.
+func (l *LitePullConsumer) Pause(mqs ...MessageQueue) {
+	l.c.pausedMu.Lock()
+	defer l.c.pausedMu.Unlock()
+	if l.c.paused == nil {
+		l.c.paused = map[MessageQueue]bool{}
+	}
+	for _, mq := range mqs {
+		mq.Topic = wrapNamespace(l.c.cfg.namespace, mq.Topic)
+		l.c.paused[mq] = true
+	}
+}
+
+// Resume restarts pulling paused queues.
+func (l *LitePullConsumer) Resume(mqs ...MessageQueue) {
+	l.c.pausedMu.Lock()
+	defer l.c.pausedMu.Unlock()
+	for _, mq := range mqs {
+		mq.Topic = wrapNamespace(l.c.cfg.namespace, mq.Topic)
+		delete(l.c.paused, mq)
+	}
+}
+
 // Assignment returns the queues this consumer currently reads.
 func (l *LitePullConsumer) Assignment() []MessageQueue {
 	var out []MessageQueue

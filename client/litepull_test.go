@@ -122,3 +122,31 @@ func TestLitePullAssignAutoCommit(t *testing.T) {
 		return env.offsets[mq] == 10
 	}, "auto commit did not upload")
 }
+
+// TestLitePullPauseResume: a paused queue is not pulled until resumed.
+func TestLitePullPauseResume(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 2, 4, "m")
+	l := newFakeLitePull(t, env)
+	q0 := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 0}
+	q1 := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 1}
+	if err := l.Assign(q0, q1); err != nil {
+		t.Fatal(err)
+	}
+	l.Pause(q1)
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, m := range pollN(t, l, 2) {
+		if m.QueueID != 0 {
+			t.Fatalf("message from paused queue %d", m.QueueID)
+		}
+	}
+	l.Resume(q1)
+	for _, m := range pollN(t, l, 2) {
+		if m.QueueID != 1 {
+			t.Fatalf("message from queue %d after resume", m.QueueID)
+		}
+	}
+}

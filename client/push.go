@@ -102,6 +102,9 @@ type PushConsumer struct {
 	// Lite pull mode (LitePullConsumer): pulled batches go to pollCh
 	// instead of the worker pool, and assigned, when set, replaces the
 	// allocation.
+	suspended   atomic.Bool           // Suspend/Resume: no pulls while set
+	pausedMu    sync.Mutex            // guards paused
+	paused      map[MessageQueue]bool // lite Pause/Resume per queue
 	lite        bool
 	pollCh      chan polledBatch
 	assigned    map[string][]MessageQueue // wire topic -> queues; fixed after Start
@@ -315,6 +318,19 @@ func localStoreID(clientID, instanceName string) string {
 	return ip + "@DEFAULT"
 }
 
+// Suspend stops pulling (messages already cached are still consumed);
+// the consumer stays in its group and keeps its queues. Resume undoes it.
+func (c *PushConsumer) Suspend() { c.suspended.Store(true) }
+
+// Resume restarts pulling after Suspend.
+func (c *PushConsumer) Resume() { c.suspended.Store(false) }
+
+func (c *PushConsumer) isPaused(mq MessageQueue) bool {
+	c.pausedMu.Lock()
+	defer c.pausedMu.Unlock()
+	return c.paused[mq]
+}
+
 // ClientID returns the id this consumer is known by in its group
 // ("ip@instance"), "" before Start.
 func (c *PushConsumer) ClientID() string {
@@ -411,6 +427,10 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 	}
 	for ctx.Err() == nil && !pq.dropped.Load() {
 		pq.markPulled() // a paused queue is alive, not expired
+		if c.suspended.Load() || c.isPaused(mq) {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
 		maxCount, maxMiB := c.queueLimits(mq.Topic)
 		if pq.count.Load() > maxCount || pq.cachedSizeMiB() > maxMiB ||
 			(!c.cfg.orderly && pq.span() > c.cfg.consumeMaxSpan) {

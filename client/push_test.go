@@ -273,3 +273,33 @@ func TestPushConsumerTopicThreshold(t *testing.T) {
 		}
 	}
 }
+
+// TestPushConsumerSuspendResume: a suspended consumer keeps its queues
+// but does not pull; Resume continues.
+func TestPushConsumerSuspendResume(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 2, 10, "m")
+	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total atomic.Int64
+	_ = c.Subscribe("T", TagSelector("*"), func(_ context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		total.Add(int64(len(msgs)))
+		return ConsumeSuccess, nil
+	})
+	c.Suspend()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Stats().Queues != 2 {
+		t.Fatalf("suspended consumer holds %d queues", c.Stats().Queues)
+	}
+	time.Sleep(50 * time.Millisecond) // observation window, not a wait for a condition
+	if n := env.pulls.Load(); n != 0 {
+		t.Fatalf("%d pulls while suspended", n)
+	}
+	c.Resume()
+	testutil.Eventually(t, 5*time.Second, func() bool { return total.Load() == 10 }, "consumed %d after resume", total.Load())
+}
