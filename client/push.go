@@ -140,6 +140,9 @@ type consumerStats struct {
 type ConsumerStats struct {
 	Pulled, Consumed, Failed, SentBack, Rebalances int64
 	Queues                                         int
+	// CachedMessages and CachedBytes are what the process queues hold now
+	// (pulled, not yet consumed): what flow control bounds.
+	CachedMessages, CachedBytes int64
 }
 
 // NewPushConsumer returns a consumer of group. Options default to
@@ -345,12 +348,15 @@ func (c *PushConsumer) ClientID() string {
 // Stats returns the consumer's counters.
 func (c *PushConsumer) Stats() ConsumerStats {
 	c.queuesMu.Lock()
-	n := len(c.queues)
-	c.queuesMu.Unlock()
-	return ConsumerStats{
-		Pulled: c.stats.pulled.Load(), Consumed: c.stats.consumed.Load(), Failed: c.stats.failed.Load(),
-		SentBack: c.stats.sentBack.Load(), Rebalances: c.stats.rebalance.Load(), Queues: n,
+	s := ConsumerStats{Queues: len(c.queues)}
+	for _, qs := range c.queues {
+		s.CachedMessages += qs.pq.count.Load()
+		s.CachedBytes += qs.pq.size.Load()
 	}
+	c.queuesMu.Unlock()
+	s.Pulled, s.Consumed, s.Failed = c.stats.pulled.Load(), c.stats.consumed.Load(), c.stats.failed.Load()
+	s.SentBack, s.Rebalances = c.stats.sentBack.Load(), c.stats.rebalance.Load()
+	return s
 }
 
 // goFunc runs fn on a counted goroutine with a pprof label; it refuses

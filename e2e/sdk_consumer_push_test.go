@@ -498,3 +498,42 @@ func TestSDKPushConsumerNamespace(t *testing.T) {
 		return len(c.b.Clients.ConsumerIDs("apogee%"+group)) == 1
 	}, "group not registered as apogee%%%s", group)
 }
+
+// TestSDKPushConsumerFlowControl: with a slow listener, a queue caches at
+// most pullThresholdForQueue messages plus one pull batch; pulls pause
+// rather than drop, so every message is consumed once the listener speeds
+// up (storage-and-broker.md §11.6).
+func TestSDKPushConsumerFlowControl(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 1)
+	p := newProducer(t, c.nsAddr)
+	ids := sendN(t, p, topic, "", "fc", 300)
+	release := make(chan struct{})
+	r := newSDKReceived()
+	l := func(ctx context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return client.ConsumeRetryLater, ctx.Err()
+		}
+		r.add(msgs...)
+		return client.ConsumeSuccess, nil
+	}
+	pc := newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("*"), l,
+		client.WithPullThresholdForQueue(50), client.WithPullBatchSize(16))
+	testutil.Eventually(t, 20*time.Second, func() bool { return pc.Stats().CachedMessages >= 50 }, "cache never filled")
+	pulled := pc.Stats().Pulled
+	for range 10 {
+		if s := pc.Stats(); s.CachedMessages > 50+16 || s.Pulled > pulled+16 {
+			t.Fatalf("kept pulling over the threshold: cached %d, pulled %d (was %d)", s.CachedMessages, s.Pulled, pulled)
+		}
+		time.Sleep(20 * time.Millisecond) // observation window, not a wait for a condition
+	}
+	close(release)
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() == int64(len(ids)) },
+		"consumed %d of %d", r.count.Load(), len(ids))
+	if r.dups != 0 {
+		t.Fatalf("%d duplicates", r.dups)
+	}
+}
