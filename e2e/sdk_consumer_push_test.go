@@ -533,6 +533,8 @@ func TestSDKPushConsumerFlowControl(t *testing.T) {
 	close(release)
 	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() == int64(len(ids)) },
 		"consumed %d of %d", r.count.Load(), len(ids))
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.dups != 0 {
 		t.Fatalf("%d duplicates", r.dups)
 	}
