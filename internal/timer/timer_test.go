@@ -343,7 +343,9 @@ func TestCancelTimer(t *testing.T) {
 	put("keep", map[string]string{message.PropertyUniqClientMessageIDKeyidx: "U1"})
 	put("cancelled", map[string]string{message.PropertyUniqClientMessageIDKeyidx: "U2"})
 	put("cancel", map[string]string{message.PropertyTimerDelUniqKey: "Real+U2", message.PropertyUniqClientMessageIDKeyidx: "U3"})
-	testutil.Eventually(t, 10*time.Second, func() bool { return e.tm.Stats().Cancelled == 1 && e.tm.Stats().Delivered == 1 }, "slot fired")
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return e.tm.Stats().Cancelled == 1 && e.tm.Stats().Delivered == 1 && d.count() == 1
+	}, "slot fired")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.at) != 1 || len(d.at["keep"]) != 1 {
