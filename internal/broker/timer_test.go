@@ -24,7 +24,7 @@ func TestTimerMessage(t *testing.T) {
 	b := startBroker(t, cfg)
 	c := newClient(t)
 	sent := time.Now()
-	resp := invoke(t, c, b.Addr(), sendReq("TimerTopic", 2, []byte("later"), map[string]string{"TIMER_DELAY_MS": "400", "TAGS": "t"}))
+	resp := invoke(t, c, b.Addr(), sendReq("TimerTopic", 2, []byte("later"), map[string]string{"TIMER_DELAY_MS": "1500", "TAGS": "t"}))
 	mustCode(t, resp, protocol.Success)
 	if resp.Ext("queueId") != "2" {
 		t.Fatalf("queueId = %s, want the real queue 2", resp.Ext("queueId"))
@@ -34,8 +34,8 @@ func TestTimerMessage(t *testing.T) {
 		t.Fatalf("timer message visible at once (%d)", n)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return b.Store.MaxOffsetInQueue("TimerTopic", 2) == 1 }, "timer delivery")
-	if d := time.Since(sent); d < 400*time.Millisecond {
-		t.Fatalf("delivered after %v, before the 400 ms delay", d)
+	if d := time.Since(sent); d < 1500*time.Millisecond {
+		t.Fatalf("delivered after %v, before the 1500 ms delay", d)
 	}
 	resp = invoke(t, c, b.Addr(), pullReq("g", "TimerTopic", 2, 0, protocol.PullFlagSubscription, 0, "*"))
 	mustCode(t, resp, protocol.Success)
