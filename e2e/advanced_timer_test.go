@@ -24,7 +24,7 @@ import (
 
 // advancedLong runs the soak variants of the advanced-messaging tests (for
 // example 10,000 timers spread over a minute instead of ~20 s).
-var advancedLong = flag.Bool("advanced.long", false, "run the long timer/filter/trace soak variants")
+var advancedLong = flag.Bool("advanced.long", false, "run the long timer soak (10,000 timers over a minute instead of ~20 s)")
 
 // timerArrivals records, per message id, when a push consumer saw it and
 // what the broker stored.
