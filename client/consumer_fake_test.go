@@ -27,6 +27,7 @@ type fakeBrokerEnv struct {
 	msgs      map[MessageQueue][][]byte
 	offsets   map[MessageQueue]int64
 	consumer  consumerInner
+	sentBack  []int64 // commit-log offsets sent back
 	pulls     atomic.Int64
 	maxCached atomic.Int64
 	released  atomic.Bool
@@ -168,6 +169,11 @@ func (f *fakeBrokerEnv) invokeSync(ctx context.Context, _ string, req *protocol.
 			resp.Body = append(resp.Body, r...)
 		}
 		resp.ExtFields = protocol.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: end, MaxOffset: int64(len(recs))}, false)
+	case protocol.ConsumerSendMsgBack:
+		off, _ := req.ExtInt64("offset")
+		f.mu.Lock()
+		f.sentBack = append(f.sentBack, off)
+		f.mu.Unlock()
 	default:
 		resp.Code = int32(protocol.RequestCodeNotSupported)
 	}

@@ -73,6 +73,7 @@ type consumerConfig struct {
 	consumeBatchMaxSize     int
 	maxReconsumeTimes       int32 // -1: 16 concurrent, unlimited orderly
 	suspendCurrentQueueTime time.Duration
+	consumeTimeout          time.Duration // concurrent mode: send back messages consumed longer
 	persistInterval         time.Duration
 	rebalanceInterval       time.Duration
 	pullSuspend             time.Duration // broker-side long-poll hold
@@ -107,6 +108,7 @@ func defaultConsumerConfig() consumerConfig {
 		consumeBatchMaxSize:     1,
 		maxReconsumeTimes:       -1,
 		suspendCurrentQueueTime: time.Second,
+		consumeTimeout:          15 * time.Minute,
 		persistInterval:         5 * time.Second,
 		rebalanceInterval:       20 * time.Second,
 		pullSuspend:             15 * time.Second,
@@ -139,6 +141,8 @@ func (c *consumerConfig) validate() error {
 		return fmt.Errorf("client: nil allocate strategy")
 	case c.pullSuspend >= c.pullTimeout:
 		return fmt.Errorf("client: pull suspend %v must be shorter than the pull timeout %v", c.pullSuspend, c.pullTimeout)
+	case c.consumeTimeout <= 0:
+		return fmt.Errorf("client: consume timeout must be positive")
 	case c.persistInterval <= 0 || c.rebalanceInterval <= 0:
 		return fmt.Errorf("client: persist and rebalance intervals must be positive")
 	}
@@ -242,6 +246,14 @@ func WithMaxReconsumeTimes(n int) ConsumerOpt {
 // SuspendCurrentQueueAMoment result. Default 1 s.
 func WithSuspendCurrentQueueTime(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.suspendCurrentQueueTime = d })
+}
+
+// WithConsumeTimeout sets after how long a message whose listener is
+// still running (concurrent mode) is sent back for redelivery and stops
+// holding back the queue's offset (consumeTimeout; checked at the same
+// period). Default 15 minutes.
+func WithConsumeTimeout(d time.Duration) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.consumeTimeout = d })
 }
 
 // WithPersistConsumerOffsetInterval sets how often offsets are uploaded

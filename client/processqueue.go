@@ -33,6 +33,10 @@ type processQueue struct {
 	// maxOffset is the largest offset ever added; -1 before the first.
 	// Guarded by mu.
 	maxOffset int64
+	// consumeStart maps the offset of a cached message a listener is
+	// working on (concurrent mode) to when that started, unix ns; for
+	// consumeTimeout. Guarded by mu.
+	consumeStart map[int64]int64
 
 	count atomic.Int64 // cached messages (msgs + consuming)
 	size  atomic.Int64 // cached body bytes (msgs + consuming)
@@ -58,7 +62,7 @@ const pullMaxIdle = 120 * time.Second
 const lockMaxLive = 30 * time.Second
 
 func newProcessQueue() *processQueue {
-	pq := &processQueue{msgs: make(map[int64]*MessageExt), maxOffset: -1}
+	pq := &processQueue{msgs: make(map[int64]*MessageExt), maxOffset: -1, consumeStart: make(map[int64]int64)}
 	pq.lastPullNanos.Store(time.Now().UnixNano())
 	return pq
 }
@@ -111,6 +115,7 @@ func (pq *processQueue) removeMessages(msgs []*MessageExt) int64 {
 	for _, m := range msgs {
 		if cur, ok := pq.msgs[m.QueueOffset]; ok && cur == m {
 			delete(pq.msgs, m.QueueOffset)
+			delete(pq.consumeStart, m.QueueOffset)
 			bytes += int64(len(m.Body))
 			removed++
 		}
@@ -222,3 +227,38 @@ func (pq *processQueue) setLocked(now time.Time) {
 
 // cachedSizeMiB is the cached body size in MiB, rounded down.
 func (pq *processQueue) cachedSizeMiB() int64 { return pq.size.Load() >> 20 }
+
+// markConsumeStart records that a listener starts on msgs now.
+func (pq *processQueue) markConsumeStart(msgs []*MessageExt, now time.Time) {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	for _, m := range msgs {
+		if _, ok := pq.msgs[m.QueueOffset]; ok {
+			pq.consumeStart[m.QueueOffset] = now.UnixNano()
+		}
+	}
+	pq.lastConsNanos.Store(now.UnixNano())
+}
+
+// expiredHead returns up to max of the lowest cached messages whose
+// listener has been running longer than timeout (RocketMQ's
+// cleanExpiredMsg looks at the head only: those hold the offset back).
+func (pq *processQueue) expiredHead(now time.Time, timeout time.Duration, max int) []*MessageExt {
+	pq.mu.Lock()
+	defer pq.mu.Unlock()
+	pq.skipStaleLocked()
+	var out []*MessageExt
+	for i := pq.head; i < len(pq.offsets) && len(out) < max; i++ {
+		off := pq.offsets[i]
+		m, ok := pq.msgs[off]
+		if !ok {
+			continue
+		}
+		start, ok := pq.consumeStart[off]
+		if !ok || now.Sub(time.Unix(0, start)) <= timeout {
+			break
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -262,6 +262,9 @@ func (c *PushConsumer) Start() error {
 	c.doRebalance(ctx)
 	c.goFunc("rebalance", c.rebalanceLoop)
 	c.goFunc("persist-offsets", c.persistLoop)
+	if !c.cfg.orderly && !c.lite && c.cfg.model == Clustering {
+		c.goFunc("clean-expired", c.cleanExpiredLoop)
+	}
 	if c.cfg.orderly && c.cfg.model == Clustering {
 		c.goFunc("lock-renew", c.lockLoop)
 	}
@@ -616,6 +619,7 @@ func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
 		return
 	}
 	ctx := c.ctx
+	pq.markConsumeStart(msgs, time.Now())
 	res, err := c.callListener(ctx, msgs[0].Topic, msgs)
 	if pq.dropped.Load() {
 		// The queue moved to another member while we consumed: do not
@@ -666,6 +670,34 @@ func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
 	}
 	if off := pq.removeMessages(done); off >= 0 && !pq.dropped.Load() {
 		c.store.update(qs.mq, off, true)
+	}
+}
+
+// cleanExpiredLoop sends back, every consumeTimeout, up to 16 messages per
+// queue whose listener has run longer than consumeTimeout, and drops them
+// from the cache so the offset moves on (RocketMQ's cleanExpiredMsg; the
+// late listener's result is then ignored).
+func (c *PushConsumer) cleanExpiredLoop() {
+	t := time.NewTicker(c.cfg.consumeTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+		for _, qs := range c.queueList() {
+			for _, m := range qs.pq.expiredHead(time.Now(), c.cfg.consumeTimeout, 16) {
+				if err := c.api.sendBack(c.ctx, m, 3, c.maxReconsume()); err != nil {
+					c.logger.Warn("send back of a timed-out message failed", "topic", m.Topic, "msgId", m.MsgID, "err", err)
+					continue
+				}
+				c.stats.sentBack.Add(1)
+				if off := qs.pq.removeMessages([]*MessageExt{m}); off >= 0 && !qs.pq.dropped.Load() {
+					c.store.update(qs.mq, off, true)
+				}
+			}
+		}
 	}
 }
 

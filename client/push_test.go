@@ -303,3 +303,35 @@ func TestPushConsumerSuspendResume(t *testing.T) {
 	c.Resume()
 	testutil.Eventually(t, 5*time.Second, func() bool { return total.Load() == 10 }, "consumed %d after resume", total.Load())
 }
+
+// TestPushConsumerConsumeTimeout: a message whose listener runs past
+// consumeTimeout is sent back (delay level 3) and stops holding back the
+// queue's offset (storage-and-broker.md §11.6).
+func TestPushConsumerConsumeTimeout(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.put("T", 1, 5, "m")
+	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithConsumeTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Subscribe("T", TagSelector("*"), func(ctx context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		if msgs[0].QueueOffset == 0 {
+			<-ctx.Done() // stuck until Close
+		}
+		return ConsumeSuccess, nil
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mq := MessageQueue{Topic: "T", BrokerName: fakeBrokerName}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		off, _ := c.store.read(context.Background(), mq, false)
+		return off == 5
+	}, "offset held back by the stuck message")
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	if len(env.sentBack) != 1 || env.sentBack[0] != 0 {
+		t.Fatalf("sent back %v, want the stuck message (commit-log offset 0)", env.sentBack)
+	}
+}
