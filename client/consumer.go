@@ -21,6 +21,7 @@ package client
 //	rebalance loop    every rebalanceInterval (20 s) and on rebalanceNow (NOTIFY)
 //	persist loop      every persistInterval (5 s; lite: auto-commit interval)
 //	lock-renew loop   orderly clustering only, every 20 s
+//	clean-expired     concurrent clustering, every consumeTimeout (15 min)
 //	consume workers   consumeGoroutines (20), drain taskQueue (not in lite mode)
 //	pull loop         one per assigned queue; stopped by its queueState.cancel
 //	                  (rebalance, seek, offset moved) or by Close
