@@ -73,5 +73,7 @@
 // precision, other times floored), so a message is never delivered early
 // and at most about one precision late. doneMs advances only after every
 // put of the slot succeeded; a crash can redeliver the slot in progress
-// (at-least-once), a clean Close never does.
+// (at-least-once), a clean Close never does. After a restart with another
+// timerPrecisionMs, pending timers are folded into the new grid (a slot
+// may then hold several lists) and may fire up to one old precision early.
 package timer

@@ -1,12 +1,14 @@
 package timer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,7 +25,20 @@ const consumerGroup = "rmq_sys_timer_consumer"
 // slot is one occupied wheel slot: the head of its record list.
 type slot struct {
 	last int64 // position of the newest record; records link backwards
-	num  int32
+	num  int32 // records in this list
+	// more holds further lists linked into the same slot. Only a restart
+	// with a changed timerPrecisionMs produces them: records of several
+	// old slots then fall into one slot of the new grid.
+	more []slot
+}
+
+// total is the number of records of all the slot's lists.
+func (s *slot) total() int64 {
+	n := int64(s.num)
+	for _, m := range s.more {
+		n += int64(m.num)
+	}
+	return n
 }
 
 // Timer is the timer-message store. New opens nothing; Start recovers and
@@ -96,8 +111,12 @@ func (t *Timer) Start() error {
 		return err
 	}
 	t.log = l
-	t.doneMs, t.readMs, t.queueOffset = cp.doneMs, cp.doneMs, cp.queueOffset
+	// The grid of slots follows the current precision (it may have changed
+	// since the checkpoint).
+	p := t.cfg.PrecisionMs
+	t.doneMs, t.readMs, t.queueOffset = cp.doneMs-cp.doneMs%p, cp.doneMs-cp.doneMs%p, cp.queueOffset
 	start := time.Now()
+	lists := map[int64]slot{} // record slot time -> its list, as written
 	err = l.scan(cp.flushPos, func(pos int64, r record) {
 		if seg := l.segmentFor(pos); seg != nil {
 			seg.maxSlot = max(seg.maxSlot, r.slotMs)
@@ -105,13 +124,22 @@ func (t *Timer) Start() error {
 		if r.slotMs < cp.doneMs {
 			return
 		}
-		s := t.wheel[r.slotMs]
-		t.wheel[r.slotMs] = slot{last: pos, num: s.num + 1}
+		s := lists[r.slotMs]
+		lists[r.slotMs] = slot{last: pos, num: s.num + 1}
 		t.pending++
 	})
 	if err != nil {
 		l.close()
 		return err
+	}
+	for slotMs, list := range lists {
+		key := slotMs - slotMs%p
+		if s, ok := t.wheel[key]; ok {
+			s.more = append(s.more, list)
+			t.wheel[key] = s
+		} else {
+			t.wheel[key] = list
+		}
 	}
 	t.logger.Info("timer started", "pending", t.pending, "slots", len(t.wheel), "doneMs", cp.doneMs,
 		"queueOffset", cp.queueOffset, "logBytes", l.diskBytes(), "rebuild", time.Since(start))
@@ -244,7 +272,7 @@ func (t *Timer) enqueueBatch() bool {
 // taken by the dequeue goroutine is replaced by the next one to fire.
 // REQUIRES: t.mu held.
 func (t *Timer) addLocked(nowMs, slotMs int64, magic int32, phyOffset int64, size int32, topicHash int32, queueOffset int64) error {
-	slotMs = max(slotMs, t.readMs)
+	slotMs = max(slotMs-slotMs%t.cfg.PrecisionMs, t.readMs) // on the grid, never behind the reader
 	s := t.wheel[slotMs]
 	prev := int64(-1)
 	if s.num > 0 {
@@ -256,7 +284,8 @@ func (t *Timer) addLocked(nowMs, slotMs int64, magic int32, phyOffset int64, siz
 	if err != nil {
 		return err
 	}
-	t.wheel[slotMs] = slot{last: pos, num: s.num + 1}
+	s.last, s.num = pos, s.num+1
+	t.wheel[slotMs] = s
 	t.pending++
 	t.enqueued.Add(1)
 	return nil
@@ -304,27 +333,28 @@ func (t *Timer) fireNext() bool {
 	t.readMs = slotMs + p
 	var recs []record
 	if ok {
-		recs = make([]record, 0, s.num)
-		pos := s.last
-		for i := int32(0); i < s.num && pos >= 0; i++ {
-			r, err := t.log.read(pos)
-			if err != nil {
-				t.logger.Error("timer: slot list broken; rest of the slot skipped", "slotMs", slotMs, "pos", pos, "err", err)
-				t.dropped.Add(int64(s.num - i))
-				break
+		recs = make([]record, 0, s.total())
+		for _, list := range append([]slot{{last: s.last, num: s.num}}, s.more...) {
+			pos := list.last
+			for i := int32(0); i < list.num && pos >= 0; i++ {
+				r, err := t.log.read(pos)
+				if err != nil {
+					t.logger.Error("timer: slot list broken; rest of the list skipped", "slotMs", slotMs, "pos", pos, "err", err)
+					t.dropped.Add(int64(list.num - i))
+					break
+				}
+				recs = append(recs, r)
+				pos = r.prevPos
 			}
-			recs = append(recs, r)
-			pos = r.prevPos
 		}
-		t.pending -= int64(s.num)
+		t.pending -= s.total()
 		t.inFlight = int64(len(recs))
 	}
 	t.mu.Unlock()
 
-	// Oldest first: the list runs newest to oldest.
-	for i, j := 0, len(recs)-1; i < j; i, j = i+1, j-1 {
-		recs[i], recs[j] = recs[j], recs[i]
-	}
+	// Oldest first, in the order the timer topic received them (a list
+	// runs newest to oldest).
+	slices.SortFunc(recs, func(a, b record) int { return cmp.Compare(a.queueOffset, b.queueOffset) })
 	complete := t.deliver(recs)
 	t.mu.Lock()
 	if complete {

@@ -389,3 +389,38 @@ func TestStartFailsCleanly(t *testing.T) {
 		t.Fatal("Start after Close accepted")
 	}
 }
+
+// TestPrecisionChangeAcrossRestart: timers parked under one
+// timerPrecisionMs still fire, each once, after a restart with another
+// (their slots are folded into the new grid).
+func TestPrecisionChangeAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	d := newDeliveries()
+	e := openEnv(t, dir, 300, d)
+	start := time.Now().UnixMilli()
+	const n = 200
+	for i := range n {
+		id := strconv.Itoa(i)
+		deliver := start + 1500 + int64(i)*7
+		d.want[id] = deliver
+		e.putTimer(t, id, deliver, 300)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return e.tm.Stats().Pending == n }, "enqueued")
+	e.close()
+	if d.count() != 0 {
+		t.Fatalf("%d delivered before the restart", d.count())
+	}
+	e2 := openEnv(t, dir, 1000, d) // several old slots fold into one: lists merge
+	testutil.Eventually(t, 10*time.Second, func() bool { return d.count() == n }, "deliveries after the precision change")
+	testutil.Eventually(t, 5*time.Second, func() bool { return e2.tm.Stats().Pending == 0 }, "drained")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, at := range d.at {
+		if len(at) != 1 {
+			t.Errorf("message %s delivered %d times", id, len(at))
+		}
+		if early := d.want[id] - at[0]; early >= 300 { // at most one old precision early
+			t.Errorf("message %s delivered %d ms early", id, early)
+		}
+	}
+}
