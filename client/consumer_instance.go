@@ -162,8 +162,30 @@ func (e *instanceEnv) onNotify(_ context.Context, _ *remoting.Conn, req *protoco
 	return nil, nil
 }
 
-// onRunningInfo answers GET_CONSUMER_RUNNING_INFO (307) with the minimal
-// ConsumerRunningInfo: properties and subscriptions.
+// processQueueInfo is one queue's entry of ConsumerRunningInfo.mqTable
+// (remoting.md §5.3.12), with Java's property names ("droped" sic).
+type processQueueInfo struct {
+	CommitOffset         int64 `json:"commitOffset"`
+	CachedMsgMinOffset   int64 `json:"cachedMsgMinOffset"`
+	CachedMsgMaxOffset   int64 `json:"cachedMsgMaxOffset"`
+	CachedMsgCount       int64 `json:"cachedMsgCount"`
+	CachedMsgSizeInMiB   int64 `json:"cachedMsgSizeInMiB"`
+	Locked               bool  `json:"locked"`
+	LastLockTimestamp    int64 `json:"lastLockTimestamp"`
+	Droped               bool  `json:"droped"`
+	LastPullTimestamp    int64 `json:"lastPullTimestamp"`
+	LastConsumeTimestamp int64 `json:"lastConsumeTimestamp"`
+}
+
+// queueInfoSource is implemented by consumers that report their process
+// queues in GET_CONSUMER_RUNNING_INFO.
+type queueInfoSource interface {
+	queueInfos() []protocol.QueueValue[processQueueInfo]
+}
+
+// onRunningInfo answers GET_CONSUMER_RUNNING_INFO (307): properties,
+// subscriptions and the process queues, with mqTable in fastjson's
+// object-key form as Java tools read it.
 func (e *instanceEnv) onRunningInfo(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	e.mu.Lock()
 	c, group := e.consumer, e.group
@@ -172,22 +194,36 @@ func (e *instanceEnv) onRunningInfo(_ context.Context, _ *remoting.Conn, req *pr
 		return nil, protocol.Errorf(protocol.SystemError, "the consumer group %s not exist in this consumer", req.Ext("consumerGroup"))
 	}
 	data := c.consumerData()
-	info := map[string]any{
-		"properties": map[string]string{
+	head, err := protocol.MarshalJSON(struct {
+		Properties      map[string]string           `json:"properties"`
+		SubscriptionSet []protocol.SubscriptionData `json:"subscriptionSet"`
+		StatusTable     map[string]any              `json:"statusTable"`
+	}{
+		Properties: map[string]string{
 			"PROP_NAMESERVER_ADDR": joinAddrs(e.in.cfg.nameServers),
 			"PROP_CONSUME_TYPE":    data.ConsumeType,
 			"PROP_CLIENT_VERSION":  "V5_3_0",
 		},
-		"subscriptionSet": data.SubscriptionDataSet,
-		"mqTable":         map[string]any{},
-		"statusTable":     map[string]any{},
-	}
-	body, err := protocol.MarshalJSON(info)
+		SubscriptionSet: data.SubscriptionDataSet,
+		StatusTable:     map[string]any{},
+	})
 	if err != nil {
 		return nil, err
 	}
+	var infos []protocol.QueueValue[processQueueInfo]
+	if src, ok := c.(queueInfoSource); ok {
+		infos = src.queueInfos()
+	}
+	fe := make([]protocol.FastJSONEntry, len(infos))
+	for i, qi := range infos {
+		fe[i] = protocol.FastJSONEntry{Key: qi.Queue, Value: qi.Value}
+	}
+	body := append(head[:len(head)-1], `,"mqTable":`...)
+	if body, err = protocol.AppendObjectKeyMap(body, fe); err != nil {
+		return nil, err
+	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.Body = body
+	resp.Body = append(body, '}')
 	return resp, nil
 }
 

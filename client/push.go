@@ -337,6 +337,38 @@ func (c *PushConsumer) isPaused(mq MessageQueue) bool {
 	return c.paused[mq]
 }
 
+// queueInfos implements queueInfoSource for GET_CONSUMER_RUNNING_INFO.
+func (c *PushConsumer) queueInfos() []protocol.QueueValue[processQueueInfo] {
+	var out []protocol.QueueValue[processQueueInfo]
+	offsets := c.store.snapshot()
+	for _, qs := range c.queueList() {
+		pq := qs.pq
+		info := processQueueInfo{
+			CachedMsgCount:       pq.count.Load(),
+			CachedMsgSizeInMiB:   pq.cachedSizeMiB(),
+			Locked:               pq.locked.Load(),
+			LastLockTimestamp:    pq.lastLockNanos.Load() / 1e6,
+			Droped:               pq.dropped.Load(),
+			LastPullTimestamp:    pq.lastPullNanos.Load() / 1e6,
+			LastConsumeTimestamp: pq.lastConsNanos.Load() / 1e6,
+		}
+		if off, ok := offsets[qs.mq]; ok {
+			info.CommitOffset = off
+		}
+		pq.mu.Lock()
+		pq.skipStaleLocked()
+		if pq.head < len(pq.offsets) {
+			info.CachedMsgMinOffset, info.CachedMsgMaxOffset = pq.offsets[pq.head], pq.maxOffset
+		}
+		pq.mu.Unlock()
+		out = append(out, protocol.QueueValue[processQueueInfo]{
+			Queue: protocol.MessageQueue{Topic: qs.mq.Topic, BrokerName: qs.mq.BrokerName, QueueID: int32(qs.mq.QueueID)},
+			Value: info,
+		})
+	}
+	return out
+}
+
 // ClientID returns the id this consumer is known by in its group
 // ("ip@instance"), "" before Start.
 func (c *PushConsumer) ClientID() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -397,9 +398,21 @@ func TestSDKPushConsumerAnswersBrokerRelays(t *testing.T) {
 	var body struct {
 		Properties      map[string]string           `json:"properties"`
 		SubscriptionSet []protocol.SubscriptionData `json:"subscriptionSet"`
+		MQTable         map[string]struct {
+			CachedMsgCount int64 `json:"cachedMsgCount"`
+			LastPull       int64 `json:"lastPullTimestamp"`
+		} `json:"mqTable"` // object keys, as fastjson writes them
 	}
-	if err := json.Unmarshal(info.Body, &body); err != nil {
+	if err := protocol.UnmarshalFastJSON(info.Body, &body); err != nil {
 		t.Fatalf("running info body %s: %v", info.Body, err)
+	}
+	if len(body.MQTable) == 0 {
+		t.Fatalf("no process queues in %s", info.Body)
+	}
+	for k, v := range body.MQTable {
+		if !strings.Contains(k, topic) && !strings.Contains(k, "%RETRY%") || v.LastPull == 0 {
+			t.Fatalf("mqTable entry %s: %+v", k, v)
+		}
 	}
 	found := false
 	for _, s := range body.SubscriptionSet {
