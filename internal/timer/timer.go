@@ -26,19 +26,6 @@ const consumerGroup = "rmq_sys_timer_consumer"
 type slot struct {
 	last int64 // position of the newest record; records link backwards
 	num  int32 // records in this list
-	// more holds further lists linked into the same slot. Only a restart
-	// with a changed timerPrecisionMs produces them: records of several
-	// old slots then fall into one slot of the new grid.
-	more []slot
-}
-
-// total is the number of records of all the slot's lists.
-func (s *slot) total() int64 {
-	n := int64(s.num)
-	for _, m := range s.more {
-		n += int64(m.num)
-	}
-	return n
 }
 
 // Timer is the timer-message store. New opens nothing; Start recovers and
@@ -51,14 +38,18 @@ type Timer struct {
 
 	// mu guards the wheel, the log and the progress fields below. It is
 	// never held while putting messages or calling the store.
-	mu          sync.Mutex
-	log         *timerLog
-	wheel       map[int64]slot // slot time (ms) -> list head
-	pending     int64          // records linked in the wheel
-	readMs      int64          // next slot the dequeue goroutine takes
-	doneMs      int64          // first slot not fully delivered (<= readMs)
-	queueOffset int64          // next timer-topic unit to enqueue
-	inFlight    int64          // records of the slot being delivered
+	mu    sync.Mutex
+	log   *timerLog
+	wheel map[int64]slot // slot time (ms) -> list head
+	// extra holds further lists of a slot. Only a restart with a changed
+	// timerPrecisionMs produces them: records of several old slots then
+	// fall into one slot of the new grid. Usually empty.
+	extra       map[int64][]slot
+	pending     int64 // records linked in the wheel
+	readMs      int64 // next slot the dequeue goroutine takes
+	doneMs      int64 // first slot not fully delivered (<= readMs)
+	queueOffset int64 // next timer-topic unit to enqueue
+	inFlight    int64 // records of the slot being delivered
 
 	enqueued  atomic.Int64
 	delivered atomic.Int64
@@ -134,9 +125,11 @@ func (t *Timer) Start() error {
 	}
 	for slotMs, list := range lists {
 		key := slotMs - slotMs%p
-		if s, ok := t.wheel[key]; ok {
-			s.more = append(s.more, list)
-			t.wheel[key] = s
+		if _, ok := t.wheel[key]; ok {
+			if t.extra == nil {
+				t.extra = map[int64][]slot{}
+			}
+			t.extra[key] = append(t.extra[key], list)
 		} else {
 			t.wheel[key] = list
 		}
@@ -284,8 +277,7 @@ func (t *Timer) addLocked(nowMs, slotMs int64, magic int32, phyOffset int64, siz
 	if err != nil {
 		return err
 	}
-	s.last, s.num = pos, s.num+1
-	t.wheel[slotMs] = s
+	t.wheel[slotMs] = slot{last: pos, num: s.num + 1}
 	t.pending++
 	t.enqueued.Add(1)
 	return nil
@@ -329,12 +321,18 @@ func (t *Timer) fireNext() bool {
 	}
 	slotMs := t.readMs
 	s, ok := t.wheel[slotMs]
+	lists := append([]slot{s}, t.extra[slotMs]...)
 	delete(t.wheel, slotMs)
+	delete(t.extra, slotMs)
 	t.readMs = slotMs + p
 	var recs []record
 	if ok {
-		recs = make([]record, 0, s.total())
-		for _, list := range append([]slot{{last: s.last, num: s.num}}, s.more...) {
+		total := int64(0)
+		for _, list := range lists {
+			total += int64(list.num)
+		}
+		recs = make([]record, 0, total)
+		for _, list := range lists {
 			pos := list.last
 			for i := int32(0); i < list.num && pos >= 0; i++ {
 				r, err := t.log.read(pos)
@@ -347,7 +345,7 @@ func (t *Timer) fireNext() bool {
 				pos = r.prevPos
 			}
 		}
-		t.pending -= s.total()
+		t.pending -= total
 		t.inFlight = int64(len(recs))
 	}
 	t.mu.Unlock()
