@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/broker"
@@ -436,4 +438,69 @@ func TestSDKPushConsumerAnswersBrokerRelays(t *testing.T) {
 	if direct.Load() != 2 {
 		t.Fatalf("listener ran %d times, want 2", direct.Load())
 	}
+}
+
+// TestSDKConsumersCloseLeavesNoGoroutines: push (concurrent and orderly),
+// lite pull and pull consumers stop every goroutine they started, their
+// connections' included, on Close.
+func TestSDKConsumersCloseLeavesNoGoroutines(t *testing.T) {
+	c := startCluster(t, nil)
+	topic := uniqueName(t, "T")
+	c.createTopic(topic, 2)
+	ctx := testutil.Context(t, 30*time.Second)
+	p := newProducer(t, c.nsAddr)
+	sendN(t, p, topic, "", "leak", 4)
+	baseline := goleak.IgnoreCurrent()
+
+	r := newSDKReceived()
+	var closers []func() error
+	for _, orderly := range []bool{false, true} {
+		pc, err := client.NewPushConsumer(uniqueName(t, "cg"), client.WithNameServers(c.nsAddr),
+			client.WithConsumeOrderly(orderly), client.WithConsumeFromWhere(client.ConsumeFromFirstOffset))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.Subscribe(topic, client.TagSelector("*"), recordListener(r)); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		closers = append(closers, pc.Close)
+	}
+	lc, err := client.NewLitePullConsumer(uniqueName(t, "cg"), client.WithNameServers(c.nsAddr),
+		client.WithConsumeFromWhere(client.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Subscribe(topic, client.TagSelector("*")); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, lc.Close)
+	pull, err := client.NewPullConsumer(uniqueName(t, "cg"), client.WithNameServers(c.nsAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pull.Start(); err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, pull.Close)
+	if _, err := pull.Pull(ctx, client.MessageQueue{Topic: topic, BrokerName: "broker-a"}, client.TagSelector("*"), 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool { return r.count.Load() >= 4 }, "nothing consumed")
+	if _, err := lc.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, closeFn := range closers {
+		if err := closeFn(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}
+	// goleak retries while the broker side of the closed connections
+	// winds down.
+	goleak.VerifyNone(t, baseline)
 }
