@@ -154,8 +154,13 @@ func closeTracers[H any](hooks []H) {
 	}
 }
 
-// OnAfterSend implements HookAfterSend: one Pub record per message.
+// OnAfterSend implements HookAfterSend: one Pub record per message. A
+// broker that answers TRACE_ON=false (traceOn=false) is not traced, as
+// RocketMQ's Java client does.
 func (t *tracer) OnAfterSend(_ context.Context, sc *SendContext) {
+	if sc.Result != nil && !sc.Result.TraceOn {
+		return
+	}
 	msgs := sc.Batch
 	if len(msgs) == 0 && sc.Message != nil {
 		msgs = []*Message{sc.Message}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -137,5 +138,32 @@ func TestTraceEndTransactionRecord(t *testing.T) {
 	}
 	if got := DecodeTraceRecords(AppendTraceRecord(nil, &r)); len(got) != 1 || got[0].TransactionState != "COMMIT_MESSAGE" {
 		t.Fatalf("round trip %+v", got)
+	}
+}
+
+// TestTracePubRecords: a successful send gives a Pub record with the
+// result's ids and region; a broker with traceOn=false is not traced.
+func TestTracePubRecords(t *testing.T) {
+	cfg := defaultClientConfig()
+	tr := newTracer("", &cfg)
+	tr.started = true
+	msg := NewMessage("T", []byte("body")).WithTag("t").WithKeys("k").WithDelayLevel(2)
+	sc := &SendContext{ProducerGroup: "pg", Message: msg, BrokerAddr: "b:1", Latency: 3e6,
+		Result: &SendResult{MsgID: "M1", OffsetMsgID: "O1", RegionID: "r", TraceOn: true}}
+	tr.OnAfterSend(context.Background(), sc)
+	r := <-tr.records
+	if r.Type != TracePub || r.MsgID != "M1" || r.OffsetMsgID != "O1" || r.RegionID != "r" || r.CostMs != 3 ||
+		r.StoreHost != "b:1" || r.BodyLength != 4 || !r.Success || r.MsgType != TraceMsgDelay || r.Keys != "k" || r.Tags != "t" {
+		t.Fatalf("Pub record %+v", r)
+	}
+	sc.Result.TraceOn = false
+	tr.OnAfterSend(context.Background(), sc)
+	if len(tr.records) != 0 {
+		t.Fatal("traced a send to a broker with traceOn=false")
+	}
+	// Records of the trace topic itself are never traced.
+	tr.OnAfterSend(context.Background(), &SendContext{Message: NewMessage(DefaultTraceTopic, nil), Result: &SendResult{MsgID: "X", TraceOn: true}})
+	if len(tr.records) != 0 {
+		t.Fatal("traced a trace message")
 	}
 }
