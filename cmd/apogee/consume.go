@@ -158,7 +158,7 @@ func runConsume(ctx context.Context, g *globalFlags, f *consumeFlags, stdout, st
 		seen  atomic.Int64
 		enc   = json.NewEncoder(stdout)
 	)
-	print := func(m *client.MessageExt) error {
+	printMsg := func(m *client.MessageExt) error {
 		outMu.Lock()
 		defer outMu.Unlock()
 		switch {
@@ -187,7 +187,7 @@ func runConsume(ctx context.Context, g *globalFlags, f *consumeFlags, stdout, st
 				<-lctx.Done()
 				return client.ConsumeRetryLater, lctx.Err()
 			}
-			if err := print(m); err != nil {
+			if err := printMsg(m); err != nil {
 				return client.ConsumeRetryLater, err
 			}
 			if n := seen.Add(1); f.count > 0 && n >= int64(f.count) {
