@@ -308,6 +308,11 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 		if err != nil && len(msgs) == 0 {
 			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
 		}
+		if err != nil {
+			// Keep what decoded and pull the rest again rather than skip
+			// past messages we could not read.
+			res.nextBeginOffset = msgs[len(msgs)-1].QueueOffset + 1
+		}
 		res.msgs = msgs
 	}
 	return res, nil
