@@ -66,8 +66,9 @@ func DeliverTime(m *message.Message, nowMs int64) (int64, error) {
 // the timer topic. A message with a delay level keeps the level and loses
 // its timer properties; a delivery time in the past leaves the message for
 // its real topic; a delay beyond maxDelayMs is ErrIllegal. A parked
-// message gets TIMER_OUT_MS (its aligned slot), REAL_TOPIC and REAL_QID,
-// and moves to TopicTimer queue 0.
+// message gets TIMER_OUT_MS (its aligned slot), REAL_TOPIC and REAL_QID, a
+// relative TIMER_DELAY_SEC/TIMER_DELAY_MS is replaced by the absolute
+// TIMER_DELIVER_MS, and the message moves to TopicTimer queue 0.
 func Rewrite(m *message.Ext, nowMs, precisionMs, maxDelayMs int64) (bool, error) {
 	if !IsTimerMessage(&m.Message) {
 		return false, nil
@@ -91,6 +92,11 @@ func Rewrite(m *message.Ext, nowMs, precisionMs, maxDelayMs int64) (bool, error)
 		}
 		return false, nil
 	}
+	// A relative delay becomes the absolute time, so that the delivered
+	// message, if sent again, is not delayed a second time.
+	m.Properties[message.PropertyTimerDeliverMS] = strconv.FormatInt(deliver, 10)
+	delete(m.Properties, message.PropertyTimerDelaySec)
+	delete(m.Properties, message.PropertyTimerDelayMS)
 	m.Properties[message.PropertyTimerOutMS] = strconv.FormatInt(Align(deliver, precisionMs), 10)
 	m.Properties[message.PropertyRealTopic] = m.Topic
 	m.Properties[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))

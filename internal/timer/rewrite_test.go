@@ -78,6 +78,9 @@ func TestRewrite(t *testing.T) {
 			if m.Topic != TopicTimer || m.QueueID != 0 || p["REAL_TOPIC"] != "T" || p["REAL_QID"] != "3" || p["TIMER_OUT_MS"] != tc.timerOut {
 				t.Fatalf("parked as %s/%d props %v", m.Topic, m.QueueID, p)
 			}
+			if p["TIMER_DELIVER_MS"] == "" || p["TIMER_DELAY_SEC"] != "" || p["TIMER_DELAY_MS"] != "" {
+				t.Fatalf("timer properties not made absolute: %v", p)
+			}
 		})
 	}
 }
