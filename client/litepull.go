@@ -65,7 +65,10 @@ func (l *LitePullConsumer) Assign(mqs ...MessageQueue) error {
 	if len(mqs) == 0 {
 		return errors.New("client: Assign needs queues")
 	}
-	assigned := map[string][]MessageQueue{}
+	assigned := maps.Clone(l.c.assigned) // a second Assign adds queues
+	if assigned == nil {
+		assigned = map[string][]MessageQueue{}
+	}
 	for _, mq := range mqs {
 		w := mq
 		w.Topic = wrapNamespace(l.c.cfg.namespace, mq.Topic)
