@@ -347,7 +347,7 @@ func (a *consumerAPI) sendBack(ctx context.Context, m *MessageExt, delayLevel in
 			err = newBrokerError(addr, m.BrokerName, m.Topic, resp)
 		}
 	}
-	if ferr := a.sendToRetryTopic(ctx, m, maxReconsume); ferr != nil {
+	if ferr := a.sendToRetryTopic(ctx, m, delayLevel, maxReconsume); ferr != nil {
 		return errors.Join(err, ferr)
 	}
 	return nil
@@ -355,7 +355,7 @@ func (a *consumerAPI) sendBack(ctx context.Context, m *MessageExt, delayLevel in
 
 // sendToRetryTopic is the fallback of sendBack: a normal send of a copy to
 // %RETRY%<group> with the retry properties set (remoting.md §7.8 step 4).
-func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, maxReconsume int32) error {
+func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, delayLevel int, maxReconsume int32) error {
 	retryTopic := retryGroupTopicPrefix + a.group
 	props := make(map[string]string, len(m.Properties)+3)
 	for k, v := range m.Properties {
@@ -367,7 +367,12 @@ func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, maxRe
 	if props[message.PropertyOriginMessageID] == "" {
 		props[message.PropertyOriginMessageID] = m.MsgID
 	}
-	props[message.PropertyDelayTimeLevel] = strconv.Itoa(3 + int(m.ReconsumeTimes))
+	if delayLevel <= 0 {
+		// Broker's choice, or a dead-letter request: the broker diverts
+		// to the DLQ by the reconsume count in the header.
+		delayLevel = 3 + int(m.ReconsumeTimes)
+	}
+	props[message.PropertyDelayTimeLevel] = strconv.Itoa(delayLevel)
 	qs, err := a.env.subscribeQueues(ctx, retryTopic)
 	if err != nil || len(qs) == 0 {
 		return fmt.Errorf("client: retry topic %s has no route: %w", retryTopic, ErrNoRoute)

@@ -74,6 +74,7 @@ type consumerConfig struct {
 	maxReconsumeTimes       int32 // -1: 16 concurrent, unlimited orderly
 	suspendCurrentQueueTime time.Duration
 	consumeTimeout          time.Duration // concurrent mode: send back messages consumed longer
+	retryDelayLevel         int           // sent back with this delay level; 0 = broker decides
 	persistInterval         time.Duration
 	rebalanceInterval       time.Duration
 	pullSuspend             time.Duration // broker-side long-poll hold
@@ -141,6 +142,8 @@ func (c *consumerConfig) validate() error {
 		return fmt.Errorf("client: nil allocate strategy")
 	case c.pullSuspend >= c.pullTimeout:
 		return fmt.Errorf("client: pull suspend %v must be shorter than the pull timeout %v", c.pullSuspend, c.pullTimeout)
+	case c.retryDelayLevel < -1 || c.retryDelayLevel > 18:
+		return fmt.Errorf("client: retry delay level %d out of [-1, 18]", c.retryDelayLevel)
 	case c.consumeTimeout <= 0:
 		return fmt.Errorf("client: consume timeout must be positive")
 	case c.persistInterval <= 0 || c.rebalanceInterval <= 0:
@@ -254,6 +257,14 @@ func WithSuspendCurrentQueueTime(d time.Duration) ConsumerOpt {
 // period). Default 15 minutes.
 func WithConsumeTimeout(d time.Duration) ConsumerOpt {
 	return consumerOpt(func(c *consumerConfig) { c.consumeTimeout = d })
+}
+
+// WithRetryDelayLevel sets the delay level failed messages are sent back
+// with (concurrent mode; RocketMQ's delayLevelWhenNextConsume): 1..18
+// (1s 5s 10s 30s 1m ...), -1 straight to the dead-letter queue, 0 (the
+// default) lets the broker use 3 + the reconsume count.
+func WithRetryDelayLevel(level int) ConsumerOpt {
+	return consumerOpt(func(c *consumerConfig) { c.retryDelayLevel = level })
 }
 
 // WithPersistConsumerOffsetInterval sets how often offsets are uploaded

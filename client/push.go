@@ -677,7 +677,7 @@ func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
 			var later []*MessageExt
 			done = nil
 			for _, m := range msgs {
-				if serr := c.api.sendBack(ctx, m, 0, c.maxReconsume()); serr != nil {
+				if serr := c.api.sendBack(ctx, m, c.cfg.retryDelayLevel, c.maxReconsume()); serr != nil {
 					c.logger.Warn("send back failed; will consume again", "topic", m.Topic, "msgId", m.MsgID, "err", serr)
 					m.ReconsumeTimes++
 					later = append(later, m)
