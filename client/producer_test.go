@@ -451,3 +451,20 @@ func TestRouteRefreshedAfterFailure(t *testing.T) {
 		return err == nil && res.Queue.BrokerName == "broker-b"
 	}, "route not refreshed after the failure")
 }
+
+// TestNameServerFailover: a dead name server in the list is skipped.
+func TestNameServerFailover(t *testing.T) {
+	b := newFakeBroker(t, "broker-a")
+	b.serve("T", b)
+	dead := newFakeBroker(t, "dead")
+	deadAddr := dead.addr
+	dead.srv.Close()
+	p := startProducer(t, deadAddr+";"+b.addr)
+	ctx := testutil.Context(t, 10*time.Second)
+	for range 4 { // round-robin start index: both orders are tried
+		if _, err := p.Queues(ctx, "T"); err != nil {
+			t.Fatal(err)
+		}
+		p.in.forgetRoute("T")
+	}
+}
