@@ -28,6 +28,9 @@ type consumerEnv interface {
 	// member when the master is absent and onlyMaster is false; "" when
 	// the broker is unknown.
 	brokerAddr(brokerName string, onlyMaster bool) string
+	// brokerAddrByID returns the address of one member of brokerName, ""
+	// when that id is unknown.
+	brokerAddrByID(brokerName string, id int64) string
 	// topicBrokerAddrs returns one address per broker serving topic
 	// (masters preferred), in random order.
 	topicBrokerAddrs(ctx context.Context, topic string) []string
@@ -254,6 +257,10 @@ type pullRequest struct {
 	expressionType string
 	subVersion     int64
 	lite           bool
+	// brokerID is the member of the queue's broker to pull from (the
+	// previous answer's suggestWhichBrokerId); 0 = master. An unknown id
+	// falls back to the master.
+	brokerID int64
 }
 
 // pullResult is a pull answer: the response code, the offsets and the
@@ -265,6 +272,8 @@ type pullResult struct {
 	maxOffset       int64
 	msgs            []*message.Ext
 	addr            string
+	// suggestBrokerID is where the broker wants the next pull to go.
+	suggestBrokerID int64
 }
 
 // pull sends PULL_MESSAGE (or LITE_PULL_MESSAGE) to the master of the
@@ -288,7 +297,24 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 	if r.lite {
 		code = protocol.LitePullMessage
 	}
-	resp, addr, err := a.call(ctx, r.mq, false, code, &h, r.timeout)
+	var (
+		resp *protocol.Command
+		addr string
+		err  error
+	)
+	if slave := a.env.brokerAddrByID(r.mq.BrokerName, r.brokerID); r.brokerID != 0 && slave != "" {
+		// Reading from a slave: it must not store our offset (§7.2 bit 0).
+		h.SysFlag &^= protocol.PullFlagCommitOffset
+		addr = slave
+		cctx, cancel := context.WithTimeout(ctx, r.timeout)
+		resp, err = a.env.invokeSync(cctx, addr, protocol.NewRequest(code, protocol.EncodeHeader(&h, false), nil))
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("client: %s to %s (%s): %w", code, r.mq.BrokerName, addr, err)
+		}
+	} else {
+		resp, addr, err = a.call(ctx, r.mq, false, code, &h, r.timeout)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +329,7 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 		return nil, fmt.Errorf("client: pull response from %s: %w", addr, err)
 	}
 	res.nextBeginOffset, res.minOffset, res.maxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
+	res.suggestBrokerID = rh.SuggestWhichBrokerID
 	if res.code == protocol.Success && len(resp.Body) > 0 {
 		msgs, err := message.DecodeStoredAll(resp.Body, message.DecodeOptions{Decompress: true})
 		if err != nil && len(msgs) == 0 {

@@ -94,6 +94,7 @@ func sortQueues(mqs []MessageQueue) {
 	}
 }
 
+func (f *fakeBrokerEnv) brokerAddrByID(string, int64) string                           { return "" }
 func (f *fakeBrokerEnv) brokerAddr(string, bool) string                                { return "fake:1" }
 func (f *fakeBrokerEnv) topicBrokerAddrs(context.Context, string) []string             { return []string{"fake:1"} }
 func (f *fakeBrokerEnv) requestHeartbeat()                                             {}

@@ -65,6 +65,14 @@ func (e *instanceEnv) brokerAddr(brokerName string, onlyMaster bool) string {
 	return addr
 }
 
+func (e *instanceEnv) brokerAddrByID(brokerName string, id int64) string {
+	addr, _, found := e.in.findBrokerAddr(brokerName, id, true)
+	if !found {
+		return ""
+	}
+	return addr
+}
+
 // topicBrokerAddrs returns one address per broker of the topic (the
 // master when present), shuffled: RocketMQ asks a random broker for the
 // group's members.

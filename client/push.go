@@ -119,10 +119,13 @@ type polledBatch struct {
 
 // queueState is one assigned queue: its cache and its pull goroutine.
 type queueState struct {
-	mq     MessageQueue
-	pq     *processQueue
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the pull goroutine returns
+	// suggestedBroker is the broker member the last pull answer pointed
+	// to (suggestWhichBrokerId: 0 master, else a slave); pull loop only.
+	suggestedBroker int64
+	mq              MessageQueue
+	pq              *processQueue
+	cancel          context.CancelFunc
+	done            chan struct{} // closed when the pull goroutine returns
 	// orderlyScheduled is true while an orderly consume task for the
 	// queue is queued or running.
 	orderlyScheduled atomic.Bool
@@ -503,11 +506,13 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			req.lite = true
 			req.sysFlag |= protocol.PullFlagLitePull
 		}
+		req.brokerID = qs.suggestedBroker
 		res, err := c.api.pull(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
+			qs.suggestedBroker = 0 // back to the master after a failure
 			delay := 3 * time.Second
 			var be *BrokerError
 			if errors.As(err, &be) {
@@ -525,6 +530,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			sleep(ctx, delay)
 			continue
 		}
+		qs.suggestedBroker = res.suggestBrokerID
 		switch res.code {
 		case protocol.Success:
 			var msgs []*MessageExt
