@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,7 +107,7 @@ func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(
 			defer a.Close()
 			res, err := run(cmd.Context(), a)
 			if err != nil {
-				return err
+				return oneLine(err)
 			}
 			return res.print(cmd.OutOrStdout(), af.json)
 		},
@@ -163,6 +164,15 @@ func cmdProducerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
 		}
 		return r, nil
 	})
+}
+
+// oneLine flattens an error onto one line (broker remarks may hold
+// newlines): scripts read a single-line reason from stderr.
+func oneLine(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.Join(strings.Fields(err.Error()), " "))
 }
 
 func target(cluster, broker string) admin.Target {

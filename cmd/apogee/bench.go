@@ -187,7 +187,7 @@ func runBenchProduce(parent context.Context, g *globalFlags, bf *benchFlags, std
 	_, err = p.Send(wctx, client.NewMessage(bf.topic, body))
 	wcancel()
 	if err != nil {
-		return fmt.Errorf("warm-up send: %w", err)
+		return oneLine(fmt.Errorf("warm-up send: %w", err))
 	}
 
 	ctx, cancel := benchContext(parent, bf)

@@ -52,7 +52,7 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 				}
 				res, err := p.Send(cmd.Context(), m)
 				if err != nil {
-					return err
+					return oneLine(err)
 				}
 				return sendResultRows(res).print(cmd.OutOrStdout(), asJSON)
 			}
