@@ -192,8 +192,19 @@ func TestSDKBenchCLI(t *testing.T) {
 	if sum.Sent != 2000 || sum.Failed != 0 || sum.TPS <= 0 || sum.MBps <= 0 || sum.P99 < sum.P50 || sum.Max < sum.P99 {
 		t.Fatalf("summary %+v", sum)
 	}
+	for _, mode := range []string{"sync", "oneway"} {
+		out, errOut, code := runApogee(t, bin, "bench", "produce", "-n", c.nsAddr, "--topic", topic, "--mode", mode, "--count", "500", "--json")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		var s struct {
+			Sent   int64 `json:"sent"`
+			Failed int64 `json:"failed"`
+		}
+		if code != 0 || json.Unmarshal([]byte(lines[len(lines)-1]), &s) != nil || s.Sent != 500 || s.Failed != 0 {
+			t.Fatalf("bench produce --mode %s: exit %d, %q, %s", mode, code, out, errOut)
+		}
+	}
 	out, errOut, code = runApogee(t, bin, "bench", "consume", "-n", c.nsAddr, "--topic", topic, "--group", uniqueName(t, "cg"),
-		"--from", "first", "--count", "2000", "--json")
+		"--from", "first", "--count", "3000", "--json")
 	if code != 0 {
 		t.Fatalf("bench consume: exit %d: %s", code, errOut)
 	}
@@ -201,7 +212,7 @@ func TestSDKBenchCLI(t *testing.T) {
 	var csum struct {
 		Received int64 `json:"received"`
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &csum); err != nil || csum.Received < 2000 {
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &csum); err != nil || csum.Received < 3000 {
 		t.Fatalf("consume summary %q (%v)", lines[len(lines)-1], err)
 	}
 }
