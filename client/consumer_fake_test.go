@@ -22,15 +22,20 @@ type fakeBrokerEnv struct {
 	id      string
 	members func() []string // consumer ids of the group; nil = just this one
 
-	mu        sync.Mutex
-	queues    map[string][][]byte // topic -> queue -> stored records by offset... flattened below
-	msgs      map[MessageQueue][][]byte
-	offsets   map[MessageQueue]int64
-	consumer  consumerInner
-	sentBack  []int64 // commit-log offsets sent back
-	pulls     atomic.Int64
-	maxCached atomic.Int64
-	released  atomic.Bool
+	mu       sync.Mutex
+	queues   map[string][][]byte // topic -> queue -> stored records by offset... flattened below
+	msgs     map[MessageQueue][][]byte
+	offsets  map[MessageQueue]int64
+	consumer consumerInner
+	sentBack []int64 // commit-log offsets sent back
+	// slave: a slave (id 1) exists and every answer suggests it;
+	// slavePulls counts pulls it received, slaveCommits those with the
+	// commit-offset bit.
+	slave                   bool
+	slavePulls, slaveCommit atomic.Int64
+	pulls                   atomic.Int64
+	maxCached               atomic.Int64
+	released                atomic.Bool
 }
 
 const fakeBrokerName = "broker-a"
@@ -94,7 +99,6 @@ func sortQueues(mqs []MessageQueue) {
 	}
 }
 
-func (f *fakeBrokerEnv) brokerAddrByID(string, int64) string                           { return "" }
 func (f *fakeBrokerEnv) brokerAddr(string, bool) string                                { return "fake:1" }
 func (f *fakeBrokerEnv) topicBrokerAddrs(context.Context, string) []string             { return []string{"fake:1"} }
 func (f *fakeBrokerEnv) requestHeartbeat()                                             {}
@@ -114,7 +118,7 @@ func (f *fakeBrokerEnv) unregisterConsumer(string) {
 	f.mu.Unlock()
 }
 
-func (f *fakeBrokerEnv) invokeSync(ctx context.Context, _ string, req *protocol.Command) (*protocol.Command, error) {
+func (f *fakeBrokerEnv) invokeSync(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error) {
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	mq := MessageQueue{Topic: req.Ext("topic"), BrokerName: fakeBrokerName}
 	if q, err := req.ExtInt32("queueId"); err == nil {
@@ -148,6 +152,12 @@ func (f *fakeBrokerEnv) invokeSync(ctx context.Context, _ string, req *protocol.
 		resp.SetExt("offset", strconv.Itoa(n))
 	case protocol.PullMessage, protocol.LitePullMessage:
 		f.pulls.Add(1)
+		if addr == "slave:1" {
+			f.slavePulls.Add(1)
+			if flag, _ := req.ExtInt32("sysFlag"); flag&protocol.PullFlagCommitOffset != 0 {
+				f.slaveCommit.Add(1)
+			}
+		}
 		off, _ := req.ExtInt64("queueOffset")
 		maxN, _ := req.ExtInt32("maxMsgNums")
 		f.mu.Lock()
@@ -162,14 +172,14 @@ func (f *fakeBrokerEnv) invokeSync(ctx context.Context, _ string, req *protocol.
 				return nil, ctx.Err()
 			}
 			resp.Code = int32(protocol.PullNotFound)
-			resp.ExtFields = protocol.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: off, MaxOffset: int64(len(recs))}, false)
+			resp.ExtFields = protocol.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: off, MaxOffset: int64(len(recs)), SuggestWhichBrokerID: f.suggest()}, false)
 			return resp, nil
 		}
 		end := min(int64(len(recs)), off+int64(maxN))
 		for _, r := range recs[off:end] {
 			resp.Body = append(resp.Body, r...)
 		}
-		resp.ExtFields = protocol.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: end, MaxOffset: int64(len(recs))}, false)
+		resp.ExtFields = protocol.EncodeHeader(&protocol.PullMessageResponseHeader{NextBeginOffset: end, MaxOffset: int64(len(recs)), SuggestWhichBrokerID: f.suggest()}, false)
 	case protocol.ConsumerSendMsgBack:
 		off, _ := req.ExtInt64("offset")
 		f.mu.Lock()
@@ -179,6 +189,20 @@ func (f *fakeBrokerEnv) invokeSync(ctx context.Context, _ string, req *protocol.
 		resp.Code = int32(protocol.RequestCodeNotSupported)
 	}
 	return resp, nil
+}
+
+func (f *fakeBrokerEnv) suggest() int64 {
+	if f.slave {
+		return 1
+	}
+	return 0
+}
+
+func (f *fakeBrokerEnv) brokerAddrByID(_ string, id int64) string {
+	if id == 1 && f.slave {
+		return "slave:1"
+	}
+	return ""
 }
 
 // newFakePushConsumer builds a push consumer wired to env.

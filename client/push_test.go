@@ -335,3 +335,32 @@ func TestPushConsumerConsumeTimeout(t *testing.T) {
 		t.Fatalf("sent back %v, want the stuck message (commit-log offset 0)", env.sentBack)
 	}
 }
+
+// TestPushConsumerPullsFromSuggestedSlave: when the broker suggests a
+// slave (suggestWhichBrokerId), the next pulls go there, without the
+// commit-offset bit (remoting.md §7.2, §7.3).
+func TestPushConsumerPullsFromSuggestedSlave(t *testing.T) {
+	env := newFakeBrokerEnv("a")
+	env.slave = true
+	env.put("T", 1, 20, "m")
+	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithPullBatchSize(4),
+		WithPersistConsumerOffsetInterval(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total atomic.Int64
+	_ = c.Subscribe("T", TagSelector("*"), func(_ context.Context, msgs []*MessageExt) (ConsumeResult, error) {
+		total.Add(int64(len(msgs)))
+		return ConsumeSuccess, nil
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer func() { t.Logf("consumed %d, slave pulls %d, pulls %d", total.Load(), env.slavePulls.Load(), env.pulls.Load()) }()
+	testutil.Eventually(t, 5*time.Second, func() bool { return total.Load() == 20 && env.slavePulls.Load() > 2 },
+		"not consumed through the slave")
+	if n := env.slaveCommit.Load(); n != 0 {
+		t.Fatalf("%d pulls to the slave carried the commit-offset bit", n)
+	}
+}
