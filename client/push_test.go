@@ -357,7 +357,9 @@ func TestPushConsumerPullsFromSuggestedSlave(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	defer func() { t.Logf("consumed %d, slave pulls %d, pulls %d", total.Load(), env.slavePulls.Load(), env.pulls.Load()) }()
+	defer func() {
+		t.Logf("consumed %d, slave pulls %d, pulls %d", total.Load(), env.slavePulls.Load(), env.pulls.Load())
+	}()
 	testutil.Eventually(t, 5*time.Second, func() bool { return total.Load() == 20 && env.slavePulls.Load() > 2 },
 		"not consumed through the slave")
 	if n := env.slaveCommit.Load(); n != 0 {
