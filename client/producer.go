@@ -278,43 +278,60 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 	if len(msg.Body) > p.cfg.maxMessageSize {
 		return nil, fmt.Errorf("%w: body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(msg.Body), p.cfg.maxMessageSize, msg.Topic)
 	}
-	props := make(map[string]string, len(msg.Properties)+len(extra)+1)
-	for k, v := range msg.Properties {
-		props[k] = v
-	}
-	for k, v := range extra {
-		props[k] = v
-	}
-	if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
-		props[message.PropertyUniqClientMessageIDKeyidx] = p.in.idGen.Next()
-	}
 	o := &outgoing{
 		userTopic: msg.Topic,
 		topic:     wrapNamespace(p.cfg.namespace, msg.Topic),
 		flag:      msg.Flag,
-		uniqIDs:   props[message.PropertyUniqClientMessageIDKeyidx],
 		msg:       msg,
 	}
-	if strings.HasPrefix(o.topic, retryGroupTopicPrefix) {
-		// Java moves these two into the header for retry topics.
-		if v, ok := props[message.PropertyReconsumeTime]; ok {
-			n, _ := strconv.ParseInt(v, 10, 32)
-			o.reconsumeTimes = int32(n)
-			delete(props, message.PropertyReconsumeTime)
+	retry := strings.HasPrefix(o.topic, retryGroupTopicPrefix)
+	if len(extra) == 0 && !retry && msg.Properties[message.PropertyUniqClientMessageIDKeyidx] == "" {
+		// Fast path: encode the caller's properties as they are and append
+		// the new UNIQ_KEY pair, without copying the map.
+		o.uniqIDs = p.in.idGen.Next()
+		buf := make([]byte, 0, message.PropertiesLen(msg.Properties)+len(message.PropertyUniqClientMessageIDKeyidx)+len(o.uniqIDs)+2)
+		buf = message.AppendProperties(buf, msg.Properties)
+		buf = append(buf, message.PropertyUniqClientMessageIDKeyidx...)
+		buf = append(buf, message.NameValueSeparator)
+		buf = append(buf, o.uniqIDs...)
+		buf = append(buf, message.PropertySeparator)
+		o.properties = string(buf)
+		if strings.EqualFold(msg.Properties[message.PropertyTransactionPrepared], "true") {
+			o.sysFlag |= message.SysFlagTransactionPreparedType
 		}
-		if v, ok := props[message.PropertyMaxReconsumeTimes]; ok {
-			n, _ := strconv.ParseInt(v, 10, 32)
-			o.maxReconsume = int32(n)
-			delete(props, message.PropertyMaxReconsumeTimes)
+	} else {
+		props := make(map[string]string, len(msg.Properties)+len(extra)+1)
+		for k, v := range msg.Properties {
+			props[k] = v
 		}
-	}
-	if strings.EqualFold(props[message.PropertyTransactionPrepared], "true") {
-		o.sysFlag |= message.SysFlagTransactionPreparedType
+		for k, v := range extra {
+			props[k] = v
+		}
+		if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
+			props[message.PropertyUniqClientMessageIDKeyidx] = p.in.idGen.Next()
+		}
+		o.uniqIDs = props[message.PropertyUniqClientMessageIDKeyidx]
+		if retry {
+			// Java moves these two into the header for retry topics.
+			if v, ok := props[message.PropertyReconsumeTime]; ok {
+				n, _ := strconv.ParseInt(v, 10, 32)
+				o.reconsumeTimes = int32(n)
+				delete(props, message.PropertyReconsumeTime)
+			}
+			if v, ok := props[message.PropertyMaxReconsumeTimes]; ok {
+				n, _ := strconv.ParseInt(v, 10, 32)
+				o.maxReconsume = int32(n)
+				delete(props, message.PropertyMaxReconsumeTimes)
+			}
+		}
+		if strings.EqualFold(props[message.PropertyTransactionPrepared], "true") {
+			o.sysFlag |= message.SysFlagTransactionPreparedType
+		}
+		o.properties = message.EncodeProperties(props)
 	}
 	body, flags := maybeCompress(msg.Body, p.cfg.compressOver, p.cfg.compressLevel)
 	o.body = body
 	o.sysFlag |= flags
-	o.properties = message.EncodeProperties(props)
 	if len(o.properties) > message.MaxPropertiesSize {
 		return nil, fmt.Errorf("%w: properties of %d bytes exceed %d (topic %s)", ErrIllegalMessage, len(o.properties), message.MaxPropertiesSize, msg.Topic)
 	}

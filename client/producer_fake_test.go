@@ -18,7 +18,7 @@ import (
 // loopback remoting server: it records what producers send and answers as
 // a test tells it to (kfake's ControlKey idea). It never stores anything.
 type fakeBroker struct {
-	t    *testing.T
+	t    testing.TB
 	name string
 	srv  *remoting.Server
 	addr string
@@ -35,7 +35,9 @@ type fakeBroker struct {
 	offset int64
 }
 
-func newFakeBroker(t *testing.T, name string) *fakeBroker {
+func newFakeBroker(t *testing.T, name string) *fakeBroker { return newFakeBrokerTB(t, name) }
+
+func newFakeBrokerTB(t testing.TB, name string) *fakeBroker {
 	t.Helper()
 	b := &fakeBroker{t: t, name: name, conns: map[*remoting.Conn]bool{}, routes: map[string][]*fakeBroker{}}
 	b.srv = remoting.NewServer(remoting.ServerConfig{ListenAddr: "127.0.0.1:0", Logger: testutil.Logger(t)})
@@ -94,6 +96,9 @@ func (b *fakeBroker) processHeartbeat(_ context.Context, conn *remoting.Conn, re
 
 func (b *fakeBroker) processSend(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	b.mu.Lock()
+	if len(b.sends) >= 10000 {
+		b.sends = append(b.sends[:0], b.sends[len(b.sends)-100:]...)
+	}
 	b.sends = append(b.sends, req)
 	on := b.onSend
 	off := b.offset

@@ -1,0 +1,62 @@
+package client
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// BenchmarkPrepareAndEncode measures the producer's own per-message work:
+// validation, UNIQ_KEY, properties, header map and frame encoding.
+func BenchmarkPrepareAndEncode(b *testing.B) {
+	p, err := NewProducer("pg", WithNameServers("127.0.0.1:1"), WithLogger(testutil.DiscardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	body := make([]byte, 1024)
+	q := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		o, err := p.prepare(NewMessage("T", body).WithTag("TagA").WithKeys("k1"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = p.request(o, q, 1700000000000)
+	}
+}
+
+// BenchmarkSendSyncFakeBroker is a full synchronous send over loopback to
+// the fake broker (which does no storage work): the SDK plus remoting.
+func BenchmarkSendSyncFakeBroker(b *testing.B) {
+	fb := newFakeBrokerTB(b, "broker-a")
+	fb.serve("T", fb)
+	p, err := NewProducer("pg", WithNameServers(fb.addr), WithLogger(testutil.DiscardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	body := make([]byte, 1024)
+	ctx := context.Background()
+	if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
+		b.Fatal(err)
+	}
+	fb.mu.Lock()
+	fb.sends = nil
+	fb.mu.Unlock()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
