@@ -56,7 +56,11 @@ func (c *clientConfig) validate() error {
 // the consumers accept it as a ConsumerOpt.
 type Opt struct{ fn func(*clientConfig) }
 
-func (o Opt) applyProducer(c *producerConfig) { o.fn(&c.clientConfig) }
+func (o Opt) applyProducer(c *producerConfig) {
+	if o.fn != nil { // the zero Opt does nothing
+		o.fn(&c.clientConfig)
+	}
+}
 
 // WithNameServers sets the name server addresses ("host:port"). Required.
 // Several may be given in one string separated by ';' as RocketMQ tools do.
