@@ -468,3 +468,38 @@ func TestNameServerFailover(t *testing.T) {
 		p.in.forgetRoute("T")
 	}
 }
+
+// TestHeartbeatsAndRouteRefresh: heartbeats carry the producer group and
+// repeat every heartbeatBrokerInterval; routes are refetched every
+// pollNameServerInterval (§11.1), so a new broker is picked up.
+func TestHeartbeatsAndRouteRefresh(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	b := newFakeBroker(t, "broker-b")
+	a.serve("T", a)
+	p := startProducer(t, a.addr, WithHeartbeatBrokerInterval(50*time.Millisecond), WithPollNameServerInterval(50*time.Millisecond))
+	ctx := testutil.Context(t, 10*time.Second)
+	if _, err := p.Send(ctx, NewMessage("T", []byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		n := 0
+		for _, hb := range a.heartbeats {
+			if hb.ClientID == p.ClientID() && len(hb.ProducerDataSet) == 1 && hb.ProducerDataSet[0].GroupName == "pg" {
+				n++
+			}
+		}
+		return n >= 3
+	}, "fewer than 3 heartbeats")
+	a.serve("T", a, b)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		qs, err := p.Queues(ctx, "T")
+		return err == nil && len(qs) == 8
+	}, "route refresh did not pick up broker-b")
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.heartbeats) > 0
+	}, "new broker never heartbeated")
+}
