@@ -457,13 +457,17 @@ func (c *PushConsumer) subscribedTopics() []string { return slices.Collect(maps.
 func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int64) {
 	pq, mq := qs.pq, qs.mq
 	sub := c.subs[mq.Topic]
-	for offset < 0 {
+	for attempt := 0; offset < 0; attempt++ {
 		off, err := startOffset(ctx, c.store, c.api, mq, c.cfg.fromWhere, c.cfg.consumeTimestamp)
 		if err == nil {
 			offset = off
 			break
 		}
-		c.logger.Warn("no start offset yet", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
+		level := slog.LevelWarn
+		if attempt > 0 {
+			level = slog.LevelDebug // warned once per queue assignment
+		}
+		c.logger.Log(ctx, level, "no start offset yet", "topic", mq.Topic, "brokerName", mq.BrokerName, "queueId", mq.QueueID, "err", err)
 		if !sleep(ctx, 3*time.Second) {
 			return
 		}
