@@ -59,15 +59,19 @@ func blackhole(t *testing.T) string {
 
 // attemptCounter is a send hook counting attempts per broker.
 type attemptCounter struct {
-	mu       sync.Mutex
-	attempts map[string]int
-	failures map[string]int
+	mu         sync.Mutex
+	attempts   map[string]int
+	failures   map[string]int
+	maxLatency map[string]time.Duration
 }
 
 func (a *attemptCounter) OnAfterSend(_ context.Context, sc *client.SendContext) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.attempts[sc.Queue.BrokerName]++
+	if a.maxLatency != nil && sc.Latency > a.maxLatency[sc.Queue.BrokerName] {
+		a.maxLatency[sc.Queue.BrokerName] = sc.Latency
+	}
 	if sc.Err != nil {
 		a.failures[sc.Queue.BrokerName]++
 	}
@@ -101,7 +105,7 @@ func twoBrokerTopic(t *testing.T) (c *testCluster, topic string) {
 // isolation) and every later send goes to the other broker of the cluster.
 func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
 	c, topic := twoBrokerTopic(t)
-	counter := &attemptCounter{attempts: map[string]int{}, failures: map[string]int{}}
+	counter := &attemptCounter{attempts: map[string]int{}, failures: map[string]int{}, maxLatency: map[string]time.Duration{}}
 	p := newSDKProducer(t, c.nsAddr, client.WithSendLatencyFaultEnable(true),
 		client.WithSendTimeout(time.Second), client.WithHooks(counter))
 	ctx := testutil.Context(t, 60*time.Second)
@@ -122,6 +126,14 @@ func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
 		}
 	}
 	attemptsB, failuresB := counter.get("broker-b")
+	counter.mu.Lock()
+	slowA := counter.maxLatency[c.cfg.BrokerName]
+	counter.mu.Unlock()
+	if slowA >= 550*time.Millisecond {
+		// The healthy broker was itself isolated for answering slowly (a
+		// loaded machine): the strict count no longer applies.
+		t.Skipf("broker-a answered in %v (>= 550 ms isolates it too)", slowA)
+	}
 	if attemptsB > 1 || failed > 1 {
 		t.Fatalf("silent broker-b got %d attempts (%d failed), %d sends failed; want at most 1 (isolated after the first)", attemptsB, failuresB, failed)
 	}
