@@ -332,9 +332,6 @@ func (in *instance) refreshRoute(ctx context.Context, topic string) (*topicRoute
 	}
 	in.mu.Unlock()
 	if changed {
-		if old == nil || old.fromDefault {
-			in.triggerHeartbeat() // a new topic may bring new brokers
-		}
 		for _, fn := range in.routeListeners {
 			fn(topic, r)
 		}
@@ -350,12 +347,22 @@ func (in *instance) forgetRoute(topic string) {
 }
 
 func (in *instance) learnBrokers(data *protocol.TopicRouteData) {
+	fresh := false
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	for _, b := range data.BrokerDatas {
+		cur := in.brokers[b.BrokerName]
+		if !maps.Equal(cur, b.BrokerAddrs) {
+			fresh = true
+		}
 		m := make(map[int64]string, len(b.BrokerAddrs))
 		maps.Copy(m, b.BrokerAddrs)
 		in.brokers[b.BrokerName] = m
+	}
+	in.mu.Unlock()
+	if fresh {
+		// New brokers (or addresses) must learn our groups now, not in up to
+		// 30 s: transaction checks and consumer lists depend on it.
+		in.triggerHeartbeat()
 	}
 }
 
