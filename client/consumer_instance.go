@@ -112,6 +112,8 @@ func (e *instanceEnv) registerConsumer(group string, c consumerInner) error {
 	})
 	e.in.handle(protocol.NotifyConsumerIDsChanged, e.onNotify)
 	e.in.handle(protocol.GetConsumerRunningInfo, e.onRunningInfo)
+	e.in.handle(protocol.ResetConsumerClientOffset, e.onResetOffset)
+	e.in.handle(protocol.GetConsumerStatusFromClient, e.onConsumerStatus)
 	e.in.handle(protocol.ConsumeMessageDirectly, func(ctx context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 		return e.onConsumeDirectly(ctx, nil, req)
 	})
