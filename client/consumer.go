@@ -60,6 +60,23 @@ package client
 // Close does not commit batches whose listener failed while closing, so a
 // consumer that goes away mid-batch leaves those messages to the group.
 //
+// File map:
+//
+//	consumer.go           Selector, subscriptions, start offsets, these notes
+//	consumer_options.go   ConsumerOpt and RocketMQ defaults
+//	consumer_api.go       consumerEnv (what consumers need from the instance), broker requests
+//	consumer_instance.go  instanceEnv: the instance adapter, broker-initiated requests 40/307
+//	consumer_reset.go     legacy reset (220) and status (221) requests
+//	push.go               PushConsumer: lifecycle, pull loop, concurrent consumption
+//	push_orderly.go       orderly consumption and broker locks
+//	push_pool.go          consume task queue
+//	push_direct.go        CONSUME_MESSAGE_DIRECTLY (309)
+//	rebalance.go          rebalance and queue assignment
+//	allocate.go           allocation strategies
+//	processqueue.go       per-queue cache and flow-control counters
+//	offsetstore.go        remote and local-file offset stores
+//	pull.go, litepull.go  PullConsumer, LitePullConsumer
+//
 // Non-obvious:
 //   - The retry topic %RETRY%<group> is subscribed by clustering push
 //     consumers; its route appears only after the broker created it on the
