@@ -68,3 +68,15 @@ func TestPushConsumerResetOffsets(t *testing.T) {
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return c.offsetsOf("T")[mq] == 10 }, "offset not back at 10")
 }
+
+// FuzzDecodeQueueOffsetTable: reset-offset bodies from the network never
+// panic the decoder.
+func FuzzDecodeQueueOffsetTable(f *testing.F) {
+	f.Add([]byte(`{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}`))
+	f.Add([]byte(`{"offsetTable":{"{\"topic\":\"T\"}":1}}`))
+	f.Add([]byte(`{"offsetTable":null}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _ = decodeQueueOffsetTable(data, "offsetTable")
+	})
+}
