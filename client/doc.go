@@ -35,6 +35,8 @@
 //	batch         SEND_BATCH_MESSAGE (320), body = records
 //	               | TOTALSIZE 4 | MAGIC 4 (0) | BODYCRC 4 (0) | FLAG 4 | BODYLEN 4 | BODY | PROPLEN 2 | PROPS |
 //	transaction   half message (TRAN_MSG=true, PGROUP, sysFlag |= 0x4), then END_TRANSACTION (37) one-way
+//	request/reply Request: CORRELATION_ID, REPLY_TO_CLIENT, TTL; SendReply: SEND_REPLY_MESSAGE_V2 (325)
+//	              to <cluster>_REPLY_TOPIC; the reply arrives as PUSH_REPLY_MESSAGE_TO_CLIENT (326)
 //	heartbeat     HEART_BEAT (34) every 30 s to every master (and slaves with consumers)
 //	route         GET_ROUTEINFO_BY_TOPIC (105) on first use and every 30 s
 //

@@ -72,7 +72,8 @@ type Producer struct {
 	closing    bool // guarded by inflightMu
 	inflight   sync.WaitGroup
 
-	tx *txState // nil unless WithTransactionListener
+	tx       *txState // nil unless WithTransactionListener
+	requests requestTable
 
 	stats producerCounters
 }
@@ -127,6 +128,7 @@ func NewProducer(group string, opts ...ProducerOpt) (*Producer, error) {
 		p.tx = newTxState(p)
 		p.in.handle(protocol.CheckTransactionState, p.tx.onCheck)
 	}
+	p.in.handle(protocol.PushReplyMessageToClient, p.onReply)
 	return p, nil
 }
 
@@ -239,6 +241,7 @@ type outgoing struct {
 	properties     string
 	sysFlag        int32
 	batch          bool
+	reply          bool // a SendReply message: SEND_REPLY_MESSAGE(_V2)
 	reconsumeTimes int32
 	maxReconsume   int32
 	uniqIDs        string   // MsgID of the result
@@ -398,6 +401,10 @@ func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Co
 	switch {
 	case o.batch:
 		code = protocol.SendBatchMessage
+	case o.reply && p.cfg.useV1Header:
+		code, v2 = protocol.SendReplyMessage, false
+	case o.reply:
+		code = protocol.SendReplyMessageV2
 	case p.cfg.useV1Header:
 		code, v2 = protocol.SendMessage, false
 	}
