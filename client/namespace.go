@@ -59,5 +59,5 @@ func isSystemTopic(t string) bool {
 		"OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest":
 		return true
 	}
-	return strings.HasPrefix(t, "rmq_sys_")
+	return strings.HasPrefix(t, "rmq_sys_") || strings.HasSuffix(t, replyTopicSuffix)
 }

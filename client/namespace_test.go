@@ -11,6 +11,7 @@ func TestNamespaceWrap(t *testing.T) {
 		{"ns", "%DLQ%g", "%DLQ%ns%g"},
 		{"ns", "TBW102", "TBW102"},
 		{"ns", "rmq_sys_x", "rmq_sys_x"},
+		{"ns", "DefaultCluster_REPLY_TOPIC", "DefaultCluster_REPLY_TOPIC"},
 	}
 	for _, tc := range tests {
 		if got := wrapNamespace(tc.ns, tc.name); got != tc.wire {
