@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/namesrv"
@@ -57,16 +55,8 @@ func startCluster(t *testing.T, mutate func(*broker.Config)) *testCluster {
 // startClusterTB is startCluster for tests and benchmarks.
 func startClusterTB(t testing.TB, mutate func(*broker.Config)) *testCluster {
 	t.Helper()
-	rlog.SetLogLevel("error")
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.ListenPort = 0
-	nsCfg.BindAddress = "127.0.0.1"
-	ns := namesrv.New(nsCfg, testutil.Logger(t))
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
+	ns := startNamesrv(t, nil)
 	c := &testCluster{t: t, ns: ns, nsAddr: ns.Addr().String()}
-	t.Cleanup(func() { ns.Close() })
 	c.cfg = brokerTestConfig(t.TempDir())
 	c.cfg.NamesrvAddr = []string{c.nsAddr}
 	if mutate != nil {
@@ -154,67 +144,13 @@ func newProducer(t testing.TB, nsAddr string, opts ...producer.Option) rocketmq.
 	return p
 }
 
-// received collects consumed messages by message id.
-type received struct {
-	mu    sync.Mutex
-	msgs  map[string]*primitive.MessageExt
-	dups  int
-	count atomic.Int64
-}
-
-func newReceived() *received { return &received{msgs: make(map[string]*primitive.MessageExt)} }
-
-func (r *received) add(msgs ...*primitive.MessageExt) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range msgs {
-		if _, ok := r.msgs[m.MsgId]; ok {
-			r.dups++
-			continue
-		}
-		r.msgs[m.MsgId] = m
-		r.count.Add(1)
-	}
-}
-
-func (r *received) get(id string) (*primitive.MessageExt, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m, ok := r.msgs[id]
-	return m, ok
-}
-
-func (r *received) duplicates() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.dups
-}
-
 // newPushConsumer starts a push consumer of topic with expr that records
 // into r. Shutdown is registered with t.Cleanup (and is idempotent).
 func newPushConsumer(t testing.TB, nsAddr, group, topic, expr string, r *received, opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
-	all := append([]consumer.Option{
-		consumer.WithNameServer([]string{nsAddr}),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(uniqueName(t, "ci")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-	}, opts...)
-	c, err := rocketmq.NewPushConsumer(all...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expr},
+	return startOfficialPushConsumer(t, nsAddr, group, topic, tagSelector(expr),
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			r.add(msgs...)
 			return consumer.ConsumeSuccess, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown() })
-	return c
+		}, opts...)
 }

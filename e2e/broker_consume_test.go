@@ -97,17 +97,8 @@ func TestBroadcasting(t *testing.T) {
 	newPushConsumer(t, c.nsAddr, group, topic, "*", r2, opts...)
 	p := newProducer(t, c.nsAddr)
 	ids := sendN(t, p, topic, "", "bc", 40)
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		for _, id := range ids {
-			if _, ok := r1.get(id); !ok {
-				return false
-			}
-			if _, ok := r2.get(id); !ok {
-				return false
-			}
-		}
-		return true
-	}, "broadcast not delivered to both: %d and %d of %d", r1.count.Load(), r2.count.Load(), len(ids))
+	testutil.Eventually(t, 30*time.Second, func() bool { return r1.missing(ids) == 0 && r2.missing(ids) == 0 },
+		"broadcast not delivered to both: %d and %d of %d", r1.count.Load(), r2.count.Load(), len(ids))
 }
 
 // TestTagSubscription: the broker filters by tag hash (§7.5); a consumer of

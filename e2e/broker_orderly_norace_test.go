@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -37,17 +36,7 @@ func TestOrderlyConsumer(t *testing.T) {
 	}
 	var mu sync.Mutex
 	perQueue := map[int][]byte{}
-	cons, err := rocketmq.NewPushConsumer(
-		consumer.WithNameServer([]string{c.nsAddr}),
-		consumer.WithGroupName(uniqueName(t, "og")),
-		consumer.WithInstance(uniqueName(t, "ci")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumerOrder(true),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = cons.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+	startOfficialPushConsumer(t, c.nsAddr, uniqueName(t, "og"), topic, tagSelector("*"),
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -55,14 +44,7 @@ func TestOrderlyConsumer(t *testing.T) {
 				perQueue[m.Queue.QueueId] = append(perQueue[m.Queue.QueueId], m.Body[0])
 			}
 			return consumer.ConsumeSuccess, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cons.Shutdown() })
+		}, consumer.WithConsumerOrder(true))
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -25,16 +24,7 @@ func TestRequestReply(t *testing.T) {
 	requester := newProducer(t, c.nsAddr, producer.WithGroupName(requesterGroup))
 	replier := newProducer(t, c.nsAddr)
 
-	cons, err := rocketmq.NewPushConsumer(
-		consumer.WithNameServer([]string{c.nsAddr}),
-		consumer.WithGroupName(uniqueName(t, "cg")),
-		consumer.WithInstance(uniqueName(t, "ci")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = cons.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+	startOfficialPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, tagSelector("*"),
 		func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			for _, m := range msgs {
 				reply, err := consumer.CreateReplyMessage(m, []byte("pong"))
@@ -51,13 +41,6 @@ func TestRequestReply(t *testing.T) {
 			}
 			return consumer.ConsumeSuccess, nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cons.Shutdown() })
 	// The broker pushes replies to the requester's producer channel, known
 	// from its heartbeat; the Go client heartbeats brokers it has routes
 	// for (1 s after start, then every 30 s).

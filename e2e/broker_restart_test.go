@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/apogeemq/apogee/internal/broker"
-	"github.com/apogeemq/apogee/internal/namesrv"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -37,13 +35,7 @@ func TestCleanRestartAsyncFlush(t *testing.T) {
 
 	r := newReceived()
 	newPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, "*", r)
-	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= int64(len(ids)) },
-		"received %d of %d after restart", r.count.Load(), len(ids))
-	for _, id := range ids {
-		if _, ok := r.get(id); !ok {
-			t.Fatalf("acknowledged message %s lost across a clean restart", id)
-		}
-	}
+	r.waitAll(t, 30*time.Second, ids, "acknowledged before a clean restart")
 }
 
 // TestKillRestartSyncFlush SIGKILLs a real `apogee broker` process running
@@ -54,17 +46,8 @@ func TestKillRestartSyncFlush(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the apogee binary")
 	}
-	logger := testutil.Logger(t)
-	bin := buildApogeeBinary(t)
-
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.ListenPort = 0
-	nsCfg.BindAddress = "127.0.0.1"
-	ns := namesrv.New(nsCfg, logger)
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
+	bin := buildApogee(t)
+	ns := startNamesrv(t, nil)
 	nsAddr := ns.Addr().String()
 
 	port := freePort(t)
@@ -73,36 +56,7 @@ func TestKillRestartSyncFlush(t *testing.T) {
 		"--broker-name", "broker-k", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "messageIndexEnable=false"}
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, args...)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = &logWriter{t: t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "listening on") {
-					close(ready)
-					break
-				}
-			}
-			for sc.Scan() {
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(20 * time.Second):
-			t.Fatal("broker process did not start")
-		}
-		return cmd
-	}
+	start := func() *exec.Cmd { return startApogeeProcess(t, bin, listening, args...) }
 	proc := start()
 	waitRoute(t, ns, "TBW102")
 
@@ -146,24 +100,7 @@ func TestKillRestartSyncFlush(t *testing.T) {
 	waitRoute(t, ns, topic)
 	r := newReceived()
 	newPushConsumer(t, nsAddr, uniqueName(t, "cg"), topic, "*", r)
-	testutil.Eventually(t, 60*time.Second, func() bool { return r.count.Load() >= int64(len(ids)) },
-		"received %d of %d acknowledged after the crash", r.count.Load(), len(ids))
-	for _, id := range ids {
-		if _, ok := r.get(id); !ok {
-			t.Fatalf("acknowledged message %s lost in the crash", id)
-		}
-	}
-}
-
-// buildApogeeBinary builds the apogee binary into a temp dir.
-func buildApogeeBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "apogee")
-	build := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build apogee: %v\n%s", err, out)
-	}
-	return bin
+	r.waitAll(t, 60*time.Second, ids, "acknowledged before the SIGKILL")
 }
 
 // TestStandaloneBinary runs `apogee standalone` on free ports, produces and
@@ -173,53 +110,25 @@ func TestStandaloneBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the apogee binary")
 	}
-	bin := buildApogeeBinary(t)
+	bin := buildApogee(t)
 	data := t.TempDir()
-	cmd := exec.Command(bin, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--log-level", "warn")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &logWriter{t: t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addrs := make(chan [2]string, 1)
-	go func() {
-		var ns, br string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "name server listening on "); ok {
-				ns = a
-			}
-			if i := strings.Index(line, " listening on "); strings.HasPrefix(line, "broker ") && i > 0 {
-				br = line[i+len(" listening on "):]
-			}
-			if ns != "" && br != "" {
-				addrs <- [2]string{ns, br}
-				break
-			}
+	var nsAddr, brokerAddr string
+	cmd := startApogeeProcess(t, bin, func(line string) bool {
+		if a, ok := strings.CutPrefix(line, "name server listening on "); ok {
+			nsAddr = a
 		}
-		for sc.Scan() {
+		if i := strings.Index(line, " listening on "); strings.HasPrefix(line, "broker ") && i > 0 {
+			brokerAddr = line[i+len(" listening on "):]
 		}
-	}()
-	var nsAddr string
-	select {
-	case a := <-addrs:
-		nsAddr = a[0]
-	case <-time.After(30 * time.Second):
-		t.Fatal("standalone did not start")
-	}
+		return nsAddr != "" && brokerAddr != ""
+	}, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--log-level", "warn")
 	rlog.SetLogLevel("error")
 	topic := uniqueName(t, "T")
 	p := newProducer(t, nsAddr)
 	ids := sendN(t, p, topic, "", "standalone", 5) // auto-created through TBW102
 	r := newReceived()
 	newPushConsumer(t, nsAddr, uniqueName(t, "cg"), topic, "*", r)
-	testutil.Eventually(t, 60*time.Second, func() bool { return r.count.Load() >= int64(len(ids)) },
-		"received %d of %d", r.count.Load(), len(ids))
+	r.waitAll(t, 60*time.Second, ids, "sent through standalone")
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -247,13 +156,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// logWriter forwards a child's stderr to t.Log.
-type logWriter struct{ t *testing.T }
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	defer func() { _ = recover() }() // t.Log after the test ended panics
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
@@ -36,17 +35,7 @@ func TestRetryAndDeadLetter(t *testing.T) {
 
 	var mu sync.Mutex
 	deliveries := map[string][]int32{} // body -> reconsume times seen
-	cons, err := rocketmq.NewPushConsumer(
-		consumer.WithNameServer([]string{c.nsAddr}),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(uniqueName(t, "ci")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithMaxReconsumeTimes(2),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = cons.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "*"},
+	startOfficialPushConsumer(t, c.nsAddr, group, topic, tagSelector("*"),
 		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -60,14 +49,7 @@ func TestRetryAndDeadLetter(t *testing.T) {
 				return consumer.ConsumeSuccess, nil
 			}
 			return consumer.ConsumeRetryLater, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cons.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cons.Shutdown() })
+		}, consumer.WithMaxReconsumeTimes(2))
 
 	ctx := testutil.Context(t, 60*time.Second)
 	for _, body := range []string{"ok-after-one", "always-fails"} {

@@ -34,7 +34,7 @@ import (
 )
 
 // startNamesrv runs a name server in-process on 127.0.0.1:0.
-func startNamesrv(t *testing.T, mutate func(*namesrv.Config)) *namesrv.Server {
+func startNamesrv(t testing.TB, mutate func(*namesrv.Config)) *namesrv.Server {
 	t.Helper()
 	rlog.SetLogLevel("error")
 	cfg := namesrv.DefaultConfig()
@@ -412,11 +412,7 @@ func TestNamesrvBinary(t *testing.T) {
 	}
 	rlog.SetLogLevel("error")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "apogee")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/apogee")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildApogee(t)
 	conf := filepath.Join(dir, "namesrv.conf")
 	if err := os.WriteFile(conf, []byte("listenPort=9\nscanNotActiveBrokerInterval=100\nsomeUnknownKey=1\n"), 0o644); err != nil {
 		t.Fatal(err)

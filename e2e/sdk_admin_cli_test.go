@@ -4,25 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/testutil"
 )
-
-// buildApogee builds cmd/apogee into the test's temp dir (the build
-// cache makes repeats cheap).
-func buildApogee(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "apogee")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build apogee: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // runApogee runs the binary and returns stdout, stderr and the exit code.
 func runApogee(t *testing.T, bin string, args ...string) (string, string, int) {

@@ -19,46 +19,6 @@ import (
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
-// sdkReceived collects messages consumed by Apogee SDK consumers, by id.
-type sdkReceived struct {
-	mu    sync.Mutex
-	msgs  map[string]*client.MessageExt
-	dups  int
-	count atomic.Int64
-}
-
-func newSDKReceived() *sdkReceived { return &sdkReceived{msgs: map[string]*client.MessageExt{}} }
-
-func (r *sdkReceived) add(msgs ...*client.MessageExt) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range msgs {
-		if _, ok := r.msgs[m.MsgID]; ok {
-			r.dups++
-			continue
-		}
-		r.msgs[m.MsgID] = m
-		r.count.Add(1)
-	}
-}
-
-func (r *sdkReceived) get(id string) (*client.MessageExt, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m, ok := r.msgs[id]
-	return m, ok
-}
-
-func (r *sdkReceived) ids() map[string]bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := map[string]bool{}
-	for id := range r.msgs {
-		out[id] = true
-	}
-	return out
-}
-
 // recordListener records every message and succeeds.
 func recordListener(r *sdkReceived) client.MessageListener {
 	return func(_ context.Context, msgs []*client.MessageExt) (client.ConsumeResult, error) {

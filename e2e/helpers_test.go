@@ -1,0 +1,210 @@
+package e2e
+
+// Scaffolding shared by the end-to-end tests: message collectors, official
+// push consumers with any listener, and the apogee binary (build, start a
+// child process, wait for its listening line). The in-process cluster
+// (startCluster) lives in broker_cluster_test.go, the in-process name
+// server (startNamesrv) in namesrv_test.go.
+
+import (
+	"bufio"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// byID collects consumed messages by message id; a second delivery of an
+// id counts as a duplicate and keeps the first message.
+type byID[M any] struct {
+	id    func(M) string // the message id of a message
+	mu    sync.Mutex
+	msgs  map[string]M // guarded by mu
+	dups  int          // guarded by mu
+	count atomic.Int64 // len(msgs), readable without mu
+}
+
+// received collects messages of official Go consumers.
+type received = byID[*primitive.MessageExt]
+
+// sdkReceived collects messages of Apogee SDK consumers.
+type sdkReceived = byID[*client.MessageExt]
+
+func newReceived() *received {
+	return &received{id: func(m *primitive.MessageExt) string { return m.MsgId }, msgs: map[string]*primitive.MessageExt{}}
+}
+
+func newSDKReceived() *sdkReceived {
+	return &sdkReceived{id: func(m *client.MessageExt) string { return m.MsgID }, msgs: map[string]*client.MessageExt{}}
+}
+
+func (r *byID[M]) add(msgs ...M) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		id := r.id(m)
+		if _, ok := r.msgs[id]; ok {
+			r.dups++
+			continue
+		}
+		r.msgs[id] = m
+		r.count.Add(1)
+	}
+}
+
+func (r *byID[M]) get(id string) (M, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.msgs[id]
+	return m, ok
+}
+
+func (r *byID[M]) duplicates() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dups
+}
+
+func (r *byID[M]) ids() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]bool, len(r.msgs))
+	for id := range r.msgs {
+		out[id] = true
+	}
+	return out
+}
+
+// missing counts the ids not received yet.
+func (r *byID[M]) missing(ids []string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if _, ok := r.msgs[id]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// waitAll waits until every id has been received; what names the phase in
+// the failure message.
+func (r *byID[M]) waitAll(t testing.TB, timeout time.Duration, ids []string, what string) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func() bool { return r.missing(ids) == 0 },
+		"%s: %d of %d messages never received (%d received in all)", what, r.missing(ids), len(ids), r.count.Load())
+}
+
+// tagSelector is the official client's tag subscription expression.
+func tagSelector(expr string) consumer.MessageSelector {
+	return consumer.MessageSelector{Type: consumer.TAG, Expression: expr}
+}
+
+// officialListener is the official Go client's push listener.
+type officialListener = func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)
+
+// startOfficialPushConsumer starts an official Go push consumer of topic
+// in group, reading from the first offset, with listener l. opts are
+// applied after the defaults. Shutdown is registered with t.Cleanup.
+func startOfficialPushConsumer(t testing.TB, nsAddr, group, topic string, sel consumer.MessageSelector, l officialListener, opts ...consumer.Option) rocketmq.PushConsumer {
+	t.Helper()
+	all := append([]consumer.Option{
+		consumer.WithNameServer([]string{nsAddr}),
+		consumer.WithGroupName(group),
+		consumer.WithInstance(uniqueName(t, "ci")),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+	}, opts...)
+	c, err := rocketmq.NewPushConsumer(all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(topic, sel, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown() })
+	return c
+}
+
+// buildApogee builds cmd/apogee into the test's temp dir (the build
+// cache makes repeats cheap).
+func buildApogee(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "apogee")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build apogee: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// buildApogeeBinary is buildApogee (an older name some tests use).
+func buildApogeeBinary(t *testing.T) string {
+	t.Helper()
+	return buildApogee(t)
+}
+
+// startApogeeProcess runs bin with args as a child process, its stderr
+// forwarded to t.Log, and returns once a line it prints on stdout satisfies
+// ready (called from another goroutine, one line at a time, until it
+// returns true; whatever it records is visible once this returns). The
+// rest of stdout is drained. The process is killed at cleanup if it still
+// runs.
+func startApogeeProcess(t *testing.T, bin string, ready func(line string) bool, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &logWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if ready(sc.Text()) {
+				close(started)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s %s did not start", filepath.Base(bin), strings.Join(args, " "))
+	}
+	return cmd
+}
+
+// listening is a ready function for startApogeeProcess: the first line
+// that says "listening on".
+func listening(line string) bool { return strings.Contains(line, "listening on") }
+
+// logWriter forwards a child's stderr to t.Log.
+type logWriter struct{ t *testing.T }
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	defer func() { _ = recover() }() // t.Log after the test ended panics
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
