@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"os/exec"
 	"path/filepath"
@@ -207,4 +208,52 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	defer func() { _ = recover() }() // t.Log after the test ended panics
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// wantMessage is what a test sent, to compare with what a consumer got.
+type wantMessage struct {
+	body  []byte
+	tag   string
+	keys  string // space-separated, as the KEYS property holds them
+	props map[string]string
+}
+
+// checkOfficialMessage compares a message consumed by the official Go
+// client with what was sent; name identifies it in failures.
+func checkOfficialMessage(t *testing.T, name string, m *primitive.MessageExt, w wantMessage) {
+	t.Helper()
+	checkMessage(t, name, m.Body, m.GetTags(), m.GetKeys(), m.GetProperty, w)
+}
+
+// checkSDKMessage compares a message consumed by an Apogee SDK consumer
+// with what was sent; name identifies it in failures.
+func checkSDKMessage(t *testing.T, name string, m *client.MessageExt, w wantMessage) {
+	t.Helper()
+	checkMessage(t, name, m.Body, m.Tag(), strings.Join(m.Keys(), " "), m.Property, w)
+}
+
+func checkMessage(t *testing.T, name string, body []byte, tag, keys string, prop func(string) string, w wantMessage) {
+	t.Helper()
+	if !bytes.Equal(body, w.body) {
+		t.Errorf("%s: body %q (%d bytes), want %q (%d bytes)", name, trunc(body), len(body), trunc(w.body), len(w.body))
+	}
+	if tag != w.tag {
+		t.Errorf("%s: tag %q, want %q", name, tag, w.tag)
+	}
+	if keys != w.keys {
+		t.Errorf("%s: keys %q, want %q", name, keys, w.keys)
+	}
+	for k, v := range w.props {
+		if got := prop(k); got != v {
+			t.Errorf("%s: property %s = %q, want %q", name, k, got, v)
+		}
+	}
+}
+
+// trunc shortens a body for a failure message.
+func trunc(b []byte) []byte {
+	if len(b) > 40 {
+		return b[:40]
+	}
+	return b
 }

@@ -69,17 +69,11 @@ func TestSDKPushConsumerFromOfficialProducer(t *testing.T) {
 	p := newProducer(t, c.nsAddr)
 	ctx := testutil.Context(t, 60*time.Second)
 
-	type sent struct {
-		body  []byte
-		tag   string
-		keys  string
-		props map[string]string
-	}
-	want := map[string]sent{}
+	want := map[string]wantMessage{}
 	big := bytes.Repeat([]byte("apogee-compressible-"), 1000) // 20 KB: compressed by the producer
 	for i, body := range [][]byte{[]byte("plain"), []byte("tagged"), big, {0, 1, 2, 255}} {
 		m := primitive.NewMessage(topic, body)
-		s := sent{body: body}
+		s := wantMessage{body: body}
 		if i == 1 || i == 2 {
 			s.tag, s.keys = fmt.Sprintf("tag%d", i), fmt.Sprintf("k%d k%d-b", i, i)
 			s.props = map[string]string{"user": fmt.Sprintf("v%d", i), "ünïcode": "välue"}
@@ -105,7 +99,7 @@ func TestSDKPushConsumerFromOfficialProducer(t *testing.T) {
 		t.Fatalf("batch send: %v", res)
 	}
 	for i := range batch {
-		want[fmt.Sprintf("batch-%d", i)] = sent{body: []byte(fmt.Sprintf("batch-%d", i))}
+		want[fmt.Sprintf("batch-%d", i)] = wantMessage{body: []byte(fmt.Sprintf("batch-%d", i))}
 	}
 
 	r := newSDKReceived()
@@ -126,16 +120,9 @@ func TestSDKPushConsumerFromOfficialProducer(t *testing.T) {
 		if !ok {
 			t.Fatalf("message %s not received", id)
 		}
-		if !bytes.Equal(m.Body, s.body) {
-			t.Errorf("%s: body differs (%d bytes, want %d)", id, len(m.Body), len(s.body))
-		}
-		if m.Topic != topic || m.Tag() != s.tag || strings.Join(m.Keys(), " ") != s.keys {
-			t.Errorf("%s: topic %q tag %q keys %q", id, m.Topic, m.Tag(), m.Keys())
-		}
-		for k, v := range s.props {
-			if m.Property(k) != v {
-				t.Errorf("%s: property %s = %q, want %q", id, k, m.Property(k), v)
-			}
+		checkSDKMessage(t, id, m, s)
+		if m.Topic != topic {
+			t.Errorf("%s: topic %q, want %q", id, m.Topic, topic)
 		}
 		if m.QueueOffset < 0 || m.StoreHost == "" || m.OffsetMsgID == "" || m.BrokerName != "broker-a" {
 			t.Errorf("%s: broker fields not set: %+v", id, m)

@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -50,18 +47,12 @@ func TestSDKProducerToOfficialConsumer(t *testing.T) {
 	p := newSDKProducer(t, c.nsAddr)
 	ctx := testutil.Context(t, 60*time.Second)
 
-	type sent struct {
-		body  []byte
-		tag   string
-		keys  string
-		props map[string]string
-	}
-	want := map[string]sent{} // by UNIQ_KEY
+	want := map[string]wantMessage{} // by UNIQ_KEY
 	var mu sync.Mutex
 	record := func(id string, m *client.Message) {
 		mu.Lock()
 		defer mu.Unlock()
-		want[id] = sent{body: m.Body, tag: m.Tag(), keys: strings.Join(m.Keys(), " "), props: m.Properties}
+		want[id] = wantMessage{body: m.Body, tag: m.Tag(), keys: strings.Join(m.Keys(), " "), props: m.Properties}
 	}
 	mk := func(i int, size int) *client.Message {
 		body := bytes.Repeat([]byte{byte('a' + i%26)}, size)
@@ -132,7 +123,7 @@ func TestSDKProducerToOfficialConsumer(t *testing.T) {
 			t.Errorf("message %s not received", id)
 			continue
 		}
-		checkOfficialMessage(t, m, w.body, w.tag, w.keys, w.props)
+		checkOfficialMessage(t, id, m, w)
 	}
 	found := false
 	r.mu.Lock()
@@ -146,23 +137,3 @@ func TestSDKProducerToOfficialConsumer(t *testing.T) {
 		t.Error("oneway message not received intact")
 	}
 }
-
-func checkOfficialMessage(t *testing.T, m *primitive.MessageExt, body []byte, tag, keys string, props map[string]string) {
-	t.Helper()
-	if !bytes.Equal(m.Body, body) {
-		t.Errorf("%s: body differs (%d vs %d bytes)", m.MsgId, len(m.Body), len(body))
-	}
-	if m.GetTags() != tag {
-		t.Errorf("%s: tag %q, want %q", m.MsgId, m.GetTags(), tag)
-	}
-	if m.GetKeys() != keys {
-		t.Errorf("%s: keys %q, want %q", m.MsgId, m.GetKeys(), keys)
-	}
-	for k, v := range props {
-		if got := m.GetProperty(k); got != v {
-			t.Errorf("%s: property %s = %q, want %q", m.MsgId, k, got, v)
-		}
-	}
-}
-
-var _ = context.Background
