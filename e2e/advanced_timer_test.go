@@ -215,13 +215,29 @@ func TestTimerMessagesSurviveRestart(t *testing.T) {
 	// Restart once about a third has been delivered.
 	testutil.Eventually(t, spread+30*time.Second, func() bool { return delivered() >= n/3 }, "first third delivered")
 	t.Logf("restarting with %d of %d delivered", delivered(), n)
+	b := c.b
 	c.stopBroker()
+	if s, ok := b.TimerStats(); ok {
+		t.Logf("at close: timer %+v", s)
+		if s.Enqueued != n {
+			t.Errorf("timer enqueued %d of %d units", s.Enqueued, n)
+		}
+	}
 	c.startBroker()
+	t.Logf("after restart: delivered %d", delivered())
 	waitRoute(t, c.ns, topic)
 
 	a := newTimerArrivals()
 	startTimerConsumer(t, c.nsAddr, topic, a)
-	testutil.Eventually(t, spread+60*time.Second, func() bool { return delivered() >= n }, "all timers delivered (%d)", delivered())
+	lastLog := time.Now()
+	testutil.Eventually(t, spread+60*time.Second, func() bool {
+		if time.Since(lastLog) > 5*time.Second {
+			s, _ := c.b.TimerStats()
+			t.Logf("delivered %d, timer %+v", delivered(), s)
+			lastLog = time.Now()
+		}
+		return delivered() >= n
+	}, "all timers delivered")
 	testutil.Eventually(t, 60*time.Second, func() bool { return a.n.Load() == n }, "consumed %d of %d", a.n.Load(), n)
 	// A second delivery would show as an extra message in the queues; give
 	// the timer a chance to produce one before checking.

@@ -50,6 +50,7 @@ type Timer struct {
 	doneMs      int64 // first slot not fully delivered (<= readMs)
 	queueOffset int64 // next timer-topic unit to enqueue
 	inFlight    int64 // records of the slot being delivered
+	stalls      int   // enqueue rounds without progress; enqueue goroutine only
 
 	enqueued  atomic.Int64
 	delivered atomic.Int64
@@ -231,6 +232,7 @@ func (t *Timer) enqueueBatch() bool {
 	nowMs := t.cfg.now().UnixMilli()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	gapAt := int64(-1) // first returned offset past a unit the store did not return
 	for _, raw := range res.Messages {
 		m, _, err := message.DecodeStored(raw, message.DecodeOptions{SkipBody: true})
 		if err != nil {
@@ -240,6 +242,12 @@ func (t *Timer) enqueueBatch() bool {
 		}
 		if m.QueueOffset < t.queueOffset { // already enqueued
 			continue
+		}
+		if m.QueueOffset > t.queueOffset {
+			// The store skipped a unit (not readable yet, or a hole):
+			// never step over a timer; ask again from the missing one.
+			gapAt = m.QueueOffset
+			break
 		}
 		slotMs, err := strconv.ParseInt(m.Properties[message.PropertyTimerOutMS], 10, 64)
 		if err != nil {
@@ -255,11 +263,32 @@ func (t *Timer) enqueueBatch() bool {
 		}
 		t.queueOffset = m.QueueOffset + 1
 	}
-	if res.NextBeginOffset > t.queueOffset {
-		t.queueOffset = res.NextBeginOffset
+	if t.queueOffset > offset {
+		t.stalls = 0
+		return true
 	}
-	return true
+	// No progress: the unit at queueOffset was not returned. Wait for it
+	// (it is usually just not readable yet); after a few seconds treat it
+	// as a hole and step over it, loudly.
+	t.stalls++
+	if t.stalls < maxEnqueueStalls {
+		return false
+	}
+	next := res.NextBeginOffset
+	if gapAt >= 0 {
+		next = gapAt
+	}
+	if next > t.queueOffset {
+		t.logger.Warn("timer: timer-topic units never readable, skipped", "from", t.queueOffset, "to", next)
+		t.queueOffset = next
+	}
+	t.stalls = 0
+	return false
 }
+
+// maxEnqueueStalls is how many enqueue rounds (100 ms apart) a missing
+// timer-topic unit is waited for before it is skipped.
+const maxEnqueueStalls = 50
 
 // addLocked appends a record and links it into its slot. A slot already
 // taken by the dequeue goroutine is replaced by the next one to fire.

@@ -204,6 +204,9 @@ func TestSurviveRestart(t *testing.T) {
 		}
 	}
 	d.mu.Unlock()
+	if got := e2.st.MaxOffsetInQueue("Real", 1); got != n {
+		t.Errorf("the real queue holds %d messages, want %d", got, n)
+	}
 	// Old log files go once their slots are delivered.
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		entries, _ := os.ReadDir(filepath.Join(dir, "timerlog"))
