@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/apogeemq/apogee/internal/broker"
-	"github.com/apogeemq/apogee/internal/config"
 )
 
 func init() { register(newBrokerCmd) }
@@ -32,14 +29,21 @@ type brokerFlags struct {
 }
 
 func (f *brokerFlags) register(cmd *cobra.Command) {
+	f.registerCommon(cmd, "")
 	fl := cmd.Flags()
-	fl.StringVarP(&f.confFile, "config", "c", "", "broker.conf properties file")
 	fl.StringVarP(&f.namesrv, "namesrv", "n", "", "name servers, host:port[;host:port] (namesrvAddr)")
 	fl.IntVar(&f.listenPort, "listen-port", 0, "remoting port (listenPort; 0 in a flag means any free port)")
 	fl.StringVar(&f.storeDir, "store-dir", "", "store root directory (storePathRootDir)")
-	fl.StringVar(&f.brokerName, "broker-name", "", "broker name (brokerName)")
-	fl.StringVar(&f.clusterName, "cluster", "", "cluster name (brokerClusterName)")
 	fl.StringVar(&f.brokerIP, "broker-ip", "", "advertised address (brokerIP1)")
+}
+
+// registerCommon registers the flags `broker` and `standalone` share;
+// brokerName is the --broker-name default shown in the help.
+func (f *brokerFlags) registerCommon(cmd *cobra.Command, brokerName string) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.confFile, "config", "c", "", "broker.conf properties file")
+	fl.StringVar(&f.brokerName, "broker-name", brokerName, "broker name (brokerName)")
+	fl.StringVar(&f.clusterName, "cluster", "", "cluster name (brokerClusterName)")
 	fl.StringVar(&f.flushDiskType, "flush-disk-type", "", "ASYNC_FLUSH or SYNC_FLUSH (flushDiskType)")
 	fl.StringArrayVar(&f.set, "set", nil, "any broker.conf key, key=value (repeatable)")
 }
@@ -56,18 +60,8 @@ func (f *brokerFlags) load(cmd *cobra.Command, logger *slog.Logger) (broker.Conf
 			return cfg, err
 		}
 	}
-	if f.confFile != "" {
-		props, err := config.LoadFile(f.confFile)
-		if err != nil {
-			return cfg, err
-		}
-		unknown, err := cfg.ApplyProperties(props)
-		if err != nil {
-			return cfg, err
-		}
-		for _, k := range unknown {
-			logger.Warn("unknown broker.conf key ignored", "key", k, "file", f.confFile)
-		}
+	if err := applyConfFile(logger, "broker.conf", f.confFile, cfg.ApplyProperties); err != nil {
+		return cfg, err
 	}
 	set := func(flag, key, value string) error {
 		if !cmd.Flags().Changed(flag) {
@@ -89,37 +83,13 @@ func (f *brokerFlags) load(cmd *cobra.Command, logger *slog.Logger) (broker.Conf
 			return cfg, err
 		}
 	}
-	for _, kv := range f.set {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return cfg, fmt.Errorf("--set %q: want key=value", kv)
-		}
-		known, err := cfg.SetKey(strings.TrimSpace(k), strings.TrimSpace(v))
-		if err != nil {
-			return cfg, err
-		}
-		if !known {
-			return cfg, fmt.Errorf("--set %q: unknown broker.conf key", k)
-		}
+	if err := applySets("broker.conf", f.set, cfg.SetKey); err != nil {
+		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
-}
-
-// logEffectiveConfig logs every key once at start-up, sorted.
-func logEffectiveConfig(logger *slog.Logger, m map[string]string) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	attrs := make([]any, 0, 2*len(keys))
-	for _, k := range keys {
-		attrs = append(attrs, k, m[k])
-	}
-	logger.Info("effective broker config", attrs...)
 }
 
 func newBrokerCmd(g *globalFlags) *cobra.Command {
@@ -137,7 +107,7 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logEffectiveConfig(logger, cfg.ToMap())
+			logEffectiveConfig(logger, "broker", cfg.ToMap())
 			b, err := broker.New(cfg, logger)
 			if err != nil {
 				return err
@@ -146,9 +116,7 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, b.Addr())
-			<-cmd.Context().Done()
-			logger.Info("shutting down")
-			return b.Close()
+			return serveUntilDone(cmd.Context(), logger, b.Close)
 		},
 	}
 	f.register(cmd)

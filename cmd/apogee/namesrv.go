@@ -3,12 +3,9 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,18 +35,11 @@ func (f *namesrvFlags) register(cmd *cobra.Command) {
 // warned about by name; a bad value is an error naming key and value.
 func (f *namesrvFlags) load(cmd *cobra.Command, logger *slog.Logger) (namesrv.Config, error) {
 	cfg := namesrv.DefaultConfig()
-	if f.confFile != "" {
-		props, err := config.LoadFile(f.confFile)
-		if err != nil {
-			return cfg, err
-		}
-		unknown, err := config.Apply(props, &cfg)
-		if err != nil {
-			return cfg, fmt.Errorf("%s: %w", f.confFile, err)
-		}
-		for _, k := range unknown {
-			logger.Warn("unknown namesrv.conf key ignored", "key", k, "file", f.confFile)
-		}
+	err := applyConfFile(logger, "namesrv.conf", f.confFile, func(p *config.Properties) ([]string, error) {
+		return config.Apply(p, &cfg)
+	})
+	if err != nil {
+		return cfg, err
 	}
 	if cmd.Flags().Changed("listen") {
 		host, port, err := net.SplitHostPort(f.listen)
@@ -65,18 +55,9 @@ func (f *namesrvFlags) load(cmd *cobra.Command, logger *slog.Logger) (namesrv.Co
 	if cmd.Flags().Changed("kv-config-path") {
 		cfg.KVConfigPath = f.kvConfigPath
 	}
-	for _, kv := range f.set {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return cfg, fmt.Errorf("--set %q: want key=value", kv)
-		}
-		known, err := config.SetKey(&cfg, strings.TrimSpace(k), strings.TrimSpace(v))
-		if err != nil {
-			return cfg, err
-		}
-		if !known {
-			return cfg, fmt.Errorf("--set %q: unknown namesrv.conf key", k)
-		}
+	err = applySets("namesrv.conf", f.set, func(k, v string) (bool, error) { return config.SetKey(&cfg, k, v) })
+	if err != nil {
+		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
@@ -99,21 +80,14 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m := config.ToMap(&cfg)
-			attrs := make([]any, 0, 2*len(m))
-			for _, k := range slices.Sorted(maps.Keys(m)) {
-				attrs = append(attrs, k, m[k])
-			}
-			logger.Info("effective namesrv config", attrs...)
+			logEffectiveConfig(logger, "namesrv", config.ToMap(&cfg))
 
 			ns := namesrv.New(cfg, logger)
 			if err := ns.Start(); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "namesrv listening on %s\n", ns.Addr())
-			<-cmd.Context().Done()
-			logger.Info("shutting down")
-			return ns.Close()
+			return serveUntilDone(cmd.Context(), logger, ns.Close)
 		},
 	}
 	f.register(cmd)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -54,7 +53,7 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 				ns.Close()
 				return err
 			}
-			logEffectiveConfig(logger, cfg.ToMap())
+			logEffectiveConfig(logger, "broker", cfg.ToMap())
 			b, err := broker.New(cfg, logger)
 			if err == nil {
 				err = b.Start()
@@ -64,20 +63,14 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
-			<-cmd.Context().Done()
-			logger.Info("shutting down")
 			// Startup in reverse: the broker unregisters from the name server first.
-			return errors.Join(b.Close(), ns.Close())
+			return serveUntilDone(cmd.Context(), logger, b.Close, ns.Close)
 		},
 	}
+	f.registerCommon(cmd, f.defaultBrokerName)
 	fl := cmd.Flags()
-	fl.StringVarP(&f.confFile, "config", "c", "", "broker.conf properties file")
 	fl.StringVar(&dataDir, "data", "./data", "data directory (broker store and name-server KV config)")
 	fl.IntVar(&namesrvPort, "namesrv-port", namesrv.DefaultListenPort, "name-server port (0 = any free port)")
 	fl.IntVar(&brokerPort, "broker-port", 10911, "broker port (0 = any free port)")
-	fl.StringVar(&f.brokerName, "broker-name", "broker-a", "broker name (brokerName)")
-	fl.StringVar(&f.clusterName, "cluster", "", "cluster name (brokerClusterName)")
-	fl.StringVar(&f.flushDiskType, "flush-disk-type", "", "ASYNC_FLUSH or SYNC_FLUSH (flushDiskType)")
-	fl.StringArrayVar(&f.set, "set", nil, "any broker.conf key, key=value (repeatable)")
 	return cmd
 }
