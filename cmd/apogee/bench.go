@@ -67,7 +67,7 @@ func newBenchCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	consume.Flags().StringVar(&bf.group, "group", "BENCH_CONSUMER", "consumer group")
-	consume.Flags().StringVar(&bf.from, "from", "last", "where a new group starts: first or last")
+	consume.Flags().StringVar(&bf.from, "from", "last", "where a new group starts: first, last or timestamp (30 minutes ago)")
 	cmd.AddCommand(produce, consume)
 	return cmd
 }
@@ -274,16 +274,12 @@ func runBenchConsume(parent context.Context, g *globalFlags, bf *benchFlags, std
 	if err != nil {
 		return err
 	}
-	from := client.ConsumeFromLastOffset
-	switch bf.from {
-	case "first":
-		from = client.ConsumeFromFirstOffset
-	case "last":
-	default:
-		return fmt.Errorf("--from %q: want first or last", bf.from)
+	from, err := consumeFromOpts(bf.from, "")
+	if err != nil {
+		return err
 	}
-	c, err := client.NewPushConsumer(bf.group, client.WithNameServers(bf.namesrv), client.WithLogger(logger),
-		client.WithConsumeFromWhere(from), client.WithConsumeGoroutines(bf.threads))
+	c, err := client.NewPushConsumer(bf.group, append(from, client.WithNameServers(bf.namesrv), client.WithLogger(logger),
+		client.WithConsumeGoroutines(bf.threads))...)
 	if err != nil {
 		return err
 	}

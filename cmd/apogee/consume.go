@@ -50,7 +50,7 @@ messages, after --duration, or on Ctrl-C; offsets are committed on exit.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.namesrv, "namesrv", "n", "127.0.0.1:9876", "name server address(es), ';'-separated")
+	fl.StringVarP(&f.namesrv, "namesrv", "n", defaultNamesrv(), "name server address(es), ';'-separated")
 	fl.StringVarP(&f.topic, "topic", "t", "", "topic to consume (required)")
 	fl.StringVarP(&f.group, "group", "g", "", "consumer group (default: apogee_consume_<pid>)")
 	fl.StringVar(&f.tag, "tag", "*", "tag expression, e.g. 'a || b'")
@@ -97,6 +97,25 @@ func parseStartTime(s string) (time.Time, error) {
 	return t, nil
 }
 
+// consumeFromOpts maps --from (first, last or timestamp) and --timestamp
+// to consumer options; they apply to a group with no committed offset.
+func consumeFromOpts(from, timestamp string) ([]client.ConsumerOpt, error) {
+	switch from {
+	case "first":
+		return []client.ConsumerOpt{client.WithConsumeFromWhere(client.ConsumeFromFirstOffset)}, nil
+	case "last":
+		return []client.ConsumerOpt{client.WithConsumeFromWhere(client.ConsumeFromLastOffset)}, nil
+	case "timestamp":
+		ts, err := parseStartTime(timestamp)
+		if err != nil {
+			return nil, err
+		}
+		return []client.ConsumerOpt{client.WithConsumeFromWhere(client.ConsumeFromTimestamp), client.WithConsumeTimestamp(ts)}, nil
+	default:
+		return nil, fmt.Errorf("bad --from %q: want first, last or timestamp", from)
+	}
+}
+
 func runConsume(ctx context.Context, g *globalFlags, f *consumeFlags, stdout, stderr io.Writer) error {
 	if f.topic == "" {
 		return errors.New("--topic is required")
@@ -114,20 +133,11 @@ func runConsume(ctx context.Context, g *globalFlags, f *consumeFlags, stdout, st
 		client.WithLogger(logger),
 		client.WithConsumeOrderly(f.orderly),
 	}
-	switch f.from {
-	case "first":
-		opts = append(opts, client.WithConsumeFromWhere(client.ConsumeFromFirstOffset))
-	case "last":
-		opts = append(opts, client.WithConsumeFromWhere(client.ConsumeFromLastOffset))
-	case "timestamp":
-		ts, err := parseStartTime(f.timestamp)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, client.WithConsumeFromWhere(client.ConsumeFromTimestamp), client.WithConsumeTimestamp(ts))
-	default:
-		return fmt.Errorf("bad --from %q: want first, last or timestamp", f.from)
+	fromOpts, err := consumeFromOpts(f.from, f.timestamp)
+	if err != nil {
+		return err
 	}
+	opts = append(opts, fromOpts...)
 	if f.broadcast {
 		opts = append(opts, client.WithMessageModel(client.Broadcasting))
 	}
