@@ -160,7 +160,11 @@ type consumerOpt func(*consumerConfig)
 
 func (o consumerOpt) applyConsumer(c *consumerConfig) { o(c) }
 
-func (o Opt) applyConsumer(c *consumerConfig) { o.fn(&c.clientConfig) }
+func (o Opt) applyConsumer(c *consumerConfig) {
+	if o.fn != nil { // the zero Opt does nothing
+		o.fn(&c.clientConfig)
+	}
+}
 
 // WithMessageModel selects clustering (default) or broadcasting.
 func WithMessageModel(m MessageModel) ConsumerOpt {
