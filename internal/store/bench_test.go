@@ -142,42 +142,53 @@ func benchPutAsync(b *testing.B, cfg Config) {
 		}
 	}
 	m := benchMsg(0)
-	const chunk = 2000
-	var storeDur, baseDur time.Duration
+	storeDur, baseDur := interleaved(b, 2000, func() { s.PutMessage(m, done) }, bl.run)
+	b.ReportMetric(float64(baseDur)/float64(storeDur), "x-baseline")
+}
+
+// interleaved runs op once per b.Loop iteration and, with the timer
+// stopped, baseline(b, chunk) after every chunk iterations (and baseline
+// for the remainder at the end), so store and baseline see the same disk
+// and page-cache conditions. It returns the time spent in each.
+func interleaved(b *testing.B, chunk int, op func(), baseline func(*testing.B, int) time.Duration) (opDur, baseDur time.Duration) {
 	n := 0
 	t0 := time.Now()
 	for b.Loop() {
-		s.PutMessage(m, done)
+		op()
 		n++
 		if n%chunk == 0 {
-			storeDur += time.Since(t0)
+			opDur += time.Since(t0)
 			b.StopTimer()
-			baseDur += bl.run(b, chunk)
+			baseDur += baseline(b, chunk)
 			b.StartTimer()
 			t0 = time.Now()
 		}
 	}
-	storeDur += time.Since(t0)
+	opDur += time.Since(t0)
 	b.StopTimer()
 	if rest := n % chunk; rest > 0 {
-		baseDur += bl.run(b, rest)
+		baseDur += baseline(b, rest)
 	}
-	b.ReportMetric(float64(baseDur)/float64(storeDur), "x-baseline")
+	return opDur, baseDur
 }
 
-// BenchmarkPutSyncFlush: one writer waiting for each SYNC_FLUSH put vs a
-// raw pwrite+fdatasync loop of the same size. Target ratio >= 0.8. Store and
-// baseline alternate in chunks so both see the same disk conditions.
-func BenchmarkPutSyncFlush(b *testing.B) {
+// forWriteModes runs bench under SYNC_FLUSH with mapped-file appends and
+// with writeWithoutMmap (pwrite) appends, as sub-benchmarks.
+func forWriteModes(b *testing.B, bench func(*testing.B, Config)) {
 	for _, pwrite := range []bool{false, true} {
 		b.Run(fmt.Sprintf("writeWithoutMmap=%v", pwrite), func(b *testing.B) {
 			cfg := benchConfig(b.TempDir())
 			cfg.FlushDiskType = SyncFlush
 			cfg.WriteWithoutMmap = pwrite
-			benchPutSync(b, cfg)
+			bench(b, cfg)
 		})
 	}
 }
+
+// BenchmarkPutSyncFlush: one writer waiting for each SYNC_FLUSH put vs a
+// raw pwrite+fdatasync loop of the same size. Target ratio >= 0.8. Store and
+// baseline alternate in chunks so both see the same disk conditions.
+func BenchmarkPutSyncFlush(b *testing.B) { forWriteModes(b, benchPutSync) }
 
 func benchPutSync(b *testing.B, cfg Config) {
 	s := benchStore(b, cfg)
@@ -187,28 +198,11 @@ func benchPutSync(b *testing.B, cfg Config) {
 	m := benchMsg(0)
 	bl := newSyncBaseline(b, sz)
 	defer bl.f.Close()
-	var storeDur, baseDur time.Duration
-	const chunk = 50
-	n := 0
-	t0 := time.Now()
-	for b.Loop() {
+	storeDur, baseDur := interleaved(b, 50, func() {
 		if r := putWait(s, m, ch); r.Status != PutOK {
 			b.Fatal(r.Status)
 		}
-		n++
-		if n%chunk == 0 {
-			storeDur += time.Since(t0)
-			b.StopTimer()
-			baseDur += bl.run(b, chunk)
-			b.StartTimer()
-			t0 = time.Now()
-		}
-	}
-	storeDur += time.Since(t0)
-	b.StopTimer()
-	if rest := n % chunk; rest > 0 {
-		baseDur += bl.run(b, rest)
-	}
+	}, bl.run)
 	b.ReportMetric(float64(baseDur)/float64(storeDur), "x-baseline")
 }
 
@@ -245,16 +239,7 @@ func (bl *syncBaseline) run(b *testing.B, n int) time.Duration {
 // BenchmarkPutSyncFlush64Writers: 64 concurrent writers under SYNC_FLUSH
 // (group commit) vs the 1-writer SYNC_FLUSH throughput, measured in
 // alternating phases of the same run. Target ratio >= 20.
-func BenchmarkPutSyncFlush64Writers(b *testing.B) {
-	for _, pwrite := range []bool{false, true} {
-		b.Run(fmt.Sprintf("writeWithoutMmap=%v", pwrite), func(b *testing.B) {
-			cfg := benchConfig(b.TempDir())
-			cfg.FlushDiskType = SyncFlush
-			cfg.WriteWithoutMmap = pwrite
-			benchSync64(b, cfg)
-		})
-	}
-}
+func BenchmarkPutSyncFlush64Writers(b *testing.B) { forWriteModes(b, benchSync64) }
 
 func benchSync64(b *testing.B, cfg Config) {
 	s := benchStore(b, cfg)
