@@ -96,51 +96,37 @@ func (p *parser) enter() error {
 func (p *parser) leave() { p.depth-- }
 
 func (p *parser) orExpr() (node, error) {
-	left, err := p.andExpr()
-	if err != nil {
-		return nil, err
-	}
-	for p.isKeyword("OR") {
-		pos := p.tok.pos
-		if err := p.advance(); err != nil {
-			return nil, err
-		}
-		right, err := p.andExpr()
-		if err != nil {
-			return nil, err
-		}
-		if err := needBool(left, pos, "OR"); err != nil {
-			return nil, err
-		}
-		if err := needBool(right, pos, "OR"); err != nil {
-			return nil, err
-		}
-		left = &orNode{left, right}
-	}
-	return left, nil
+	return p.boolChain("OR", p.andExpr, func(l, r node) node { return &orNode{l, r} })
 }
 
 func (p *parser) andExpr() (node, error) {
-	left, err := p.notExpr()
+	return p.boolChain("AND", p.notExpr, func(l, r node) node { return &andNode{l, r} })
+}
+
+// boolChain parses operand (keyword operand)* left-associatively; both
+// operands of each keyword must be boolean, and errors point at the
+// keyword.
+func (p *parser) boolChain(keyword string, operand func() (node, error), join func(l, r node) node) (node, error) {
+	left, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for p.isKeyword("AND") {
+	for p.isKeyword(keyword) {
 		pos := p.tok.pos
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
-		right, err := p.notExpr()
+		right, err := operand()
 		if err != nil {
 			return nil, err
 		}
-		if err := needBool(left, pos, "AND"); err != nil {
+		if err := needBool(left, pos, keyword); err != nil {
 			return nil, err
 		}
-		if err := needBool(right, pos, "AND"); err != nil {
+		if err := needBool(right, pos, keyword); err != nil {
 			return nil, err
 		}
-		left = &andNode{left, right}
+		left = join(left, right)
 	}
 	return left, nil
 }
@@ -237,8 +223,8 @@ func (p *parser) predicate() (node, error) {
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
-		if left.boolean() && !isParen(left) {
-			return nil, &ParseError{Pos: pos, Msg: "IS NULL needs a value on its left"}
+		if err := needValue(left, pos, "IS NULL"); err != nil {
+			return nil, err
 		}
 		return &isNullNode{operand: left, not: negate}, nil
 	}
@@ -249,6 +235,15 @@ func (p *parser) predicate() (node, error) {
 }
 
 func isParen(n node) bool { _, ok := n.(*parenNode); return ok }
+
+// needValue refuses a bare boolean expression (a comparison, AND, ...) as
+// the left operand of op; a parenthesized one is a value.
+func needValue(left node, pos int, op string) error {
+	if left.boolean() && !isParen(left) {
+		return &ParseError{Pos: pos, Msg: op + " needs a value on its left"}
+	}
+	return nil
+}
 
 // checkCompare applies RocketMQ's compile-time operand checks: booleans
 // only with = and <>, and string literals never with an ordering.
@@ -340,8 +335,8 @@ func (p *parser) in(left node, negate bool, pos int) (node, error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
-	if left.boolean() && !isParen(left) {
-		return nil, &ParseError{Pos: pos, Msg: "IN needs a value on its left"}
+	if err := needValue(left, pos, "IN"); err != nil {
+		return nil, err
 	}
 	return &inNode{operand: left, set: set, not: negate}, nil
 }
@@ -358,8 +353,8 @@ func (p *parser) stringMatch(left node, negate bool, pos int) (node, error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
-	if left.boolean() && !isParen(left) {
-		return nil, &ParseError{Pos: pos, Msg: kind + " needs a value on its left"}
+	if err := needValue(left, pos, kind); err != nil {
+		return nil, err
 	}
 	var f func(s, sub string) bool
 	switch kind {
