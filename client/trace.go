@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -114,7 +115,8 @@ func (t *tracer) add(r TraceRecord) {
 	if !t.started {
 		t.started = true
 		t.clientHost = resolveClientIP(t.cfg.clientIP).String()
-		go t.run()
+		// Stopped by closeTrace (done is closed when run returns).
+		go pprof.Do(context.Background(), pprof.Labels("client", "trace"), func(context.Context) { t.run() })
 	}
 	t.mu.Unlock()
 	if r.ClientHost == "" {
