@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -104,9 +105,17 @@ func (r *byID[M]) missing(ids []string) int {
 // the failure message.
 func (r *byID[M]) waitAll(t testing.TB, timeout time.Duration, ids []string, what string) {
 	t.Helper()
-	testutil.Eventually(t, timeout, func() bool { return r.missing(ids) == 0 },
-		"%s: %d of %d messages never received (%d received in all)", what, r.missing(ids), len(ids), r.count.Load())
+	testutil.Eventually(t, timeout, func() bool { return r.missing(ids) == 0 }, "%s: %v", what, lazy(func() string {
+		return fmt.Sprintf("%d of %d messages never received (%d received in all)", r.missing(ids), len(ids), r.count.Load())
+	}))
 }
+
+// lazy is a failure-message argument formatted only when the message is
+// printed (testutil.Eventually's arguments are evaluated when it is
+// called, before the wait).
+type lazy func() string
+
+func (l lazy) String() string { return l() }
 
 // tagSelector is the official client's tag subscription expression.
 func tagSelector(expr string) consumer.MessageSelector {

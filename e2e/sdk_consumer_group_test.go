@@ -292,14 +292,7 @@ func TestSDKPushConsumerSurvivesSilentBroker(t *testing.T) {
 	}
 	r := newSDKReceived()
 	pc := newSDKPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, client.TagSelector("*"), recordListener(r))
-	testutil.Eventually(t, 40*time.Second, func() bool {
-		for _, id := range ids {
-			if _, ok := r.get(id); !ok {
-				return false
-			}
-		}
-		return true
-	}, "messages of the live broker not consumed")
+	testutil.Eventually(t, 40*time.Second, func() bool { return r.missing(ids) == 0 }, "messages of the live broker not consumed")
 	start := time.Now()
 	if err := pc.Close(); err != nil {
 		t.Logf("close: %v", err)
@@ -345,14 +338,7 @@ func TestSDKPushConsumerSurvivesBrokerRestart(t *testing.T) {
 		}
 		return len(after) >= 10
 	}, "broker did not come back for the producer")
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		for _, id := range after {
-			if _, ok := r.get(id); !ok {
-				return false
-			}
-		}
-		return true
-	}, "messages sent after the restart not consumed")
+	testutil.Eventually(t, 30*time.Second, func() bool { return r.missing(after) == 0 }, "messages sent after the restart not consumed")
 	for _, id := range before {
 		if _, ok := r.get(id); !ok {
 			t.Fatalf("message %s lost", id)
