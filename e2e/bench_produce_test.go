@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,11 +12,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/apogeemq/apogee/client"
-	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/broker"
-	"github.com/apogeemq/apogee/internal/namesrv"
-	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // BenchmarkProduceVsOfficial measures 1 KiB sends from 4 goroutines, with
@@ -160,56 +155,22 @@ func measureSends(b *testing.B, who string, send func(func(error)), inflight int
 	return float64(n.Load()) / time.Since(start).Seconds(), failed.Load()
 }
 
-// benchCluster is a name server and an ASYNC_FLUSH broker on loopback
-// with a temp dir, for benchmarks (the test helpers take *testing.T).
-type benchCluster struct {
-	nsAddr string
-	b      *broker.Broker
-}
+// benchCluster is startCluster's name server and broker tuned for
+// benchmarks: ASYNC_FLUSH, 256 MiB commit-log files, 4 send threads, logs
+// discarded (see testLogger).
+type benchCluster struct{ *testCluster }
 
 func startBenchCluster(b *testing.B) *benchCluster {
 	b.Helper()
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.ListenPort, nsCfg.BindAddress = 0, "127.0.0.1"
-	nsCfg.KVConfigPath = filepath.Join(b.TempDir(), "kvConfig.json")
-	ns := namesrv.New(nsCfg, testutil.DiscardLogger())
-	if err := ns.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ns.Close() })
-	cfg := brokerTestConfig(b.TempDir())
-	cfg.Store.MappedFileSizeCommitLog = 256 << 20
-	cfg.Store.FlushDiskType = "ASYNC_FLUSH"
-	cfg.SendMessageThreadPoolNums = 4
-	cfg.NamesrvAddr = []string{ns.Addr().String()}
-	br, err := broker.New(cfg, testutil.DiscardLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { br.Close() })
-	return &benchCluster{nsAddr: ns.Addr().String(), b: br}
+	return &benchCluster{startClusterTB(b, func(cfg *broker.Config) {
+		cfg.Store.MappedFileSizeCommitLog = 256 << 20
+		cfg.Store.FlushDiskType = "ASYNC_FLUSH"
+		cfg.SendMessageThreadPoolNums = 4
+	})}
 }
 
+// createTopic is testCluster.createTopic with the caller's testing.TB.
 func (c *benchCluster) createTopic(tb testing.TB, topic string, queues int32) {
-	tc := protocol.NewTopicConfig(topic)
-	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
-	if err := c.b.Topics.Update(tc); err != nil {
-		tb.Fatal(err)
-	}
-	ctx := testutil.Context(tb, 10*time.Second)
-	a, err := admin.New(admin.WithNameServers(c.nsAddr))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	defer a.Close()
-	testutil.Eventually(tb, 10*time.Second, func() bool {
-		_, err := a.TopicRoute(ctx, topic)
-		return err == nil
-	}, "topic %s never routed", topic)
+	tb.Helper()
+	c.testCluster.createTopic(topic, queues)
 }

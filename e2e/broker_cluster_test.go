@@ -69,7 +69,7 @@ func startClusterTB(t testing.TB, mutate func(*broker.Config)) *testCluster {
 
 func (c *testCluster) startBroker() {
 	c.t.Helper()
-	b, err := broker.New(c.cfg, testutil.Logger(c.t))
+	b, err := broker.New(c.cfg, testLogger(c.t))
 	if err != nil {
 		c.t.Fatal(err)
 	}

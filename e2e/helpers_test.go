@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,16 @@ func (r *byID[M]) waitAll(t testing.TB, timeout time.Duration, ids []string, wha
 type lazy func() string
 
 func (l lazy) String() string { return l() }
+
+// testLogger is the logger of in-process servers: t.Log for tests,
+// discarded for benchmarks (whose b.Log output is always printed and would
+// cost time inside the measurement).
+func testLogger(tb testing.TB) *slog.Logger {
+	if _, ok := tb.(*testing.B); ok {
+		return testutil.DiscardLogger()
+	}
+	return testutil.Logger(tb)
+}
 
 // tagSelector is the official client's tag subscription expression.
 func tagSelector(expr string) consumer.MessageSelector {

@@ -43,7 +43,7 @@ func startNamesrv(t testing.TB, mutate func(*namesrv.Config)) *namesrv.Server {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s := namesrv.New(cfg, testutil.Logger(t))
+	s := namesrv.New(cfg, testLogger(t))
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
