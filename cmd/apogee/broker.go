@@ -94,31 +94,22 @@ func (f *brokerFlags) load(cmd *cobra.Command, logger *slog.Logger) (broker.Conf
 
 func newBrokerCmd(g *globalFlags) *cobra.Command {
 	f := &brokerFlags{}
-	cmd := &cobra.Command{
-		Use:   "broker",
-		Short: "Run a broker (registers with the name servers of namesrvAddr)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger(os.Stderr)
-			if err != nil {
-				return err
-			}
-			cfg, err := f.load(cmd, logger)
-			if err != nil {
-				return err
-			}
-			logEffectiveConfig(logger, "broker", cfg.ToMap())
-			b, err := broker.New(cfg, logger)
-			if err != nil {
-				return err
-			}
-			if err := b.Start(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, b.Addr())
-			return serveUntilDone(cmd.Context(), logger, b.Close)
-		},
-	}
+	cmd := serverCommand(g, "broker", "Run a broker (registers with the name servers of namesrvAddr)", func(cmd *cobra.Command, logger *slog.Logger) error {
+		cfg, err := f.load(cmd, logger)
+		if err != nil {
+			return err
+		}
+		logEffectiveConfig(logger, "broker", cfg.ToMap())
+		b, err := broker.New(cfg, logger)
+		if err != nil {
+			return err
+		}
+		if err := b.Start(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, b.Addr())
+		return serveUntilDone(cmd.Context(), logger, b.Close)
+	})
 	f.register(cmd)
 	return cmd
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -67,29 +66,20 @@ func (f *namesrvFlags) load(cmd *cobra.Command, logger *slog.Logger) (namesrv.Co
 
 func newNamesrvCmd(g *globalFlags) *cobra.Command {
 	f := &namesrvFlags{}
-	cmd := &cobra.Command{
-		Use:   "namesrv",
-		Short: "Run a name server (route registry for brokers and clients)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger(os.Stderr)
-			if err != nil {
-				return err
-			}
-			cfg, err := f.load(cmd, logger)
-			if err != nil {
-				return err
-			}
-			logEffectiveConfig(logger, "namesrv", config.ToMap(&cfg))
+	cmd := serverCommand(g, "namesrv", "Run a name server (route registry for brokers and clients)", func(cmd *cobra.Command, logger *slog.Logger) error {
+		cfg, err := f.load(cmd, logger)
+		if err != nil {
+			return err
+		}
+		logEffectiveConfig(logger, "namesrv", config.ToMap(&cfg))
 
-			ns := namesrv.New(cfg, logger)
-			if err := ns.Start(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "namesrv listening on %s\n", ns.Addr())
-			return serveUntilDone(cmd.Context(), logger, ns.Close)
-		},
-	}
+		ns := namesrv.New(cfg, logger)
+		if err := ns.Start(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "namesrv listening on %s\n", ns.Addr())
+		return serveUntilDone(cmd.Context(), logger, ns.Close)
+	})
 	f.register(cmd)
 	return cmd
 }

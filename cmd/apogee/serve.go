@@ -10,8 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/apogeemq/apogee/internal/config"
 )
@@ -66,6 +69,23 @@ func logEffectiveConfig(logger *slog.Logger, what string, m map[string]string) {
 		attrs = append(attrs, k, m[k])
 	}
 	logger.Info("effective "+what+" config", attrs...)
+}
+
+// serverCommand is a server subcommand (no arguments) whose run function
+// gets the process logger built from the global flags.
+func serverCommand(g *globalFlags, use, short string, run func(cmd *cobra.Command, logger *slog.Logger) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger(os.Stderr)
+			if err != nil {
+				return err
+			}
+			return run(cmd, logger)
+		},
+	}
 }
 
 // serveUntilDone blocks until ctx ends (SIGINT or SIGTERM, see main), then

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -18,55 +18,46 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 	f := &brokerFlags{defaultBrokerName: "broker-a"}
 	var dataDir string
 	var namesrvPort, brokerPort int
-	cmd := &cobra.Command{
-		Use:   "standalone",
-		Short: "Run a name server and a broker in one process (data under --data)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger, err := g.logger(os.Stderr)
-			if err != nil {
-				return err
-			}
-			cfg, err := f.load(cmd, logger)
-			if err != nil {
-				return err
-			}
-			abs, err := filepath.Abs(dataDir)
-			if err != nil {
-				return err
-			}
+	cmd := serverCommand(g, "standalone", "Run a name server and a broker in one process (data under --data)", func(cmd *cobra.Command, logger *slog.Logger) error {
+		cfg, err := f.load(cmd, logger)
+		if err != nil {
+			return err
+		}
+		abs, err := filepath.Abs(dataDir)
+		if err != nil {
+			return err
+		}
 
-			nsCfg := namesrv.DefaultConfig()
-			nsCfg.ListenPort = namesrvPort
-			nsCfg.BindAddress = cfg.BindAddress
-			nsCfg.KVConfigPath = filepath.Join(abs, "namesrv", "kvConfig.json")
-			ns := namesrv.New(nsCfg, logger)
-			if err := ns.Start(); err != nil {
-				return fmt.Errorf("name server: %w", err)
-			}
-			nsAddr := net.JoinHostPort(cfg.BrokerIP1, fmt.Sprint(ns.Addr().(*net.TCPAddr).Port))
+		nsCfg := namesrv.DefaultConfig()
+		nsCfg.ListenPort = namesrvPort
+		nsCfg.BindAddress = cfg.BindAddress
+		nsCfg.KVConfigPath = filepath.Join(abs, "namesrv", "kvConfig.json")
+		ns := namesrv.New(nsCfg, logger)
+		if err := ns.Start(); err != nil {
+			return fmt.Errorf("name server: %w", err)
+		}
+		nsAddr := net.JoinHostPort(cfg.BrokerIP1, fmt.Sprint(ns.Addr().(*net.TCPAddr).Port))
 
-			cfg.NamesrvAddr = []string{nsAddr}
-			cfg.ListenPort = brokerPort
-			cfg.Store.StorePathRootDir = filepath.Join(abs, "broker")
-			if err := cfg.Validate(); err != nil {
-				ns.Close()
-				return err
-			}
-			logEffectiveConfig(logger, "broker", cfg.ToMap())
-			b, err := broker.New(cfg, logger)
-			if err == nil {
-				err = b.Start()
-			}
-			if err != nil {
-				ns.Close()
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
-			// Startup in reverse: the broker unregisters from the name server first.
-			return serveUntilDone(cmd.Context(), logger, b.Close, ns.Close)
-		},
-	}
+		cfg.NamesrvAddr = []string{nsAddr}
+		cfg.ListenPort = brokerPort
+		cfg.Store.StorePathRootDir = filepath.Join(abs, "broker")
+		if err := cfg.Validate(); err != nil {
+			ns.Close()
+			return err
+		}
+		logEffectiveConfig(logger, "broker", cfg.ToMap())
+		b, err := broker.New(cfg, logger)
+		if err == nil {
+			err = b.Start()
+		}
+		if err != nil {
+			ns.Close()
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
+		// Startup in reverse: the broker unregisters from the name server first.
+		return serveUntilDone(cmd.Context(), logger, b.Close, ns.Close)
+	})
 	f.registerCommon(cmd, f.defaultBrokerName)
 	fl := cmd.Flags()
 	fl.StringVar(&dataDir, "data", "./data", "data directory (broker store and name-server KV config)")
