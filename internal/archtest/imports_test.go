@@ -3,6 +3,7 @@ package archtest
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,10 @@ var rules = []rule{
 	{"internal/namesrv", []string{"internal/store", "internal/broker"}},
 	{"internal/broker", []string{"internal/namesrv", "client", "internal/metrics"}},
 	{"internal/ha", []string{"internal/broker", "internal/remoting"}},
+	// The SQL92 filter is a pure package: no I/O of ours, no sockets.
+	{"internal/filter", []string{"internal/protocol", "internal/remoting", "internal/store", "internal/broker", "internal/message", "net"}},
+	// The timer store sits on the store; it never learns about sockets or the broker.
+	{"internal/timer", []string{"internal/broker", "internal/remoting", "internal/protocol", "internal/namesrv", "net/http"}},
 	{"client", []string{"internal/store", "internal/broker", "internal/namesrv", "github.com/prometheus"}},
 	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},
 }
@@ -43,12 +48,18 @@ func TestImportRules(t *testing.T) {
 	}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	checked := 0
+	sawControl := false
 	for dec.More() {
 		var p listed
 		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("decode go list output: %v", err)
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		// Positive control: the broker does depend on the store, so a
+		// go list that lost the dependency lists cannot pass silently.
+		if rel == "internal/broker" && slices.Contains(p.Deps, module+"/internal/store") {
+			sawControl = true
+		}
 		for _, r := range rules {
 			if rel != r.pkg && !strings.HasPrefix(rel, r.pkg+"/") {
 				continue
@@ -66,6 +77,9 @@ func TestImportRules(t *testing.T) {
 				}
 			}
 		}
+	}
+	if !sawControl {
+		t.Error("positive control failed: internal/broker's dependencies do not list internal/store")
 	}
 	t.Logf("checked %d packages against %d rules", checked, len(rules))
 }
