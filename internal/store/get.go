@@ -124,13 +124,19 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	// Pass 1 walks the consume queue (no commit-log access unless a
 	// property filter needs the record) and picks the units to return;
 	// pass 2 copies them into one exactly sized buffer.
+	//
+	// Invariant: NextBeginOffset never passes a unit that was not examined
+	// with its record readable. Units are only skipped when filtered out or
+	// when their record is gone (below the commit log's min offset); a unit
+	// whose record is not readable ends the batch before it.
 	status := NoMatchedMessage
 	nextPhyFileStart := int64(-1)
 	var maxPhyPulling int64
-	picked := make([]cqUnit, 0, min(int(maxMsgNums), 64))
+	picked := make([]pickedUnit, 0, min(int(maxMsgNums), 64))
 	var total int64
 	examined := 0
-	scanned := cq.scan(offset, maxFilter, func(_ int64, u cqUnit) bool {
+	unreadable := false
+	scanned := cq.scan(offset, maxFilter, func(q int64, u cqUnit) bool {
 		if u.blank() {
 			examined++
 			return true
@@ -140,35 +146,58 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 			examined++
 			return true
 		}
-		inDisk := maxPhy-u.PhyOffset > memLimit
-		if s.batchFull(total, len(picked), int64(u.Size), int(maxMsgNums), maxTotal, inDisk) {
+		if u.Size <= 0 {
+			// Not a unit dispatch writes (a torn or unwritten slot): never
+			// step over it.
+			unreadable = true
 			return false
 		}
-		examined++
-		if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
-			return true
-		}
-		if u.PhyOffset < minPhy || u.PhyOffset+int64(u.Size) > maxPhy {
+		if u.PhyOffset < minPhy {
+			examined++
 			if len(picked) == 0 {
 				status = MessageWasRemoving
 			}
 			nextPhyFileStart = s.rollNextFile(u.PhyOffset)
 			return true
 		}
+		if u.PhyOffset+int64(u.Size) > maxPhy {
+			// maxPhy is a snapshot taken before the scan: units dispatched
+			// since then point past it. Look again; a record still not
+			// readable (never expected) ends the batch, it is not skipped.
+			if maxPhy = s.commitLog.maxOffset(); u.PhyOffset+int64(u.Size) > maxPhy {
+				unreadable = true
+				return false
+			}
+		}
+		inDisk := maxPhy-u.PhyOffset > memLimit
+		if s.batchFull(total, len(picked), int64(u.Size), int(maxMsgNums), maxTotal, inDisk) {
+			return false
+		}
+		if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
+			examined++
+			return true
+		}
 		if !skipProps {
 			raw, ok := s.readRaw(nil, u.PhyOffset, int64(u.Size))
 			if !ok {
+				if u.PhyOffset >= s.commitLog.minOffset() {
+					unreadable = true
+					return false // not readable (yet): never step over it
+				}
+				examined++ // deleted meanwhile
 				return true
 			}
 			ext, _, err := message.DecodeStored(raw, message.DecodeOptions{SkipBody: true})
 			if err != nil || !filter.MatchProperties(ext.Properties) {
+				examined++
 				if len(picked) == 0 {
 					status = NoMatchedMessage
 				}
 				return true
 			}
 		}
-		picked = append(picked, u)
+		examined++
+		picked = append(picked, pickedUnit{cqUnit: u, q: q})
 		total += int64(u.Size)
 		status = Found
 		nextPhyFileStart = -1
@@ -176,9 +205,14 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	})
 	if scanned == 0 {
 		res.Status = OffsetFoundNull
-		res.NextBeginOffset = s.rollNextCQFile(cq, offset)
+		res.NextBeginOffset = offset
+		if offset < cq.minOffset() || cq.files.find(offset*CQUnitSize, false) == nil {
+			// The consume-queue file holding offset is gone.
+			res.NextBeginOffset = s.rollNextCQFile(cq, offset)
+		}
 		return res
 	}
+	next := offset + int64(examined)
 	buf := make([]byte, 0, total)
 	res.Messages = make([][]byte, 0, len(picked))
 	var cur *mappedFile // held while consecutive units fall in it
@@ -188,12 +222,17 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 				cur.release()
 			}
 			if cur = s.commitLog.findHeld(u.PhyOffset); cur == nil {
+				if u.PhyOffset >= s.commitLog.minOffset() {
+					next = u.q // not deleted, so not skippable: stop before it
+					break
+				}
 				continue // deleted between the passes
 			}
 		}
 		pos := u.PhyOffset - cur.fromOffset
 		if pos+int64(u.Size) > cur.readPosition() {
-			continue
+			next = u.q // pass 1 saw it readable; never step over it
+			break
 		}
 		n := len(buf)
 		buf = append(buf, cur.data[pos:pos+int64(u.Size)]...)
@@ -202,17 +241,26 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 	if cur != nil {
 		cur.release()
 	}
+	if unreadable && examined == 0 {
+		status = OffsetFoundNull // retried from the same offset
+	}
 	res.Buffer = buf
 	if len(res.Messages) == 0 && status == Found {
 		status = MessageWasRemoving // removed between the passes
 	}
 	res.Status = status
-	res.NextBeginOffset = offset + int64(examined)
+	res.NextBeginOffset = next
 	res.TotalBytes = len(buf)
 	res.SuggestPullingFromSlave = maxPhy-maxPhyPulling > memLimit
 	s.stats.gets.Add(1)
 	s.stats.getMessages.Add(int64(len(res.Messages)))
 	return res
+}
+
+// pickedUnit is a unit chosen by GetMessage's first pass and its queue offset.
+type pickedUnit struct {
+	cqUnit
+	q int64
 }
 
 // batchFull is RocketMQ's isTheBatchFull.
