@@ -74,6 +74,13 @@ func (b *Broker) processEndTransaction(_ context.Context, conn *remoting.Conn, r
 		ReconsumeTimes:            half.ReconsumeTimes,
 		PreparedTransactionOffset: h.CommitLogOffset,
 	}
+	// A committed message carrying TIMER_* properties is parked in the
+	// timer topic like a plain send (the half message was not: timer.go
+	// leaves the half topic alone). A refusal leaves the half message
+	// unresolved, as a failed put does: no op record.
+	if err := b.interceptTimer(out); err != nil {
+		return nil, err
+	}
 	halfOffset := half.QueueOffset
 	b.Store.PutMessage(out, func(res store.PutResult) {
 		code, remark := putStatusResponse(res)
