@@ -129,7 +129,7 @@ func (p *Producer) SendInTransaction(ctx context.Context, msg *Message, arg any)
 	if res.TransactionID == "" {
 		res.TransactionID = res.MsgID
 	}
-	if err := p.endTransaction(ctx, res, state, localErr); err != nil {
+	if err := p.endTransaction(ctx, msg, res, state, localErr); err != nil {
 		// The broker will check back; the outcome is still what we report.
 		p.in.logger.Warn("end transaction failed", "topic", o.topic, "msgId", res.MsgID, "err", err)
 	}
@@ -146,8 +146,9 @@ func (p *Producer) runLocal(ctx context.Context, msg *Message, arg any) (state L
 	return p.cfg.txListener.ExecuteLocalTransaction(ctx, msg, arg), ""
 }
 
-// endTransaction sends END_TRANSACTION for a half message (oneway).
-func (p *Producer) endTransaction(ctx context.Context, res *SendResult, state LocalTransactionState, remark string) error {
+// endTransaction sends END_TRANSACTION for a half message (oneway) and
+// records the EndTransaction trace (when tracing is on).
+func (p *Producer) endTransaction(ctx context.Context, msg *Message, res *SendResult, state LocalTransactionState, remark string) error {
 	id := res.OffsetMsgID
 	if id == "" {
 		return fmt.Errorf("client: no offset message id for transaction %s", res.TransactionID)
@@ -173,6 +174,7 @@ func (p *Producer) endTransaction(ctx context.Context, res *SendResult, state Lo
 	}
 	req := protocol.NewRequest(protocol.EndTransaction, ext, nil)
 	req.Remark = remark
+	p.traceEndTransaction(msg, res, addr, state, false)
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.sendTimeout)
 	defer cancel()
 	return p.in.remote.InvokeOneway(octx, addr, req)
@@ -255,6 +257,8 @@ func (t *txState) check(c txCheck) {
 	}
 	req := protocol.NewRequest(protocol.EndTransaction, ext, nil)
 	req.Remark = remark
+	p.traceEndTransaction(&c.msg.Message, &SendResult{MsgID: msgID, TransactionID: txID,
+		RegionID: c.msg.Property(message.PropertyMsgRegion)}, c.brokerAddr, state, true)
 	if err := p.in.remote.InvokeOneway(ctx, c.brokerAddr, req); err != nil {
 		p.in.logger.Warn("answer transaction check failed", "addr", c.brokerAddr, "msgId", msgID, "err", err)
 	}
