@@ -16,23 +16,33 @@
 //	registerProcessors: one line per request family, each on its pool
 //	 ├─ send codes 10/310/320/324/325 and 36 ─> sendQueue (own executor:
 //	 │     enqueue time, [TIMEOUT_CLEAN_QUEUE], [PCBUSY_CLEAN_QUEUE]) ─>
-//	 │     processSend / processSendBack ─> Store.PutMessage(s) ... store
+//	 │     processSend / processSendBack ─> interceptTimer (timer.go:
+//	 │     TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS park the message
+//	 │     in rmq_sys_wheel_timer) ─> Store.PutMessage(s) ... store
 //	 │     completion callback ─> conn.WriteResponse   (send.go, send_back.go)
-//	 ├─ 11/361 pull ─> processPull ─> Store.GetMessage; PULL_NOT_FOUND with
+//	 ├─ 11/361 pull ─> processPull ─> Store.GetMessage with a tagFilter
+//	 │     (pull.go) or, for SQL92 subscriptions with enablePropertyFilter,
+//	 │     an sqlFilter (filter_sql.go: internal/filter expression matched
+//	 │     against each candidate's properties); PULL_NOT_FOUND with
 //	 │     the suspend flag ─> pullHoldService (pull_hold.go), woken by the
 //	 │     store's arrival listener, the 5 s scan and hold deadlines
 //	 ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
 //	 ├─ 38/14/15/41/42 consumer management (heartbeat.go, consumer_offset.go,
 //	 │     lock.go)
 //	 ├─ 324/325 replies pushed to the requester with 326 (reply.go)
-//	 ├─ 37 END_TRANSACTION (transaction.go); 12/33 queries (query.go)
+//	 ├─ 37 END_TRANSACTION (transaction.go; a commit goes through
+//	 │     interceptTimer like a send); 12/33 queries (query.go)
 //	 └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
 //	       200/201/207/225/352 groups, 43/45, 202/208/203/204/300/343/305/28/26
 //	       stats and config, 222 reset offset, 307/309 relays (admin_*.go)
 //
 //	Background services: scheduleService (schedule.go, delay levels back to
-//	their topics), transactionCheckLoop (transaction.go), registerLoop
-//	(register.go), persistLoop and clientScanLoop (broker.go).
+//	their topics), the timer store (timer.go: internal/timer opened on a
+//	master with timerWheelEnable, <root>/timerlog + config/timercheck; it
+//	reads rmq_sys_wheel_timer and re-puts due messages to their real topic;
+//	its goroutines are its own, closed before the store), transactionCheckLoop
+//	(transaction.go), registerLoop (register.go), persistLoop and
+//	clientScanLoop (broker.go).
 //
 //	Managers (fields of Broker, reachable by every processor):
 //	 Topics       TopicConfigManager        <root>/config/topics.json
