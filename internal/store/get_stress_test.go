@@ -40,12 +40,15 @@ func TestGetMessageUnderConcurrentPuts(t *testing.T) {
 		variant
 		filter int
 	}{
-		{variants[0], 0}, // async
-		{variants[0], 1},
-		{variants[1], 2}, // sync
-		{variants[2], 1}, // async-pool
+		// SYNC_FLUSH dispatches in bursts after each msync: it showed the
+		// lost units most often, so it gets most cases.
+		{variants[0], 1}, // async
+		{variants[1], 0}, // sync
+		{variants[1], 2},
+		{variants[2], 2}, // async-pool
 		{variants[3], 0}, // sync-pool
-		{variants[7], 1}, // async-pwrite
+		{variants[3], 1},
+		{variants[6], 1}, // sync-pwrite
 	}
 	for _, c := range cases {
 		fl := filters[c.filter]
@@ -63,7 +66,7 @@ func stressGet(t *testing.T, s *Store, filter MessageFilter, d time.Duration) {
 	const (
 		topic   = "STRESS"
 		writers = 6
-		readers = 2
+		readers = 4
 	)
 	var acked atomic.Int64
 	var writersDone sync.WaitGroup
