@@ -57,8 +57,9 @@ func (b *Broker) TimerStats() (timer.Stats, bool) {
 // interceptTimer applies the timer rules of remoting.md §3.3.1 step 7 to a
 // single message about to be stored: TIMER_DELIVER_MS / TIMER_DELAY_SEC /
 // TIMER_DELAY_MS park it in rmq_sys_wheel_timer (a DELAY level wins;
-// prepared transaction messages are left alone: their commit is stored
-// directly). Refusals: wheel disabled -> SYSTEM_ERROR; unparsable or
+// prepared transaction messages are left alone here: END_TRANSACTION's
+// commit path calls interceptTimer on the restored message, so the delay
+// counts from the commit). Refusals: wheel disabled -> SYSTEM_ERROR; unparsable or
 // beyond timerMaxDelaySec -> MESSAGE_ILLEGAL.
 func (b *Broker) interceptTimer(m *message.Ext) error {
 	if !timer.IsTimerMessage(&m.Message) || m.Topic == TopicTransHalf {
