@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,11 @@ func TestRequestReply(t *testing.T) {
 	requester := newProducer(t, c.nsAddr, producer.WithGroupName(requesterGroup))
 	replier := newProducer(t, c.nsAddr)
 
+	// The official consumer's Shutdown does not wait for a listener in
+	// flight, so a reply may still be sending while the cleanups shut the
+	// replier down: its failure then is no test failure (and t.Errorf after
+	// the test would panic). ending is set by the first cleanup to run.
+	var ending atomic.Bool
 	startOfficialPushConsumer(t, c.nsAddr, uniqueName(t, "cg"), topic, tagSelector("*"),
 		func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			for _, m := range msgs {
@@ -35,12 +41,13 @@ func TestRequestReply(t *testing.T) {
 				if reply.GetProperty(primitive.PropertyCorrelationID) == "" {
 					continue // the warm-up message is not a request
 				}
-				if _, err := replier.SendSync(ctx, reply); err != nil {
+				if _, err := replier.SendSync(ctx, reply); err != nil && !ending.Load() {
 					t.Errorf("send reply: %v", err)
 				}
 			}
 			return consumer.ConsumeSuccess, nil
 		})
+	t.Cleanup(func() { ending.Store(true) }) // runs before the consumer's and the replier's
 	// The broker pushes replies to the requester's producer channel, known
 	// from its heartbeat; the Go client heartbeats brokers it has routes
 	// for (1 s after start, then every 30 s).
