@@ -38,9 +38,14 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// codeEchoInline is echo run inline on the read loop (PoolConfig.Inline).
+const codeEchoInline = protocol.RequestCode(9002)
+
 func benchPair(b *testing.B) (*Client, string, context.Context) {
 	b.Helper()
-	s := startServer(b, ServerConfig{Logger: testutil.DiscardLogger()}, nil)
+	s := startServer(b, ServerConfig{Logger: testutil.DiscardLogger()}, func(s *Server) {
+		s.RegisterProcessor(codeEchoInline, echo, PoolConfig{Inline: true})
+	})
 	c := startClient(b, ClientConfig{Logger: testutil.DiscardLogger()})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	b.Cleanup(cancel)
@@ -113,8 +118,14 @@ func (r *rawEcho) close() {
 }
 
 // BenchmarkInvokeSync: one caller, 1 KiB echo on loopback, against a raw
-// TCP ping-pong of the same size.
+// TCP ping-pong of the same size; the echo processor on a worker pool
+// (pool) and inline on the read loop (inline).
 func BenchmarkInvokeSync(b *testing.B) {
+	b.Run("pool", func(b *testing.B) { benchInvokeSync(b, codeEcho) })
+	b.Run("inline", func(b *testing.B) { benchInvokeSync(b, codeEchoInline) })
+}
+
+func benchInvokeSync(b *testing.B, code protocol.RequestCode) {
 	c, addr, ctx := benchPair(b)
 	raw := newRawEcho(b)
 	body := make([]byte, benchBody)
@@ -140,7 +151,7 @@ func BenchmarkInvokeSync(b *testing.B) {
 			rawN += benchChunk
 			chunkStart, chunkCPU = time.Now(), cpuTime()
 		}
-		if _, err := c.InvokeSync(ctx, addr, protocol.NewRequest(codeEcho, nil, body)); err != nil {
+		if _, err := c.InvokeSync(ctx, addr, protocol.NewRequest(code, nil, body)); err != nil {
 			b.Fatal(err)
 		}
 		n++
@@ -158,6 +169,11 @@ func BenchmarkInvokeSync(b *testing.B) {
 // BenchmarkInvokeAsyncPipelined: 256 async calls in flight on one
 // connection, against sync calls on the same client in the same run.
 func BenchmarkInvokeAsyncPipelined(b *testing.B) {
+	b.Run("pool", func(b *testing.B) { benchPipelined(b, codeEcho) })
+	b.Run("inline", func(b *testing.B) { benchPipelined(b, codeEchoInline) })
+}
+
+func benchPipelined(b *testing.B, code protocol.RequestCode) {
 	c, addr, ctx := benchPair(b)
 	const window = 256
 	body := make([]byte, benchBody)
@@ -179,7 +195,7 @@ func BenchmarkInvokeAsyncPipelined(b *testing.B) {
 	for b.Loop() {
 		sem <- struct{}{}
 		wg.Add(1)
-		if err := c.InvokeAsync(ctx, addr, protocol.NewRequest(codeEcho, nil, body), cb); err != nil {
+		if err := c.InvokeAsync(ctx, addr, protocol.NewRequest(code, nil, body), cb); err != nil {
 			b.Fatal(err)
 		}
 		n++
@@ -189,7 +205,7 @@ func BenchmarkInvokeAsyncPipelined(b *testing.B) {
 			asyncCPU += cpuTime() - chunkCPU
 			start := time.Now()
 			for range benchChunk / 8 {
-				if _, err := c.InvokeSync(ctx, addr, protocol.NewRequest(codeEcho, nil, body)); err != nil {
+				if _, err := c.InvokeSync(ctx, addr, protocol.NewRequest(code, nil, body)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -207,7 +223,7 @@ func BenchmarkInvokeAsyncPipelined(b *testing.B) {
 	if syncN == 0 { // too short a run for a chunk: measure some sync calls now
 		start := time.Now()
 		for range benchChunk / 8 {
-			if _, err := c.InvokeSync(ctx, addr, protocol.NewRequest(codeEcho, nil, body)); err != nil {
+			if _, err := c.InvokeSync(ctx, addr, protocol.NewRequest(code, nil, body)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -312,7 +312,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 	}
 	f.opaque = c.ep.opaque.Add(1)
 	prepareRequest(req, f.opaque, false)
-	if err := conn.addFuture(f); err != nil {
+	if _, err := conn.addFuture(f); err != nil {
 		f.release()
 		return err
 	}
@@ -320,7 +320,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 	case c.kick <- struct{}{}:
 	default:
 	}
-	if err := conn.send(req, nil); err != nil {
+	if err := conn.send(req, nil, writeQueued); err != nil {
 		if conn.takeFuture(f.opaque) != nil {
 			f.release()
 			return err

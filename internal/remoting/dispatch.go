@@ -14,7 +14,8 @@ import (
 // nil) to answer later through conn.WriteResponse (or never, for oneway);
 // (nil, err) for an error response: a *protocol.Error's code and remark,
 // otherwise SYSTEM_ERROR with err's text. It runs on the worker pool of its
-// request code; ctx is cancelled when the Server or Client closes. The
+// request code (or on the connection's read loop, see PoolConfig.Inline);
+// ctx is cancelled when the Server or Client closes. The
 // response's Opaque and FlagResponse are set by remoting. A panic is
 // recovered, logged and answered with SYSTEM_ERROR.
 type Processor func(ctx context.Context, conn *Conn, req *protocol.Command) (*protocol.Command, error)
@@ -24,9 +25,18 @@ type Processor func(ctx context.Context, conn *Conn, req *protocol.Command) (*pr
 // answered SYSTEM_BUSY "[OVERLOAD]system busy, start flow control for a
 // while" at once (oneway requests are dropped). Zero values mean
 // DefaultPoolWorkers and DefaultPoolQueue.
+//
+// Inline runs the processor on the connection's read loop instead, with no
+// pool, queue or hand-off: for processors that are cheap and never block
+// (no I/O, no waiting on locks held long or on other requests, in
+// particular never a call back on the same connection). Requests on one
+// connection then wait for each other, and a slow inline processor stalls
+// its connection. Workers and QueueSize are ignored; SYSTEM_BUSY does not
+// apply.
 type PoolConfig struct {
 	Workers   int
 	QueueSize int
+	Inline    bool
 }
 
 // Pool defaults.
@@ -72,10 +82,19 @@ type pool struct {
 	started atomic.Bool
 }
 
-// route is where requests with one code go.
+// route is where requests with one code go: a pool, or the read loop when
+// pool is nil.
 type route struct {
 	proc Processor
 	pool *pool
+}
+
+// newRoute returns the route for p with cfg; name names its pool.
+func newRoute(name string, p Processor, cfg PoolConfig) route {
+	if cfg.Inline {
+		return route{proc: p}
+	}
+	return route{p, newPool(name, cfg)}
 }
 
 func newPool(name string, cfg PoolConfig) *pool {
@@ -155,7 +174,7 @@ func (d *dispatcher) startPools() {
 
 // startPool starts p's workers once. REQUIRES: d.mu held.
 func (d *dispatcher) startPool(p *pool) {
-	if p.started.Swap(true) {
+	if p == nil || p.started.Swap(true) {
 		return
 	}
 	for range p.workers {
@@ -167,7 +186,15 @@ func (d *dispatcher) work(p *pool) {
 	for {
 		select {
 		case t := <-p.tasks:
-			d.process(t)
+			// The response to the only request its connection has on the
+			// pools is written in place; while it has others (pipelining),
+			// responses are left to the write loop to go out together.
+			mode := writeQueued
+			if t.conn.serving.Load() == 1 {
+				mode = writeNow
+			}
+			d.process(t, mode)
+			t.conn.serving.Add(-1)
 		case <-d.ep.quit:
 			return
 		}
@@ -190,7 +217,7 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 			if req.Version > goAwayVersion {
 				resp = protocol.NewResponse(req, protocol.GoAway, goAwayRemark)
 			}
-			_ = c.WriteResponse(resp)
+			_ = c.writeResponse(resp, writeLater)
 		}
 		return
 	}
@@ -203,34 +230,41 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 	if !ok {
 		d.ep.notSupported.Add(1)
 		if !req.IsOneway() {
-			_ = c.WriteResponse(protocol.NewResponse(req, protocol.RequestCodeNotSupported, notSupportedRemark(req.Code)))
+			_ = c.writeResponse(protocol.NewResponse(req, protocol.RequestCodeNotSupported, notSupportedRemark(req.Code)), writeLater)
 		}
 		c.logger.Debug("remoting: request code not supported", "code", req.Code)
 		return
 	}
 	d.ep.inFlight.Add(1)
+	if r.pool == nil { // inline: answered before the read loop next blocks
+		d.ep.requests.Add(1)
+		d.process(task{c, req, r.proc}, writeLater)
+		return
+	}
+	c.serving.Add(1)
 	select {
 	case r.pool.tasks <- task{c, req, r.proc}:
 		d.ep.requests.Add(1)
 	default:
+		c.serving.Add(-1)
 		d.ep.inFlight.Add(-1)
 		d.ep.overloaded.Add(1)
 		c.logger.Debug("remoting: pool full", "pool", r.pool.name, "code", req.Code)
 		if !req.IsOneway() {
-			_ = c.WriteResponse(protocol.NewResponse(req, protocol.SystemBusy, overloadRemark))
+			_ = c.writeResponse(protocol.NewResponse(req, protocol.SystemBusy, overloadRemark), writeLater)
 		}
 	}
 }
 
 // process runs hooks and the processor for one request, then answers.
-func (d *dispatcher) process(t task) {
+func (d *dispatcher) process(t task, mode writeMode) {
 	defer d.ep.inFlight.Add(-1)
 	resp := d.call(t)
 	if resp == nil || t.req.IsOneway() {
 		return
 	}
 	resp.Opaque = t.req.Opaque
-	if err := t.conn.WriteResponse(resp); err != nil {
+	if err := t.conn.writeResponse(resp, mode); err != nil {
 		t.conn.logger.Debug("remoting: response not sent", "code", t.req.Code, "opaque", t.req.Opaque, "err", err)
 	}
 }

@@ -105,6 +105,9 @@ func (ep *endpoint) goFunc(name string, fn func()) bool {
 // has begun.
 func (ep *endpoint) startConn(raw, rw net.Conn, serverTLS *tls.Config) (*Conn, bool) {
 	c := newConn(ep, raw, rw)
+	if serverTLS == nil && raw == rw {
+		c.initTryWrite() // plain TCP: frames may be written in place
+	}
 	ep.mu.Lock()
 	if ep.closing {
 		ep.mu.Unlock()

@@ -72,7 +72,7 @@ func NewServer(cfg ServerConfig) *Server {
 
 // RegisterProcessor routes code to p on a pool of its own.
 func (s *Server) RegisterProcessor(code protocol.RequestCode, p Processor, pool PoolConfig) {
-	s.ep.register([]protocol.RequestCode{code}, route{p, newPool(code.String(), pool)})
+	s.ep.register([]protocol.RequestCode{code}, newRoute(code.String(), p, pool))
 }
 
 // RegisterProcessorShared routes several codes to p on one shared pool.
@@ -81,14 +81,14 @@ func (s *Server) RegisterProcessorShared(codes []protocol.RequestCode, p Process
 	if len(codes) > 0 {
 		name = codes[0].String() + "+"
 	}
-	s.ep.register(codes, route{p, newPool(name, pool)})
+	s.ep.register(codes, newRoute(name, p, pool))
 }
 
 // SetDefaultProcessor handles codes without a processor. Without it they
 // are answered REQUEST_CODE_NOT_SUPPORTED " request type <code> not
 // supported".
 func (s *Server) SetDefaultProcessor(p Processor, pool PoolConfig) {
-	s.ep.setDefault(route{p, newPool("default", pool)})
+	s.ep.setDefault(newRoute("default", p, pool))
 }
 
 // AddHook adds an RPC hook; hooks run in the order added.

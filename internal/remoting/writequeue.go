@@ -97,3 +97,21 @@ func (b *writeBatch) finish(err error) {
 	b.chunkStart = 0
 	b.bytes = 0
 }
+
+// contiguous reports whether everything queued sits in the arena in order
+// (no separate large bodies, no completion callbacks), so that one plain
+// write can send it and a partial write can be resumed by the write loop.
+func (b *writeBatch) contiguous() bool {
+	return len(b.bufs) == 0 && b.chunkStart == 0 && len(b.dones) == 0
+}
+
+// consume drops the first n bytes of a contiguous batch (they were written).
+func (b *writeBatch) consume(n int) {
+	if n >= len(b.arena) {
+		b.finish(nil)
+		return
+	}
+	m := copy(b.arena, b.arena[n:])
+	b.arena = b.arena[:m]
+	b.bytes -= n
+}

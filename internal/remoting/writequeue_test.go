@@ -68,3 +68,31 @@ func TestWriteBatch(t *testing.T) {
 		t.Fatalf("arena of %d bytes retained after %d small writes", cap(b.arena), underusedLimit)
 	}
 }
+
+// TestWriteBatchConsume: an in-place write that the kernel took only part
+// of leaves the rest, in order, for the write loop.
+func TestWriteBatchConsume(t *testing.T) {
+	var b writeBatch
+	b.add([]byte("h1"), []byte("body1"), nil)
+	b.add([]byte("h2"), nil, nil)
+	if !b.contiguous() {
+		t.Fatal("small frames without callbacks are contiguous")
+	}
+	b.consume(3)
+	if string(b.arena) != "ody1h2" || b.bytes != 6 || b.empty() {
+		t.Fatalf("after partial consume: %q, %d bytes", b.arena, b.bytes)
+	}
+	b.consume(6)
+	if !b.empty() || len(b.arena) != 0 {
+		t.Fatalf("after full consume: %q, %d bytes", b.arena, b.bytes)
+	}
+	b.add([]byte("h"), nil, func(error) {})
+	if b.contiguous() {
+		t.Fatal("a frame with a completion callback is left to the write loop")
+	}
+	b.finish(nil)
+	b.add([]byte("h"), bytes.Repeat([]byte("x"), inlineBody+1), nil)
+	if b.contiguous() {
+		t.Fatal("a referenced large body is not contiguous")
+	}
+}
