@@ -76,10 +76,6 @@ type Conn struct {
 	tryBuf []byte
 	tryN   int
 
-	// serving counts this connection's requests queued or running on
-	// worker pools.
-	serving atomic.Int32
-
 	// readerQueued: the read loop queued frames without waking the write
 	// loop; it flushes them before it blocks on the socket. Read loop only.
 	readerQueued bool
@@ -174,17 +170,17 @@ type writeMode uint8
 
 const (
 	// writeQueued: the write loop writes it (async and oneway requests,
-	// responses while more requests are queued): frames produced in a burst
-	// go out together in one writev.
+	// concurrent sync requests, responses): frames produced in a burst go
+	// out together in one writev.
 	writeQueued writeMode = iota
-	// writeNow: the sender writes it in place if the write loop is idle
-	// (sync requests, whose sender waits for the answer anyway, and the last
-	// response of a burst). The write never blocks: what the kernel does
-	// not take is left to the write loop.
+	// writeNow: the sender writes it in place if the write loop is idle (a
+	// sync request alone on its connection: its sender waits for the answer
+	// anyway). The write never blocks: what the kernel does not take is
+	// left to the write loop.
 	writeNow
 	// writeLater: queue without waking anyone; only the read loop uses it,
-	// and it flushes before it next blocks on the socket, so the answers
-	// to all the requests of one read go out in one write.
+	// and it wakes the write loop before it next blocks on the socket, so
+	// the answers to all the requests of one read go out in one write.
 	writeLater
 )
 
@@ -257,15 +253,14 @@ func (c *Conn) flushLocked() (wake bool) {
 	return !c.pending.empty()
 }
 
-// flushReader sends what the read loop queued with writeLater.
+// flushReader hands what the read loop queued with writeLater to the write
+// loop. It does not write in place: measured on an idle 2-core VM, the read
+// loop writing the answer itself just before it parks in read made the sync
+// round trip ~25 % slower (2.3x raw instead of 1.8x) than waking the write
+// loop, which writes after the read loop parked (as a pool worker does).
 func (c *Conn) flushReader() {
 	c.readerQueued = false
-	c.wmu.Lock()
-	wake := c.flushLocked()
-	c.wmu.Unlock()
-	if wake {
-		c.wakeWriter()
-	}
+	c.wakeWriter()
 }
 
 func (c *Conn) wakeWriter() {

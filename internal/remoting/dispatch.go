@@ -186,15 +186,9 @@ func (d *dispatcher) work(p *pool) {
 	for {
 		select {
 		case t := <-p.tasks:
-			// The response to the only request its connection has on the
-			// pools is written in place; while it has others (pipelining),
-			// responses are left to the write loop to go out together.
-			mode := writeQueued
-			if t.conn.serving.Load() == 1 {
-				mode = writeNow
-			}
-			d.process(t, mode)
-			t.conn.serving.Add(-1)
+			// Responses go through the write loop: writing a lone response
+			// in place measured no different (DESIGN.md).
+			d.process(t, writeQueued)
 		case <-d.ep.quit:
 			return
 		}
@@ -241,12 +235,10 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 		d.process(task{c, req, r.proc}, writeLater)
 		return
 	}
-	c.serving.Add(1)
 	select {
 	case r.pool.tasks <- task{c, req, r.proc}:
 		d.ep.requests.Add(1)
 	default:
-		c.serving.Add(-1)
 		d.ep.inFlight.Add(-1)
 		d.ep.overloaded.Add(1)
 		c.logger.Debug("remoting: pool full", "pool", r.pool.name, "code", req.Code)
