@@ -32,7 +32,7 @@ func benchRegistry(b *testing.B, m *RouteInfoManager) {
 }
 
 func BenchmarkPickupTopicRouteData(b *testing.B) {
-	m := NewRouteInfoManager(RouteOptions{}, nil)
+	m := NewRouteInfoManager(RouteOptions{}, nil, nil)
 	benchRegistry(b, m)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -47,7 +47,7 @@ func BenchmarkPickupTopicRouteData(b *testing.B) {
 }
 
 func BenchmarkRegisterBroker1000Topics(b *testing.B) {
-	m := NewRouteInfoManager(RouteOptions{}, nil)
+	m := NewRouteInfoManager(RouteOptions{}, nil, nil)
 	benchRegistry(b, m)
 	qs := make(map[string]int32, 1000)
 	for i := range 1000 {

@@ -9,7 +9,7 @@
 //
 // # Tables
 //
-// RouteInfoManager holds five tables behind ONE sync.RWMutex (mu). Route
+// RouteInfoManager holds its tables behind ONE sync.RWMutex (mu). Route
 // reads take it shared; registrations, removals and admin changes take it
 // exclusively. No I/O happens under it: expired brokers' connections are
 // returned by ScanNotActiveBroker and closed by the Server afterwards.
@@ -20,6 +20,17 @@
 //	brokerLiveTable       (clusterName, brokerAddr) ──► {lastUpdate, timeout, dataVersion, channel, haServerAddr}
 //	filterServerTable     (clusterName, brokerAddr) ──► [filter server addr]   (legacy)
 //	topicQueueMappingInfo topic ──► brokerName ──► static-topic mapping JSON
+//	topicTombstones       topic ──► brokerName ──► deletion time (ms, name-server clock)
+//
+// A tombstone is left by DELETE_TOPIC_IN_NAMESRV for every broker group in
+// scope. A broker registers a snapshot of its topic table, so a snapshot
+// taken before the broker deleted the topic can arrive after the name-server
+// deletion; while the tombstone lives, a registration whose
+// dataVersion.timestamp (the broker's last topic-table change) is older
+// does not re-add the topic for that broker, and a newer one (re-created
+// since) re-adds it and drops the tombstone. Tombstones expire after
+// brokerChannelExpiredTime (dropped by the liveness scan) and leave with
+// their broker group.
 //
 // Invariants: no inner map or set is empty (the outer entry goes with its
 // last element); a broker address appears under one id per broker name;

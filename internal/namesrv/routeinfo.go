@@ -3,6 +3,7 @@ package namesrv
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"sort"
@@ -58,7 +59,8 @@ type RouteOptions struct {
 // the tables of doc.go, with an injected clock. It does no I/O; channels of
 // expired brokers are returned to the caller to close.
 type RouteInfoManager struct {
-	now func() time.Time
+	now    func() time.Time
+	logger *slog.Logger
 
 	// mu guards every field below. Readers (routes, lists) take it shared;
 	// registrations, removals and admin changes take it exclusively. Nothing
@@ -76,19 +78,29 @@ type RouteInfoManager struct {
 	filterServerTable map[BrokerAddrInfo][]string
 	// topic -> brokerName -> static-topic mapping (verbatim JSON).
 	topicQueueMappingInfoTable map[string]map[string]json.RawMessage
+	// topic -> brokerName -> name-server time (ms) of a DELETE_TOPIC_IN_NAMESRV.
+	// A registration of that broker whose data version timestamp is older
+	// was snapshotted before the broker deleted the topic and must not
+	// re-add it. Entries live BrokerChannelExpiredTime and leave with their
+	// broker group. Invariant: no inner map is empty.
+	topicTombstones map[string]map[string]int64
 }
 
 // NewRouteInfoManager returns an empty registry. now is the clock (nil means
-// time.Now).
-func NewRouteInfoManager(opts RouteOptions, now func() time.Time) *RouteInfoManager {
+// time.Now); logger may be nil.
+func NewRouteInfoManager(opts RouteOptions, now func() time.Time, logger *slog.Logger) *RouteInfoManager {
 	if now == nil {
 		now = time.Now
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.BrokerChannelExpiredTime <= 0 {
 		opts.BrokerChannelExpiredTime = DefaultBrokerChannelExpiredTime
 	}
 	return &RouteInfoManager{
 		now:                        now,
+		logger:                     logger,
 		opts:                       opts,
 		topicQueueTable:            make(map[string]map[string]*protocol.QueueData),
 		brokerAddrTable:            make(map[string]*protocol.BrokerData),
@@ -96,6 +108,7 @@ func NewRouteInfoManager(opts RouteOptions, now func() time.Time) *RouteInfoMana
 		brokerLiveTable:            make(map[BrokerAddrInfo]*brokerLiveInfo),
 		filterServerTable:          make(map[BrokerAddrInfo][]string),
 		topicQueueMappingInfoTable: make(map[string]map[string]json.RawMessage),
+		topicTombstones:            make(map[string]map[string]int64),
 	}
 }
 
@@ -144,8 +157,11 @@ type RegisterBrokerResult struct {
 // acting-master prime slave's) topics are upserted into the queue table when
 // this is its first registration, its data version changed, or the topic has
 // no entry for the broker yet. Topics not listed are kept (§9.5 item 42)
-// unless DeleteTopicWithBrokerRegistration is on. The liveness entry is
-// refreshed with the request's channel.
+// unless DeleteTopicWithBrokerRegistration is on. A topic deleted by
+// DeleteTopic is not re-added from a registration whose data version
+// timestamp is older than the deletion (a snapshot taken before the broker
+// deleted it); a newer one (re-created since) re-adds it. The liveness entry
+// is refreshed with the request's channel.
 func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest) (RegisterBrokerResult, error) {
 	var res RegisterBrokerResult
 	now := m.now()
@@ -232,6 +248,9 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest) (RegisterBr
 			if !registerFirst && !versionChanged && m.topicHasBrokerLocked(topic, req.BrokerName) {
 				continue
 			}
+			if m.deletedSinceLocked(topic, req.BrokerName, dataVersion.Timestamp, now) {
+				continue
+			}
 			perm := tc.Perm
 			if isPrimeSlave && brokerData.EnableActingMaster {
 				perm &^= protocol.PermWrite // the acting master is read-only
@@ -243,6 +262,9 @@ func (m *RouteInfoManager) RegisterBroker(req RegisterBrokerRequest) (RegisterBr
 		}
 		if versionChanged || registerFirst {
 			for topic, raw := range mappings {
+				if m.tombstonedLocked(topic, req.BrokerName) {
+					continue
+				}
 				bname := mappingBrokerName(raw, req.BrokerName)
 				inner := m.topicQueueMappingInfoTable[topic]
 				if inner == nil {
@@ -308,6 +330,69 @@ func minKey(m map[int64]string) int64 {
 func (m *RouteInfoManager) brokerTopicConfigChangedLocked(addr BrokerAddrInfo, dv protocol.DataVersion) bool {
 	live := m.brokerLiveTable[addr]
 	return live == nil || live.dataVersion != dv
+}
+
+// deletedSinceLocked reports whether topic was deleted for brokerName after
+// the broker's topic table was last changed (versionTS, broker ms): the
+// registration carrying it is stale for that topic. A newer registration
+// (the topic was re-created) drops the tombstone; an expired one is
+// dropped too.
+//
+// REQUIRES: m.mu held exclusively.
+func (m *RouteInfoManager) deletedSinceLocked(topic, brokerName string, versionTS int64, now time.Time) bool {
+	inner := m.topicTombstones[topic]
+	deletedAt, ok := inner[brokerName]
+	if !ok {
+		return false
+	}
+	if versionTS < deletedAt && now.UnixMilli()-deletedAt <= m.opts.BrokerChannelExpiredTime.Milliseconds() {
+		m.logger.Debug("namesrv: stale registration does not re-add a deleted topic", "topic", topic,
+			"brokerName", brokerName, "dataVersionTimestamp", versionTS, "deletedAt", deletedAt)
+		return true
+	}
+	delete(inner, brokerName)
+	if len(inner) == 0 {
+		delete(m.topicTombstones, topic)
+	}
+	return false
+}
+
+// tombstonedLocked reports whether topic still has a tombstone for
+// brokerName (the registration's topic loop has already dropped those it
+// overrode).
+//
+// REQUIRES: m.mu held.
+func (m *RouteInfoManager) tombstonedLocked(topic, brokerName string) bool {
+	_, ok := m.topicTombstones[topic][brokerName]
+	return ok
+}
+
+// tombstoneLocked records that topic was deleted for brokerName now.
+//
+// REQUIRES: m.mu held exclusively.
+func (m *RouteInfoManager) tombstoneLocked(topic, brokerName string, nowMs int64) {
+	inner := m.topicTombstones[topic]
+	if inner == nil {
+		inner = make(map[string]int64)
+		m.topicTombstones[topic] = inner
+	}
+	inner[brokerName] = nowMs
+}
+
+// dropTombstonesLocked forgets every tombstone keep rejects.
+//
+// REQUIRES: m.mu held exclusively.
+func (m *RouteInfoManager) dropTombstonesLocked(keep func(brokerName string, deletedAt int64) bool) {
+	for topic, inner := range m.topicTombstones {
+		for name, at := range inner {
+			if !keep(name, at) {
+				delete(inner, name)
+			}
+		}
+		if len(inner) == 0 {
+			delete(m.topicTombstones, topic)
+		}
+	}
 }
 
 // REQUIRES: m.mu held.
@@ -403,6 +488,7 @@ func (m *RouteInfoManager) unregisterLocked(clusterName, brokerAddr, brokerName 
 		return
 	}
 	delete(m.brokerAddrTable, brokerName)
+	m.dropTombstonesLocked(func(name string, _ int64) bool { return name != brokerName })
 	// A broker name re-registered under another cluster is listed in both;
 	// drop it from every cluster, not only the request's.
 	for cluster, names := range m.clusterAddrTable {
@@ -484,6 +570,8 @@ func (m *RouteInfoManager) ScanNotActiveBroker() []ExpiredBroker {
 	for _, e := range expired {
 		m.removeBrokerAddrLocked(e.BrokerAddrInfo)
 	}
+	cutoff := now.UnixMilli() - m.opts.BrokerChannelExpiredTime.Milliseconds()
+	m.dropTombstonesLocked(func(_ string, at int64) bool { return at >= cutoff })
 	return expired
 }
 
@@ -566,15 +654,35 @@ func (m *RouteInfoManager) RegisterTopic(topic string, queueDatas []protocol.Que
 	}
 	for _, qd := range queueDatas {
 		m.upsertQueueDataLocked(topic, qd)
+		if inner := m.topicTombstones[topic]; inner != nil {
+			delete(inner, qd.BrokerName)
+			if len(inner) == 0 {
+				delete(m.topicTombstones, topic)
+			}
+		}
 	}
 	return true
 }
 
 // DeleteTopic removes a topic's route, or with clusterName only the queue
-// data of that cluster's broker groups.
+// data of that cluster's broker groups. It leaves a tombstone per affected
+// registered broker group so that a registration snapshotted before the
+// broker deleted the topic, arriving after this, does not re-add it.
 func (m *RouteInfoManager) DeleteTopic(topic, clusterName string) {
+	nowMs := m.now().UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Every registered group of the scope, not only those routing the
+	// topic: the stale registration may be the first to list it.
+	if clusterName == "" {
+		for name := range m.brokerAddrTable {
+			m.tombstoneLocked(topic, name, nowMs)
+		}
+	} else {
+		for name := range m.clusterAddrTable[clusterName] {
+			m.tombstoneLocked(topic, name, nowMs)
+		}
+	}
 	if clusterName == "" {
 		delete(m.topicQueueTable, topic)
 		delete(m.topicQueueMappingInfoTable, topic)

@@ -44,7 +44,7 @@ func reg(cluster, name string, id int64, addr string, tc *protocol.TopicConfigSe
 
 func newTestRegistry(opts RouteOptions) (*RouteInfoManager, *fakeClock) {
 	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	return NewRouteInfoManager(opts, clk.now), clk
+	return NewRouteInfoManager(opts, clk.now, nil), clk
 }
 
 func mustRegister(t *testing.T, m *RouteInfoManager, r RegisterBrokerRequest) RegisterBrokerResult {
@@ -423,5 +423,139 @@ func TestChannelDestroyAfterReconnect(t *testing.T) {
 	}
 	if got := m.OnChannelDestroy(2); len(got) != 1 {
 		t.Fatalf("current connection removed %v", got)
+	}
+}
+
+// topicsAt is topics with the broker's data version timestamp ts.
+func topicsAt(ts time.Time, counter int64, qs map[string]int32) *protocol.TopicConfigSerializeWrapper {
+	w := topics(counter, qs)
+	w.DataVersion.Timestamp = ts.UnixMilli()
+	return w
+}
+
+func tombstoneCount(m *RouteInfoManager) int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for _, inner := range m.topicTombstones {
+		n += len(inner)
+	}
+	return n
+}
+
+// TestDeleteTopicTombstone covers a registration snapshotted before the
+// broker deleted a topic that arrives after DELETE_TOPIC_IN_NAMESRV: it
+// must not re-add the topic, while a registration made after the topic was
+// re-created must.
+func TestDeleteTopicTombstone(t *testing.T) {
+	const addr = "10.0.0.1:10911"
+	type env struct {
+		t    *testing.T
+		m    *RouteInfoManager
+		clk  *fakeClock
+		base time.Time // the broker's last topic change before the deletion
+	}
+	register := func(e env, ts time.Time, counter int64, qs map[string]int32) {
+		mustRegister(e.t, e.m, reg("C1", "broker-a", 0, addr, topicsAt(ts, counter, qs)))
+	}
+	tests := []struct {
+		name          string
+		after         func(e env) // runs after: register {T:4, U:1} at base, delete T everywhere
+		want          map[string]int32
+		wantTombstone int
+	}{
+		{"stale registration with the same version is ignored", func(e env) {
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1})
+		}, nil, 1},
+		{"stale registration with a newer counter is ignored", func(e env) {
+			register(e, e.base, 2, map[string]int32{"T": 4, "U": 1})
+		}, nil, 1},
+		{"stale single-topic registration is ignored", func(e env) {
+			register(e, e.base, 2, map[string]int32{"T": 4})
+		}, nil, 1},
+		{"registration after the broker deleted it does not list it", func(e env) {
+			register(e, e.base.Add(time.Millisecond), 2, map[string]int32{"U": 1})
+		}, nil, 1},
+		{"re-created after the deletion is re-added", func(e env) {
+			e.clk.advance(time.Second)
+			register(e, e.clk.now(), 3, map[string]int32{"T": 8, "U": 1})
+		}, map[string]int32{"broker-a": 8}, 0},
+		{"re-created by a single-topic registration is re-added", func(e env) {
+			e.clk.advance(time.Millisecond)
+			register(e, e.clk.now(), 3, map[string]int32{"T": 8})
+		}, map[string]int32{"broker-a": 8}, 0},
+		{"tombstone still holds just before expiry", func(e env) {
+			e.clk.advance(DefaultBrokerChannelExpiredTime - time.Second)
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1}) // keeps the broker live
+			if got := e.m.ScanNotActiveBroker(); len(got) != 0 {
+				e.t.Fatalf("expired %v", got)
+			}
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1})
+		}, nil, 1},
+		{"tombstone expires after brokerChannelExpiredTime", func(e env) {
+			e.clk.advance(DefaultBrokerChannelExpiredTime / 2)
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1}) // keeps the broker live
+			e.clk.advance(DefaultBrokerChannelExpiredTime/2 + time.Second)
+			if got := e.m.ScanNotActiveBroker(); len(got) != 0 {
+				e.t.Fatalf("expired %v", got)
+			}
+			if n := tombstoneCount(e.m); n != 0 {
+				e.t.Fatalf("%d tombstones after expiry scan", n)
+			}
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1})
+		}, map[string]int32{"broker-a": 4}, 0},
+		{"expired tombstone is ignored before the scan", func(e env) {
+			e.clk.advance(DefaultBrokerChannelExpiredTime + time.Second)
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1})
+		}, map[string]int32{"broker-a": 4}, 0},
+		{"broker removal drops its tombstones", func(e env) {
+			e.m.UnregisterBroker("C1", addr, "broker-a")
+			if n := tombstoneCount(e.m); n != 0 {
+				e.t.Fatalf("%d tombstones after unregister", n)
+			}
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1})
+		}, map[string]int32{"broker-a": 4}, 0},
+		{"REGISTER_TOPIC_IN_NAMESRV drops the tombstone", func(e env) {
+			e.m.RegisterTopic("T", []protocol.QueueData{{BrokerName: "broker-a", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}})
+		}, map[string]int32{"broker-a": 2}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, clk := newTestRegistry(RouteOptions{})
+			e := env{t: t, m: m, clk: clk, base: clk.now().Add(-10 * time.Second)}
+			register(e, e.base, 1, map[string]int32{"T": 4, "U": 1})
+			m.DeleteTopic("T", "")
+			if got := queues(m, "T"); got != nil {
+				t.Fatalf("route of T after delete = %v", got)
+			}
+			tc.after(e)
+			if got := queues(m, "T"); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("route of T = %v, want %v", got, tc.want)
+			}
+			if got := queues(m, "U"); !reflect.DeepEqual(got, map[string]int32{"broker-a": 1}) {
+				t.Fatalf("route of U = %v", got)
+			}
+			if n := tombstoneCount(m); n != tc.wantTombstone {
+				t.Fatalf("tombstones = %d, want %d", n, tc.wantTombstone)
+			}
+		})
+	}
+}
+
+// TestDeleteTopicTombstoneScope checks that a cluster-scoped delete leaves
+// tombstones only for that cluster's broker groups.
+func TestDeleteTopicTombstoneScope(t *testing.T) {
+	m, clk := newTestRegistry(RouteOptions{})
+	old := clk.now().Add(-time.Second)
+	mustRegister(t, m, reg("C1", "broker-a", 0, "a:1", topicsAt(old, 1, map[string]int32{"T": 4, "U": 1})))
+	mustRegister(t, m, reg("C2", "broker-b", 0, "b:1", topicsAt(old, 1, map[string]int32{"T": 2, "U": 1})))
+	m.DeleteTopic("T", "C2")
+	mustRegister(t, m, reg("C1", "broker-a", 0, "a:1", topicsAt(old, 1, map[string]int32{"T": 4})))
+	mustRegister(t, m, reg("C2", "broker-b", 0, "b:1", topicsAt(old, 1, map[string]int32{"T": 2})))
+	if got, want := queues(m, "T"), map[string]int32{"broker-a": 4}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("route of T = %v, want %v", got, want)
+	}
+	if n := tombstoneCount(m); n != 1 {
+		t.Fatalf("tombstones = %d, want 1", n)
 	}
 }

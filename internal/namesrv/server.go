@@ -52,7 +52,7 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	}
 	s := &Server{
 		logger: logger,
-		routes: NewRouteInfoManager(cfg.routeOptions(), nil),
+		routes: NewRouteInfoManager(cfg.routeOptions(), nil, logger),
 		kv:     NewKVConfigManager(cfg.KVConfigPath),
 		remoting: remoting.NewServer(remoting.ServerConfig{
 			ListenAddr:  cfg.ListenAddr(),
