@@ -157,9 +157,24 @@ func startOfficialPushConsumer(t testing.TB, nsAddr, group, topic string, sel co
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Shutdown() })
+	started := time.Now()
+	t.Cleanup(func() {
+		// The official client's Start launches an unsynchronised rebalance
+		// goroutine that reads its close flag, which Shutdown writes: a
+		// data race inside the client (not ours) that -race reports when a
+		// test ends within a few tens of milliseconds of Start. Give that
+		// goroutine time to finish before shutting down.
+		if d := officialStartGrace - time.Since(started); d > 0 {
+			time.Sleep(d)
+		}
+		c.Shutdown()
+	})
 	return c
 }
+
+// officialStartGrace is how long after Start an official push consumer is
+// left alone before Shutdown; see startOfficialPushConsumer.
+const officialStartGrace = 500 * time.Millisecond
 
 // buildApogee builds cmd/apogee into the test's temp dir (the build
 // cache makes repeats cheap).
