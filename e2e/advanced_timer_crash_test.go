@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -44,36 +42,7 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 		"--broker-name", "broker-t", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "timerPrecisionMs=200", "--set", "timerFlushIntervalMs=100"}
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, args...)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = &logWriter{t: t}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "listening on") {
-					close(ready)
-					break
-				}
-			}
-			for sc.Scan() {
-			}
-		}()
-		select {
-		case <-ready:
-		case <-time.After(20 * time.Second):
-			t.Fatal("broker process did not start")
-		}
-		return cmd
-	}
+	start := func() *exec.Cmd { return startApogeeProcess(t, bin, listening, args...) }
 	proc := start()
 	waitRoute(t, ns, "TBW102")
 

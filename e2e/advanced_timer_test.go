@@ -58,31 +58,15 @@ func startTimerConsumer(t *testing.T, nsAddr, topic string, a *timerArrivals) {
 		func(msgs ...*primitive.MessageExt) { a.add(msgs...) })
 }
 
-// newPushConsumerSel is newPushConsumer with any selector and callback.
+// newPushConsumerSel is startOfficialPushConsumer with a callback that
+// always answers ConsumeSuccess.
 func newPushConsumerSel(t testing.TB, nsAddr, group, topic string, sel consumer.MessageSelector, fn func(...*primitive.MessageExt), opts ...consumer.Option) rocketmq.PushConsumer {
 	t.Helper()
-	all := append([]consumer.Option{
-		consumer.WithNameServer([]string{nsAddr}),
-		consumer.WithGroupName(group),
-		consumer.WithInstance(uniqueName(t, "ci")),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-	}, opts...)
-	c, err := rocketmq.NewPushConsumer(all...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Subscribe(topic, sel, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		fn(msgs...)
-		return consumer.ConsumeSuccess, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Shutdown() })
-	return c
+	return startOfficialPushConsumer(t, nsAddr, group, topic, sel,
+		func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			fn(msgs...)
+			return consumer.ConsumeSuccess, nil
+		}, opts...)
 }
 
 // TestTimerMessageWithinPrecision: messages sent by the official Go client
