@@ -140,9 +140,14 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	resp.Code = int32(code)
 	resp.Remark = res.Status.String()
 	if code == protocol.Success {
-		body := make([]byte, 0, res.TotalBytes)
-		for _, m := range res.Messages {
-			body = append(body, m...)
+		// The store already laid the records out back to back in Buffer;
+		// concatenate only if a store without that buffer answered.
+		body := res.Buffer
+		if len(body) != res.TotalBytes || body == nil {
+			body = make([]byte, 0, res.TotalBytes)
+			for _, m := range res.Messages {
+				body = append(body, m...)
+			}
 		}
 		resp.Body = body
 		b.stats.pullFound.Add(1)
