@@ -113,7 +113,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.pullHold = newPullHoldService(b)
 	b.sendQueue = newSendQueue(b)
 	b.dyn.init(&b.cfg)
-	b.Locks = newRebalanceLockManager(b.now)
+	b.Locks = newRebalanceLockManager(b.now, b.cfg.RebalanceLockMaxLiveTime)
 	return b, nil
 }
 

@@ -90,6 +90,10 @@ type Config struct {
 	ChannelExpiredTimeout           time.Duration `conf:"channelExpiredTimeout"`
 	ServerChannelMaxIdleTimeSeconds int           `conf:"serverChannelMaxIdleTimeSeconds"`
 	NotifyConsumerIdsChangedEnable  bool          `conf:"notifyConsumerIdsChangedEnable"`
+	// RebalanceLockMaxLiveTime is how long an ordered-consumption queue
+	// lock lives without a refresh (RocketMQ's JVM property
+	// rocketmq.broker.rebalance.lockMaxLiveTime, 60 s; an Apogee key here).
+	RebalanceLockMaxLiveTime time.Duration `conf:"rebalanceLockMaxLiveTime"`
 
 	// Transactions (used by the transaction processors).
 	TransactionTimeOut       time.Duration `conf:"transactionTimeOut"`
@@ -158,6 +162,7 @@ func DefaultConfig() Config {
 		ChannelExpiredTimeout:           120 * time.Second,
 		ServerChannelMaxIdleTimeSeconds: 120,
 		NotifyConsumerIdsChangedEnable:  true,
+		RebalanceLockMaxLiveTime:        60 * time.Second,
 
 		TransactionTimeOut:       6 * time.Second,
 		TransactionCheckMax:      15,

@@ -9,10 +9,6 @@ import (
 	"github.com/apogeemq/apogee/internal/remoting"
 )
 
-// lockMaxLive is how long a queue lock lives without a refresh
-// (rocketmq.broker.rebalance.lockMaxLiveTime, storage-and-broker.md §8.12).
-const lockMaxLive = 60 * time.Second
-
 type lockEntry struct {
 	clientID   string
 	lastUpdate time.Time
@@ -25,16 +21,19 @@ type queueLockKey struct {
 }
 
 // RebalanceLockManager keeps the ordered-consumption queue locks: per group,
-// queue -> holder client id. A lock not refreshed for 60 s is free.
+// queue -> holder client id. A lock not refreshed for maxLive
+// (rebalanceLockMaxLiveTime, 60 s by default; storage-and-broker.md §8.12)
+// is free.
 type RebalanceLockManager struct {
-	now func() time.Time
+	now     func() time.Time
+	maxLive time.Duration
 
 	mu    sync.Mutex
 	table map[string]map[queueLockKey]*lockEntry // group -> queue -> holder; guarded by mu
 }
 
-func newRebalanceLockManager(now func() time.Time) *RebalanceLockManager {
-	return &RebalanceLockManager{now: now, table: make(map[string]map[queueLockKey]*lockEntry)}
+func newRebalanceLockManager(now func() time.Time, maxLive time.Duration) *RebalanceLockManager {
+	return &RebalanceLockManager{now: now, maxLive: maxLive, table: make(map[string]map[queueLockKey]*lockEntry)}
 }
 
 // TryLockBatch locks (or refreshes) every queue that is free, expired or
@@ -52,7 +51,7 @@ func (m *RebalanceLockManager) TryLockBatch(group string, mqs []protocol.Message
 	for _, mq := range mqs {
 		k := queueLockKey{mq.Topic, mq.QueueID}
 		e, held := g[k]
-		if held && e.clientID != clientID && now.Sub(e.lastUpdate) <= lockMaxLive {
+		if held && e.clientID != clientID && now.Sub(e.lastUpdate) <= m.maxLive {
 			continue
 		}
 		g[k] = &lockEntry{clientID: clientID, lastUpdate: now}
@@ -84,7 +83,7 @@ func (m *RebalanceLockManager) HasActiveLocks(group string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.table[group] {
-		if now.Sub(e.lastUpdate) <= lockMaxLive {
+		if now.Sub(e.lastUpdate) <= m.maxLive {
 			return true
 		}
 	}
