@@ -118,7 +118,7 @@ func brokerSupports(t *testing.T, addr string, code protocol.RequestCode, body [
 func TestSDKPushConsumerOrderlyClustering(t *testing.T) {
 	c := startCluster(t, nil)
 	if !brokerSupports(t, c.b.Addr(), protocol.LockBatchMQ, []byte(`{"consumerGroup":"g","clientId":"x","mqSet":[]}`)) {
-		t.Skip("broker does not implement LOCK_BATCH_MQ yet")
+		t.Fatal("broker does not serve LOCK_BATCH_MQ")
 	}
 	topic := uniqueName(t, "T")
 	c.createTopic(topic, 4)

@@ -187,7 +187,7 @@ func TestSDKVIPChannel(t *testing.T) {
 		cfg.VIPChannelEnable = true
 	})
 	if c.b.VIPAddr() == "" {
-		t.Skip("broker has no VIP channel")
+		t.Fatal("broker with vipChannelEnable has no VIP channel address")
 	}
 	topic := uniqueName(t, "T")
 	c.createTopic(topic, 2)
