@@ -34,7 +34,7 @@ func TestSDKAdminConsumerGroup(t *testing.T) {
 
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		cp, err := a.ConsumerProgress(ctx, group, "")
-		skipIfUnsupported(t, err)
+		failIfUnsupported(t, err)
 		if err != nil {
 			t.Logf("progress: %v", err)
 			return false
@@ -49,7 +49,7 @@ func TestSDKAdminConsumerGroup(t *testing.T) {
 	}, "consumer progress never caught up")
 
 	cc, err := a.ConsumerConnections(ctx, group)
-	skipIfUnsupported(t, err)
+	failIfUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestSDKAdminConsumerGroup(t *testing.T) {
 	}
 
 	offsets, err := a.ResetOffsetByTime(ctx, topic, group, start, true)
-	skipIfUnsupported(t, err)
+	failIfUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestSDKAdminConsumerGroup(t *testing.T) {
 	}
 
 	info, err := a.BrokerRuntimeInfo(ctx, c.b.Addr())
-	skipIfUnsupported(t, err)
+	failIfUnsupported(t, err)
 	if err != nil || len(info) == 0 {
 		t.Fatalf("runtime info %v (%v)", info, err)
 	}

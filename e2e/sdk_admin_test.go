@@ -27,11 +27,10 @@ func newSDKAdmin(t *testing.T, nsAddr string) *admin.Admin {
 	return a
 }
 
-// skipIfUnsupported fails the test at once, naming the missing code, when
+// failIfUnsupported fails the test at once, naming the missing code, when
 // the broker answers REQUEST_CODE_NOT_SUPPORTED: every admin request these
-// tests use is served, so that answer is a regression, not a gap. (The name
-// is historical: it skipped while the broker was being written.)
-func skipIfUnsupported(t *testing.T, err error) {
+// tests use is served, so that answer is a regression, not a gap.
+func failIfUnsupported(t *testing.T, err error) {
 	t.Helper()
 	var be *client.BrokerError
 	if errors.As(err, &be) && be.Code == int32(protocol.RequestCodeNotSupported) {
@@ -74,7 +73,7 @@ func TestSDKAdminTopicsAndGroups(t *testing.T) {
 		t.Fatalf("topic list %v (%v)", topics, err)
 	}
 	topics, err = a.TopicsByCluster(ctx, cluster)
-	skipIfUnsupported(t, err)
+	failIfUnsupported(t, err)
 	if err != nil || !slices.Contains(topics, topic) {
 		t.Fatalf("cluster topic list %v (%v)", topics, err)
 	}
@@ -131,7 +130,7 @@ func TestSDKAdminMessagesAndStats(t *testing.T) {
 	}
 
 	m, err := a.QueryMessageByID(ctx, "", results[0].OffsetMsgID)
-	skipIfUnsupported(t, err)
+	failIfUnsupported(t, err)
 	if err != nil {
 		t.Fatalf("by offset id: %v", err)
 	}
@@ -144,7 +143,7 @@ func TestSDKAdminMessagesAndStats(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		var err error
 		stats, err = a.TopicStats(ctx, topic)
-		skipIfUnsupported(t, err)
+		failIfUnsupported(t, err)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +167,7 @@ func TestSDKAdminMessagesAndStats(t *testing.T) {
 
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		msgs, err := a.QueryMessageByKey(ctx, topic, "order-42", 32, time.Time{}, time.Time{})
-		skipIfUnsupported(t, err)
+		failIfUnsupported(t, err)
 		return err == nil && len(msgs) == 6
 	}, "query by key did not find the 6 messages")
 	byUniq, err := a.QueryMessageByID(ctx, topic, results[3].MsgID)
@@ -178,7 +177,7 @@ func TestSDKAdminMessagesAndStats(t *testing.T) {
 
 	// The producer's heartbeats registered its group on the broker.
 	conns, err := a.ProducerConnections(ctx, p.Group(), c.b.Addr())
-	skipIfUnsupported(t, err)
+	failIfUnsupported(t, err)
 	if err != nil || len(conns) != 1 || conns[0].ClientID != p.ClientID() || conns[0].Language != "GO" {
 		t.Fatalf("producer connections %+v (%v)", conns, err)
 	}
