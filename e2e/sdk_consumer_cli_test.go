@@ -3,10 +3,14 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -84,8 +88,30 @@ func TestConsumerKilledMidStreamLosesNothing(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")
 	c.createTopic(topic, 4)
+	// Registered first, so it runs last: the diagnosis of a failure is
+	// the last thing in the test's output, after the cluster's logs.
+	var diagnosis string
+	t.Cleanup(func() {
+		if t.Failed() && diagnosis != "" {
+			t.Log(diagnosis)
+		}
+	})
 	p := newProducer(t, c.nsAddr)
-	ids := sendN(t, p, topic, "", "kill", 300)
+	type sent struct {
+		queue  int
+		offset int64
+	}
+	where := map[string]sent{}
+	var ids []string
+	sctx := testutil.Context(t, 60*time.Second)
+	for i := range 300 {
+		res, err := p.SendSync(sctx, primitive.NewMessage(topic, []byte(fmt.Sprintf("kill-%d", i))))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		ids = append(ids, res.MsgID)
+		where[res.MsgID] = sent{res.MessageQueue.QueueId, res.QueueOffset}
+	}
 	bin := buildApogee(t)
 	group := uniqueName(t, "cg")
 
@@ -128,14 +154,38 @@ func TestConsumerKilledMidStreamLosesNothing(t *testing.T) {
 	}
 
 	r := newSDKReceived()
-	newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r))
-	testutil.Eventually(t, 30*time.Second, func() bool {
+	successor := newSDKPushConsumer(t, c.nsAddr, group, topic, client.TagSelector("*"), recordListener(r))
+	missing := func() []string {
+		var out []string
 		for _, id := range ids {
 			if _, ok := r.get(id); !ok && !printed[id] {
-				return false
+				out = append(out, id)
 			}
 		}
-		return true
-	}, "messages lost after the kill")
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := missing(); len(m) > 0 {
+		perQueue := map[int]string{}
+		for q := range 4 {
+			var offs []int64
+			for _, id := range m {
+				if where[id].queue == q {
+					offs = append(offs, where[id].offset)
+				}
+			}
+			if len(offs) > 0 {
+				perQueue[q] = fmt.Sprintf("%d in %d..%d", len(offs), slices.Min(offs), slices.Max(offs))
+			}
+		}
+		diagnosis = fmt.Sprintf("DIAGNOSIS: %d messages lost after the kill; missing per queue %v; "+
+			"successor stats %+v offsets %v; broker: consumer ids %v, committed offsets %v",
+			len(m), perQueue, successor.Stats(), successor.Offsets(),
+			c.b.Clients.ConsumerIDs(group), c.b.Offsets.QueryAll(group, topic))
+		t.Fatal(diagnosis)
+	}
 	t.Logf("killed consumer printed %d, successor received %d of %d", len(printed), r.count.Load(), len(ids))
 }
