@@ -43,7 +43,11 @@ func newMappedFileQueue(dir string, fileSize int64, alloc func(int64) (*mappedFi
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("store: create %s: %w", dir, err)
 			}
-			return openMappedFile(dir, off, fileSize, true)
+			mf, err := openMappedFile(dir, off, fileSize, true)
+			if err == nil {
+				mf.adviseAppend(0)
+			}
+			return mf, err
 		}
 	}
 	return q

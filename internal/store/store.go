@@ -220,6 +220,15 @@ func (s *Store) open() error {
 	if err := s.recover(lastExitOK); err != nil {
 		return err
 	}
+	// The files appended from now on get one-page folios (adviseAppend).
+	if f := s.commitLog.last(); f != nil && !f.isFull() {
+		f.adviseAppend(f.wrote.Load())
+	}
+	for _, cq := range s.allQueues() {
+		if f := cq.files.last(); f != nil && !f.isFull() {
+			f.adviseAppend(f.wrote.Load())
+		}
+	}
 	if err := os.WriteFile(abortPath, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return fmt.Errorf("store: create abort file: %w", err)
 	}
