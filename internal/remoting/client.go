@@ -80,6 +80,7 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	ep := newEndpoint(cfg.Logger, cfg.MaxFrameSize, cfg.IdleTimeout)
 	ep.logger = ep.logger.With("component", "remoting-client")
+	ep.leaderReads = true
 	c := &Client{
 		cfg:       cfg,
 		ep:        ep,
@@ -312,7 +313,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 	}
 	f.opaque = c.ep.opaque.Add(1)
 	prepareRequest(req, f.opaque, false)
-	if _, err := conn.addFuture(f); err != nil {
+	if _, _, err := conn.addFuture(f, false); err != nil {
 		f.release()
 		return err
 	}

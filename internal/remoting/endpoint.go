@@ -23,6 +23,12 @@ type endpoint struct {
 	idle       time.Duration // close connections without reads or writes for this long; 0 = never
 	serverTLS  *tls.Config   // accepted connections: permissive TLS when set
 	tlsEnforce bool          // with serverTLS: plain connections are refused
+	// leaderReads: a lone sync call on a plain TCP connection reads its own
+	// response (reader.go). Clients only: while nobody reads, requests from
+	// the peer wait up to two readerTicks, which a server must not impose
+	// on its clients' requests.
+	leaderReads bool
+	readerTick  time.Duration // see readerTick; tests lengthen it
 
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write
@@ -70,13 +76,14 @@ func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoin
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ep := &endpoint{
-		logger:   logger,
-		maxFrame: maxFrame,
-		idle:     idle,
-		ctx:      ctx,
-		cancel:   cancel,
-		quit:     make(chan struct{}),
-		conns:    make(map[*Conn]struct{}),
+		logger:     logger,
+		maxFrame:   maxFrame,
+		idle:       idle,
+		ctx:        ctx,
+		cancel:     cancel,
+		quit:       make(chan struct{}),
+		conns:      make(map[*Conn]struct{}),
+		readerTick: readerTick,
 	}
 	ep.headerBufs.New = newHeaderBuf
 	ep.syncFutures.New = newSyncFuture
