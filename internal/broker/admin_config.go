@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apogeemq/apogee/internal/config"
@@ -13,13 +14,30 @@ import (
 
 // dynamicConfig holds the broker.conf keys UPDATE_BROKER_CONFIG changes at
 // run time (what operators flip during maintenance). The rest of Config is
-// fixed after New.
+// fixed after New. It also carries the state of the admin request families
+// that outlives one request (the config file updates are written to, the
+// VIEW_BROKER_STATS_DATA sampler): Broker's only field for admin_*.go.
 type dynamicConfig struct {
 	brokerPermission  atomic.Int32
 	autoCreateTopic   atomic.Bool
 	autoCreateGroup   atomic.Bool
 	rejectTransaction atomic.Bool
+
+	// configFile is the broker.conf the broker was started with ("" =
+	// none: updates last until restart); set before Start.
+	configFile string
+	// updateMu serialises UPDATE_BROKER_CONFIG: file write and apply
+	// happen together, so the file and memory agree.
+	updateMu sync.Mutex
+
+	statsData statsSampler // admin_statsdata.go
 }
+
+// SetConfigFile names the broker.conf file the broker was started with;
+// UPDATE_BROKER_CONFIG then writes changed keys back to it so they survive
+// a restart (RocketMQ persists to its -c file the same way). Call before
+// Start; "" (the default) keeps updates in memory only.
+func (b *Broker) SetConfigFile(path string) { b.dyn.configFile = path }
 
 func (d *dynamicConfig) init(c *Config) {
 	d.brokerPermission.Store(c.BrokerPermission)
@@ -32,8 +50,12 @@ func (d *dynamicConfig) init(c *Config) {
 // properties text). Only the run-time keys brokerPermission,
 // autoCreateTopicEnable, autoCreateSubscriptionGroup and
 // rejectTransactionMessage are accepted; they apply at once (a permission
-// change re-registers with the name servers) and last until restart.
-// Other keys are refused with NO_PERMISSION naming them.
+// change re-registers with the name servers). When the broker was started
+// with a config file (SetConfigFile) the keys are first written back to it
+// (persistConfigKeys) so they survive a restart; if that write fails the
+// update is refused with SYSTEM_ERROR and nothing changes. Without a file
+// they last until restart. Other keys are refused with NO_PERMISSION
+// naming them.
 func (b *Broker) processUpdateBrokerConfig(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	props, err := config.Parse(bytes.NewReader(req.Body))
 	if err != nil {
@@ -64,10 +86,22 @@ func (b *Broker) processUpdateBrokerConfig(_ context.Context, _ *remoting.Conn, 
 			return nil, protocol.Errorf(protocol.NoPermission, "Can not update config in black list: %s (only brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup, rejectTransactionMessage change at run time)", k)
 		}
 	}
+	b.dyn.updateMu.Lock()
+	defer b.dyn.updateMu.Unlock()
+	if b.dyn.configFile != "" && props.Len() > 0 {
+		updates := make(map[string]string, props.Len())
+		for _, k := range props.Keys() {
+			updates[k], _ = props.Get(k)
+		}
+		if err := persistConfigKeys(b.dyn.configFile, updates); err != nil {
+			b.logger.Error("broker config update not persisted", "file", b.dyn.configFile, "err", err)
+			return nil, protocol.Errorf(protocol.SystemError, "persist broker config: %v", err)
+		}
+	}
 	for _, apply := range changes {
 		apply()
 	}
-	b.logger.Info("broker config updated at run time", "keys", props.Keys())
+	b.logger.Info("broker config updated at run time", "keys", props.Keys(), "file", b.dyn.configFile)
 	b.requestRegister()
 	return protocol.NewResponse(req, protocol.Success, ""), nil
 }

@@ -91,6 +91,12 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.CleanExpiredConsumeQueue:             b.processNoopAdmin,
 		protocol.CleanUnusedTopic:                     b.processNoopAdmin,
 		protocol.DeleteExpiredCommitLog:               b.processNoopAdmin,
+		protocol.InvokeBrokerToGetConsumerStatus:      b.processGetConsumerStatus,
+		protocol.QueryCorrectionOffset:                b.processQueryCorrectionOffset,
+		protocol.ViewBrokerStatsData:                  b.processViewBrokerStatsData,
+		protocol.QueryConsumeQueue:                    b.processQueryConsumeQueue,
+		protocol.GetTimerCheckPoint:                   b.processGetTimerCheckPoint,
+		protocol.GetTimerMetrics:                      b.processGetTimerMetrics,
 	}
 	codes := make([]protocol.RequestCode, 0, len(admin))
 	for code := range admin {
