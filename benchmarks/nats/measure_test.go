@@ -1,0 +1,277 @@
+package natsbench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	chunkFlag  = flag.Duration("chunk", 2*time.Second, "measured time per system per round (rounds = b.N, e.g. -benchtime 3x)")
+	warmupFlag = flag.Duration("warmup", 500*time.Millisecond, "unmeasured publishing per system before the first round")
+	drainFlag  = flag.Int64("drain-msgs", 100_000, "Consume: messages pre-published and drained by every fresh consumer")
+)
+
+// bodySize is the message body size of every case.
+const bodySize = 1024
+
+// body returns a 1 KiB body whose first 8 bytes hold i (big endian), the
+// rest a fixed pattern.
+func body(i int64) []byte {
+	b := make([]byte, bodySize)
+	for j := range b {
+		b[j] = byte('a' + j%26)
+	}
+	binary.BigEndian.PutUint64(b, uint64(i))
+	return b
+}
+
+// system is one side of the comparison, driven through its own client.
+type system interface {
+	name() string
+	server() *proc
+	// publish sends body and returns once the server acknowledged it
+	// (stored; durable when the server is configured so).
+	publish(ctx context.Context, body []byte) error
+	// beginAsync sets the callback publishAsync's acknowledgements run;
+	// called before the publishing goroutines start.
+	beginAsync(done func(error))
+	// publishAsync hands body to the client and returns; done runs once
+	// with the outcome.
+	publishAsync(ctx context.Context, body []byte) error
+	// stored is the number of messages the server holds.
+	stored(ctx context.Context) (int64, error)
+	// drain reads every message from the start with a fresh consumer until n
+	// arrived; see the implementations for what the clock covers.
+	drain(ctx context.Context, n int64, seen func([]byte) error) (time.Duration, error)
+}
+
+// load is what publishLoad runs.
+type load struct {
+	workers int                  // client goroutines publishing
+	window  int                  // 0: each worker publishes synchronously; else sends in flight over all workers
+	dur     time.Duration        // stop issuing after this
+	limit   int64                // stop after this many (0: no limit)
+	body    func(i int64) []byte // nil: one shared 1 KiB body
+}
+
+// firstError keeps the first error reported.
+type firstError struct {
+	mu  sync.Mutex
+	err error // guarded by mu
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// publishLoad runs l against s and returns the acknowledged messages and
+// the wall time from the first send to the last acknowledgement. Any
+// failed send fails the whole load: a benchmark must not report a rate
+// made of errors.
+func publishLoad(ctx context.Context, s system, l load) (int64, time.Duration, error) {
+	shared := body(0)
+	var issued, acked atomic.Int64
+	var failed firstError
+	var stop atomic.Bool
+	fail := func(err error) { failed.set(fmt.Errorf("%s: %w", s.name(), err)); stop.Store(true) }
+	var sem chan struct{}
+	var inflight sync.WaitGroup
+	if l.window > 0 {
+		sem = make(chan struct{}, l.window)
+		s.beginAsync(func(err error) {
+			if err != nil {
+				fail(err)
+			} else {
+				acked.Add(1)
+			}
+			<-sem
+			inflight.Done()
+		})
+	}
+	start := time.Now()
+	deadline := start.Add(l.dur)
+	var wg sync.WaitGroup
+	for range l.workers {
+		wg.Go(func() {
+			for !stop.Load() && ctx.Err() == nil && time.Now().Before(deadline) {
+				i := issued.Add(1)
+				if l.limit > 0 && i > l.limit {
+					return
+				}
+				b := shared
+				if l.body != nil {
+					b = l.body(i - 1)
+				}
+				if sem == nil {
+					if err := s.publish(ctx, b); err != nil {
+						fail(err)
+						return
+					}
+					acked.Add(1)
+					continue
+				}
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				inflight.Add(1)
+				if err := s.publishAsync(ctx, b); err != nil {
+					<-sem
+					inflight.Done()
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	drained := make(chan struct{})
+	go func() { inflight.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		return 0, 0, fmt.Errorf("%s: %d sends still unacknowledged: %w", s.name(), len(sem), ctx.Err())
+	}
+	wall := time.Since(start)
+	if err := errors.Join(failed.get(), ctx.Err()); err != nil {
+		return 0, 0, err
+	}
+	return acked.Load(), wall, nil
+}
+
+// tally is one system's measured chunks, summed.
+type tally struct {
+	msgs   int64
+	wall   time.Duration
+	srvCPU time.Duration // server process, user + system
+	cliCPU time.Duration // this (client) process, user + system
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs one chunk of s and adds it to t; run returns messages and
+// the wall time they took.
+func measure(tb testing.TB, s system, t *tally, run func() (int64, time.Duration, error)) {
+	tb.Helper()
+	before, cli := s.server().stats(tb), selfCPU()
+	n, wall, err := run()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	after := s.server().stats(tb)
+	t.msgs += n
+	t.wall += wall
+	t.srvCPU += after.cpu - before.cpu
+	t.cliCPU += selfCPU() - cli
+	s.server().alive(tb)
+}
+
+// rounds runs chunk for both systems once per b.Loop iteration, swapping
+// which goes first every round (so neither always inherits the other's
+// dirty pages or a noisy neighbour's burst), then reports the totals.
+func rounds(b *testing.B, systems [2]system, chunk func(s system, t *tally)) [2]tally {
+	var tallies [2]tally
+	i := 0
+	for b.Loop() {
+		order := []int{0, 1}
+		if i%2 == 1 {
+			order = []int{1, 0}
+		}
+		for _, k := range order {
+			chunk(systems[k], &tallies[k])
+		}
+		i++
+	}
+	report(b, systems, tallies)
+	return tallies
+}
+
+func rate(n int64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// report publishes the metrics: throughput of each system and their ratio,
+// messages per CPU-second of each server and of the client process, and
+// each server's peak RSS over the whole benchmark.
+func report(b *testing.B, systems [2]system, t [2]tally) {
+	b.Helper()
+	var ratePer [2]float64
+	for k, s := range systems {
+		n := s.name()
+		ratePer[k] = rate(t[k].msgs, t[k].wall)
+		st := s.server().stats(b)
+		b.ReportMetric(ratePer[k], n+"-msgs/s")
+		b.ReportMetric(rate(t[k].msgs, t[k].srvCPU), n+"-msgs/srv-cpu-s")
+		b.ReportMetric(rate(t[k].msgs, t[k].cliCPU), n+"-msgs/cli-cpu-s")
+		b.ReportMetric(float64(st.hwmKB)/1024, n+"-peak-rss-MiB")
+		b.Logf("%-6s %9d msgs in %6.2fs = %9.0f msgs/s; server CPU %5.2fs (%.1f us/msg), client CPU %5.2fs (%.1f us/msg); server peak RSS %d MiB",
+			n, t[k].msgs, t[k].wall.Seconds(), ratePer[k], t[k].srvCPU.Seconds(), usPer(t[k].srvCPU, t[k].msgs),
+			t[k].cliCPU.Seconds(), usPer(t[k].cliCPU, t[k].msgs), st.hwmKB/1024)
+	}
+	if ratePer[1] > 0 {
+		b.ReportMetric(ratePer[0]/ratePer[1], "x-nats")
+		b.Logf("apogee / nats = %.2fx", ratePer[0]/ratePer[1])
+	}
+}
+
+func usPer(d time.Duration, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(n)
+}
+
+// fsyncRate measures the disk under dir the way a durable single writer
+// uses it: 1 KiB write + fdatasync, repeated for d. It is the baseline the
+// one-publisher durable case cannot honestly beat by much.
+func fsyncRate(tb testing.TB, dir string, d time.Duration) float64 {
+	tb.Helper()
+	f, err := os.Create(filepath.Join(dir, "fsync-baseline"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	buf := body(0)
+	n := 0
+	start := time.Now()
+	for time.Since(start) < d {
+		if _, err := f.Write(buf); err != nil {
+			tb.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			tb.Fatal(err)
+		}
+		n++
+	}
+	return rate(int64(n), time.Since(start))
+}
