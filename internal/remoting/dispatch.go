@@ -186,8 +186,6 @@ func (d *dispatcher) work(p *pool) {
 	for {
 		select {
 		case t := <-p.tasks:
-			// Responses go through the write loop: writing a lone response
-			// in place measured no different (DESIGN.md).
 			d.process(t, writeQueued)
 		case <-d.ep.quit:
 			return
@@ -256,6 +254,13 @@ func (d *dispatcher) process(t task, mode writeMode) {
 		return
 	}
 	resp.Opaque = t.req.Opaque
+	if mode == writeQueued && d.ep.inFlight.Load() == 1 {
+		// The only request in progress on this endpoint: nothing to
+		// coalesce with, so write it in place if the write loop is idle
+		// (saves waking the write loop; measured in DESIGN.md). Under load
+		// inFlight is rarely 1, and responses keep coalescing.
+		mode = writeNow
+	}
 	if err := t.conn.writeResponse(resp, mode); err != nil {
 		t.conn.logger.Debug("remoting: response not sent", "code", t.req.Code, "opaque", t.req.Opaque, "err", err)
 	}

@@ -141,7 +141,7 @@ func (c *Conn) wakeReader() {
 func (c *Conn) leadRead(opaque int32) (*protocol.Command, bool) {
 	for {
 		if !frameBuffered(c.br) {
-			if c.readerQueued {
+			if c.readerQueued > 0 {
 				c.flushReader()
 			}
 			if err := c.peekFrame(); err != nil {
@@ -174,7 +174,7 @@ func (c *Conn) leadRead(opaque int32) (*protocol.Command, bool) {
 // nobody if nothing else is in flight or buffered, else to the read loop.
 // False: the connection's cleanup took the future (and completes it).
 func (c *Conn) finishLead(opaque int32) bool {
-	if c.readerQueued {
+	if c.readerQueued > 0 {
 		c.flushReader()
 	}
 	c.fmu.Lock()
