@@ -80,7 +80,8 @@ type Conn struct {
 	// loop; it flushes them before it blocks on the socket. Owned by the
 	// holder of the reading role (reader.go), as are br and fr (set by the
 	// read loop before it first gives the role away).
-	readerQueued int // frames queued by the reader since it last flushed
+	readerQueued int       // frames queued by the reader since it last flushed
+	asyncDone    []*future // async calls completed, callbacks not yet queued (flushAsync)
 	br           *bufio.Reader
 	fr           *protocol.FrameReader
 
@@ -378,6 +379,7 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	release := false // a response was just completed
 	for {
 		if !frameBuffered(c.br) {
+			c.flushAsync()
 			if c.readerQueued > 0 {
 				c.flushReader() // about to wait for the peer: answer first
 			}
@@ -394,6 +396,7 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 		release = false
 		cmd, err := c.fr.Next()
 		if err != nil {
+			c.flushAsync()
 			c.closeWith(err)
 			break
 		}
@@ -508,16 +511,44 @@ func normalClose(err error) bool {
 }
 
 // completeResponse hands a response to the future waiting for its opaque
-// and reports whether that was a sync call.
+// and reports whether that was a sync call. Async calls are collected in
+// asyncDone, whose callbacks the reader queues together (flushAsync).
+// REQUIRES: the caller holds the reading role.
 func (c *Conn) completeResponse(resp *protocol.Command) (sync bool) {
 	f := c.takeFuture(resp.Opaque)
 	if f == nil {
 		c.logger.Debug("remoting: response matches no request", "opaque", resp.Opaque, "code", resp.Code)
 		return false
 	}
-	sync = f.cb == nil
-	f.complete(resp, nil)
-	return sync
+	if f.cb == nil {
+		f.complete(resp, nil)
+		return true
+	}
+	f.res = result{resp, nil}
+	if c.asyncDone == nil {
+		c.asyncDone = make([]*future, 0, callbackBatch)
+	}
+	c.asyncDone = append(c.asyncDone, f)
+	if len(c.asyncDone) == callbackBatch {
+		c.flushAsync()
+	}
+	return false
+}
+
+// callbackBatch is the most async completions handed to the callback
+// executor at once.
+const callbackBatch = 32
+
+// flushAsync queues the callbacks of the async calls completed since the
+// last flush. The reader calls it before it blocks on the socket or gives
+// the reading role away. REQUIRES: the caller holds the reading role.
+func (c *Conn) flushAsync() {
+	if len(c.asyncDone) == 0 {
+		return
+	}
+	fs := c.asyncDone
+	c.asyncDone = nil
+	fs[0].exec.runBatch(fs)
 }
 
 // addFuture registers f under its opaque and returns how many requests

@@ -9,7 +9,7 @@ import (
 )
 
 // The reading role. Whoever holds it owns the connection's buffered reader
-// (br, fr) and readerQueued: the read loop, or a sync caller alone on its
+// (br, fr), readerQueued and asyncDone: the read loop, or a sync caller alone on its
 // connection that reads its own response (a "leader"). A netpoll wake-up
 // of the goroutine parked on the socket is what a raw ping-pong costs; a
 // leader gets exactly that, where a read loop completing a future pays a
@@ -141,6 +141,7 @@ func (c *Conn) wakeReader() {
 func (c *Conn) leadRead(opaque int32) (*protocol.Command, bool) {
 	for {
 		if !frameBuffered(c.br) {
+			c.flushAsync()
 			if c.readerQueued > 0 {
 				c.flushReader()
 			}
@@ -154,6 +155,7 @@ func (c *Conn) leadRead(opaque int32) (*protocol.Command, bool) {
 		}
 		cmd, err := c.fr.Next() // a whole frame is buffered: no I/O
 		if err != nil {
+			c.flushAsync()
 			c.closeWith(err)
 			c.handBack()
 			return nil, false
@@ -174,6 +176,7 @@ func (c *Conn) leadRead(opaque int32) (*protocol.Command, bool) {
 // nobody if nothing else is in flight or buffered, else to the read loop.
 // False: the connection's cleanup took the future (and completes it).
 func (c *Conn) finishLead(opaque int32) bool {
+	c.flushAsync()
 	if c.readerQueued > 0 {
 		c.flushReader()
 	}
