@@ -29,4 +29,13 @@
 //	QueryMessageByID         - (offset id -> address)   33 VIEW_MESSAGE_BY_ID, or 12 by UNIQ_KEY
 //	QueryMessageByKey        105                        12 QUERY_MESSAGE
 //	PullMessages             105                        11 PULL_MESSAGE (no suspend, no commit)
+//	BrokerConfig             -                          26 GET_BROKER_CONFIG
+//	UpdateBrokerConfig       -                          25 UPDATE_BROKER_CONFIG (persisted to -c)
+//	ConsumerStatus           105                        223 INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+//	QueryConsumeQueue        105 (without an address)   321 QUERY_CONSUME_QUEUE
+//	BrokerStatsData          -                          315 VIEW_BROKER_STATS_DATA
+//	QueryCorrectionOffset    105                        308 QUERY_CORRECTION_OFFSET
+//	TimerCheckpoint          -                          60 GET_TIMER_CHECK_POINT
+//	TimerMetrics             -                          61 GET_TIMER_METRICS
+//	TopicConsumers           105                        300 QUERY_TOPIC_CONSUME_BY_WHO
 package admin
