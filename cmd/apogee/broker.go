@@ -104,6 +104,7 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		b.SetConfigFile(f.confFile) // UPDATE_BROKER_CONFIG writes back to -c
 		if err := b.Start(); err != nil {
 			return err
 		}

@@ -48,6 +48,7 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 		logEffectiveConfig(logger, "broker", cfg.ToMap())
 		b, err := broker.New(cfg, logger)
 		if err == nil {
+			b.SetConfigFile(f.confFile) // UPDATE_BROKER_CONFIG writes back to -c
 			err = b.Start()
 		}
 		if err != nil {
