@@ -259,7 +259,11 @@ func (b *Broker) viewStats(name, key string) (brokerStatsData, bool) {
 func (b *Broker) processViewBrokerStatsData(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	b.dyn.statsData.once.Do(func() {
 		b.sampleStats()
-		b.goFunc("stats-sample", b.statsSampleLoop)
+		select {
+		case <-b.quit: // closing: goFunc would refuse anyway
+		default:
+			b.goFunc("stats-sample", b.statsSampleLoop)
+		}
 	})
 	name, key := req.Ext("statsName"), req.Ext("statsKey")
 	data, ok := b.viewStats(name, key)
