@@ -7,7 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,6 +22,7 @@ var (
 	chunkFlag  = flag.Duration("chunk", 2*time.Second, "measured time per system per round (rounds = b.N, e.g. -benchtime 3x)")
 	warmupFlag = flag.Duration("warmup", 500*time.Millisecond, "unmeasured publishing per system before the first round")
 	drainFlag  = flag.Int64("drain-msgs", 100_000, "Consume: messages pre-published and drained by every fresh consumer")
+	perfFlag   = flag.String("perf", "", "directory: record each measured chunk's server with `perf record -g` into DIR/<case>.<system>.<n>.data")
 )
 
 // bodySize is the message body size of every case.
@@ -166,6 +170,9 @@ type tally struct {
 	wall   time.Duration
 	srvCPU time.Duration // server process, user + system
 	cliCPU time.Duration // this (client) process, user + system
+	span   time.Duration // real time of the chunks (wall plus consumer set-up and close)
+	others time.Duration // CPU other processes of the machine used during span
+	anonKB int64         // largest anonymous RSS of the server seen after a chunk
 }
 
 func selfCPU() time.Duration {
@@ -180,17 +187,50 @@ func selfCPU() time.Duration {
 // the wall time they took.
 func measure(tb testing.TB, s system, t *tally, run func() (int64, time.Duration, error)) {
 	tb.Helper()
-	before, cli := s.server().stats(tb), selfCPU()
+	stopPerf := startPerf(tb, s)
+	before, cli, busy, began := s.server().stats(tb), selfCPU(), machineBusy(), time.Now()
 	n, wall, err := run()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	after := s.server().stats(tb)
+	span := time.Since(began)
+	stopPerf()
+	after, cliCPU := s.server().stats(tb), selfCPU()-cli
+	srvCPU := after.cpu - before.cpu
+	others := max(0, machineBusy()-busy-srvCPU-cliCPU)
 	t.msgs += n
 	t.wall += wall
-	t.srvCPU += after.cpu - before.cpu
-	t.cliCPU += selfCPU() - cli
+	t.srvCPU += srvCPU
+	t.cliCPU += cliCPU
+	t.others += others
+	t.span += span
+	t.anonKB = max(t.anonKB, after.anonKB)
 	s.server().alive(tb)
+	if testing.Verbose() {
+		tb.Logf("  chunk %-6s %8d msgs in %5.2fs = %8.0f msgs/s (CPU s: server %.2f, client %.2f, other processes %.2f in %.2fs)",
+			s.name(), n, wall.Seconds(), rate(n, wall), srvCPU.Seconds(), cliCPU.Seconds(), others.Seconds(), span.Seconds())
+	}
+}
+
+// machineBusy is the CPU time all processes of the machine have used
+// (/proc/stat: user, nice, system, irq, softirq, steal), to tell how much
+// of the machine other processes took during a chunk.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }
 
 // rounds runs chunk for both systems once per b.Loop iteration, swapping
@@ -234,9 +274,13 @@ func report(b *testing.B, systems [2]system, t [2]tally) {
 		b.ReportMetric(rate(t[k].msgs, t[k].srvCPU), n+"-msgs/srv-cpu-s")
 		b.ReportMetric(rate(t[k].msgs, t[k].cliCPU), n+"-msgs/cli-cpu-s")
 		b.ReportMetric(float64(st.hwmKB)/1024, n+"-peak-rss-MiB")
-		b.Logf("%-6s %9d msgs in %6.2fs = %9.0f msgs/s; server CPU %5.2fs (%.1f us/msg), client CPU %5.2fs (%.1f us/msg); server peak RSS %d MiB",
+		b.ReportMetric(float64(t[k].anonKB)/1024, n+"-anon-rss-MiB")
+		if t[k].span > 0 {
+			b.ReportMetric(t[k].others.Seconds()/t[k].span.Seconds(), n+"-other-cores")
+		}
+		b.Logf("%-6s %9d msgs in %6.2fs = %9.0f msgs/s; server CPU %5.2fs (%.1f us/msg), client CPU %5.2fs (%.1f us/msg); server RSS peak %d MiB, anonymous %d MiB",
 			n, t[k].msgs, t[k].wall.Seconds(), ratePer[k], t[k].srvCPU.Seconds(), usPer(t[k].srvCPU, t[k].msgs),
-			t[k].cliCPU.Seconds(), usPer(t[k].cliCPU, t[k].msgs), st.hwmKB/1024)
+			t[k].cliCPU.Seconds(), usPer(t[k].cliCPU, t[k].msgs), st.hwmKB/1024, t[k].anonKB/1024)
 	}
 	if ratePer[1] > 0 {
 		b.ReportMetric(ratePer[0]/ratePer[1], "x-nats")
@@ -274,4 +318,35 @@ func fsyncRate(tb testing.TB, dir string, d time.Duration) float64 {
 		n++
 	}
 	return rate(int64(n), time.Since(start))
+}
+
+// startPerf starts `perf record` on s's server when -perf is set and
+// returns the function that stops it (SIGINT, so perf writes its file).
+func startPerf(tb testing.TB, s system) (stop func()) {
+	tb.Helper()
+	if *perfFlag == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(*perfFlag, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	name := strings.NewReplacer("/", "_", "=", "").Replace(tb.Name())
+	var out string
+	for i := 1; ; i++ {
+		out = filepath.Join(*perfFlag, fmt.Sprintf("%s.%s.%d.data", name, s.name(), i))
+		if _, err := os.Stat(out); os.IsNotExist(err) {
+			break
+		}
+	}
+	cmd := exec.Command("perf", "record", "-q", "-g", "-F", "999", "-p", strconv.Itoa(s.server().pid()), "-o", out)
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("perf: %v", err)
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait() // perf re-raises SIGINT after writing its file
+		if st, serr := os.Stat(out); serr != nil || st.Size() == 0 {
+			tb.Logf("perf record %s: %v", out, errors.Join(err, serr))
+		}
+	}
 }

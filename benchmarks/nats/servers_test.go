@@ -125,8 +125,9 @@ func (p *proc) alive(tb testing.TB) {
 
 // procStats is what /proc says about a process.
 type procStats struct {
-	cpu   time.Duration // user + system time so far
-	hwmKB int64         // peak resident set (VmHWM)
+	cpu    time.Duration // user + system time so far
+	hwmKB  int64         // peak resident set (VmHWM), file-backed (mmap) pages included
+	anonKB int64         // current anonymous resident set (RssAnon): heap, stacks
 }
 
 // clockTicks is USER_HZ, the unit of utime/stime in /proc/PID/stat; 100 on
@@ -161,12 +162,18 @@ func readProcStats(pid int) (procStats, error) {
 		return s, err
 	}
 	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return s, err
-			}
+		key, v, ok := strings.Cut(line, ":")
+		if !ok || (key != "VmHWM" && key != "RssAnon") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("natsbench: /proc/%d/status %s: %w", pid, key, err)
+		}
+		if key == "VmHWM" {
 			s.hwmKB = kb
+		} else {
+			s.anonKB = kb
 		}
 	}
 	return s, nil
