@@ -110,6 +110,11 @@ func rewriteProperties(old []byte, updates map[string]string) []byte {
 		}
 	}
 	slices.Sort(missing)
+	if len(missing) > 0 && endsWithOddBackslash(strings.TrimSuffix(out.String(), "\n")) {
+		// The file ends inside a continued entry: a blank line closes it
+		// so the first appended key is not read as its continuation.
+		out.WriteByte('\n')
+	}
 	for _, k := range missing {
 		out.WriteString(escapePropertyKey(k) + "=" + escapePropertyValue(updates[k]) + "\n")
 	}
@@ -125,20 +130,21 @@ func endsWithOddBackslash(s string) bool {
 }
 
 // escapePropertyKey escapes what would end or alter a key in properties
-// syntax.
+// syntax. Bytes are copied as they are (specials are ASCII), so invalid
+// UTF-8 survives.
 func escapePropertyKey(k string) string {
 	var b strings.Builder
-	for _, r := range k {
-		switch r {
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; c {
 		case '=', ':', ' ', '\t', '\f', '#', '!', '\\':
 			b.WriteByte('\\')
-			b.WriteRune(r)
+			b.WriteByte(c)
 		case '\n':
 			b.WriteString(`\n`)
 		case '\r':
 			b.WriteString(`\r`)
 		default:
-			b.WriteRune(r)
+			b.WriteByte(c)
 		}
 	}
 	return b.String()
@@ -147,19 +153,19 @@ func escapePropertyKey(k string) string {
 // escapePropertyValue escapes backslashes, line breaks and a leading blank.
 func escapePropertyValue(v string) string {
 	var b strings.Builder
-	for i, r := range v {
-		switch {
-		case r == '\\':
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '\\':
 			b.WriteString(`\\`)
-		case r == '\n':
+		case c == '\n':
 			b.WriteString(`\n`)
-		case r == '\r':
+		case c == '\r':
 			b.WriteString(`\r`)
-		case i == 0 && (r == ' ' || r == '\t' || r == '\f'):
+		case i == 0 && (c == ' ' || c == '\t' || c == '\f'):
 			b.WriteByte('\\')
-			b.WriteRune(r)
+			b.WriteByte(c)
 		default:
-			b.WriteRune(r)
+			b.WriteByte(c)
 		}
 	}
 	return b.String()

@@ -126,3 +126,35 @@ func TestUpdateBrokerConfigPersists(t *testing.T) {
 		t.Fatalf("permission = %d", p)
 	}
 }
+
+// FuzzRewriteProperties: whatever the file holds, the rewritten text
+// parses, carries the updated value, and keeps every other key's value.
+func FuzzRewriteProperties(f *testing.F) {
+	f.Add("brokerPermission=6\n", "brokerPermission", "4")
+	f.Add("# c\na=1\\\n  2\nb : 3\n", "b", "x y")
+	f.Add("k\\=ey=1\n", "k=ey", "2")
+	f.Add("a=\\u00e9\n!x\n\n", "new", "v\\")
+	f.Fuzz(func(t *testing.T, in, key, value string) {
+		before, err := config.Parse(strings.NewReader(in))
+		if err != nil || key == "" || strings.TrimSpace(value) != value || strings.ContainsAny(key+value, "\r\n\x00") {
+			return
+		}
+		out := rewriteProperties([]byte(in), map[string]string{key: value})
+		after, err := config.Parse(strings.NewReader(string(out)))
+		if err != nil {
+			t.Fatalf("rewritten text does not parse: %v\n%q", err, out)
+		}
+		if got, _ := after.Get(key); got != value {
+			t.Fatalf("%q = %q, want %q in\n%q", key, got, value, out)
+		}
+		for _, k := range before.Keys() {
+			if k == key {
+				continue
+			}
+			v1, _ := before.Get(k)
+			if v2, _ := after.Get(k); v1 != v2 {
+				t.Fatalf("%q changed from %q to %q in\n%q", k, v1, v2, out)
+			}
+		}
+	})
+}
