@@ -39,7 +39,9 @@ type queryConsumeQueueBody struct {
 // queueId, index, count, consumerGroup optional): count units of the
 // consume queue from index, each as (physicOffset, physicSize, tagsCode).
 // With a consumerGroup that has a subscription of topic, the subscription
-// is returned and eval tells whether its tag filter matches the unit. The
+// is returned, filterData is its expression and eval tells whether its tag
+// filter matches the unit; without one filterData says the group is not
+// online (RocketMQ's wording). The
 // store exposes no raw unit read, so each unit is resolved through its
 // commit-log offset and the stored message (size, TAGS hash, or for the
 // schedule topic the delivery time, as dispatch computes it).
@@ -54,7 +56,7 @@ func (b *Broker) processQueryConsumeQueue(_ context.Context, _ *remoting.Conn, r
 	q := int32(qid)
 	minO, maxO := b.Store.MinOffsetInQueue(topic, q), b.Store.MaxOffsetInQueue(topic, q)
 	if _, ok := b.Topics.Get(topic); !ok || maxO < 0 {
-		return nil, protocol.Errorf(protocol.SystemError, "%d of %s is not exist!", q, topic)
+		return nil, protocol.Errorf(protocol.SystemError, "%d@%s is not exist!", q, topic)
 	}
 	out := queryConsumeQueueBody{MinQueueIndex: max(minO, 0), MaxQueueIndex: maxO}
 	var filter *tagFilter
@@ -64,7 +66,7 @@ func (b *Broker) processQueryConsumeQueue(_ context.Context, _ *remoting.Conn, r
 			out.FilterData = sub.SubString
 			filter = newTagFilter(sub)
 		} else {
-			out.FilterData = "no subscription of " + topic + " in group " + g
+			out.FilterData = g + "@" + topic + " is not online!"
 		}
 	}
 	count = min(max(count, 0), maxQueryConsumeQueueCount)
