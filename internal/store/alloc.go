@@ -36,6 +36,7 @@ func (a *allocator) create(off int64) (*mappedFile, error) {
 	mf, err := openMappedFile(a.dir, off, a.size, true)
 	if err == nil {
 		mf.writeThrough = a.store.cfg.WriteWithoutMmap
+		mf.stage = a.store.stage
 		mf.adviseAppend(0)
 	}
 	return mf, err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -72,8 +73,27 @@ func (s *Store) runGroupCommit() {
 		}
 		s.flushCommitLogOnce(0)
 		ready = s.releaseFlushed(ready[:0])
+		released := len(ready)
 		clear(ready)
+		if released > 0 {
+			s.gather()
+		}
 		timer.Reset(10 * time.Millisecond)
+	}
+}
+
+// gather yields the processor so that the writers the last release made
+// runnable append (and register) before the next sync, as long as each
+// yield brings new waiters.
+func (s *Store) gather() {
+	n := s.group.pending()
+	for i := 0; i < 64; i++ {
+		runtime.Gosched()
+		m := s.group.pending()
+		if m == n {
+			return
+		}
+		n = m
 	}
 }
 
@@ -90,7 +110,7 @@ func (s *Store) flushCommitLogOnce(leastPages int) {
 	before := s.commitLog.flushedWhere.Load()
 	var err error
 	if leastPages == 0 {
-		err = s.commitLog.flushTo(s.commitLog.maxOffset())
+		err = s.commitLog.flushTo(s.commitLog.writtenOffset())
 	} else {
 		_, err = s.commitLog.flush(leastPages)
 	}

@@ -49,8 +49,16 @@ type mappedFile struct {
 	// fdatasync (writeWithoutMmap); readers still use the mapping, which
 	// shares the page cache.
 	writeThrough bool
-	returnBuf    func([]byte)
-	bufMu        sync.Mutex // guards writeBuf hand-back against a concurrent commit
+	// stage, when set (writeWithoutMmap under SYNC_FLUSH), makes appends
+	// staged: the writer copies records into this ring (shared by the
+	// store's files; only the last file appends, and a file is fully
+	// committed before the next one starts) at position mod len(stage), and
+	// commitStaged writes [committed, wrote) with one pwrite, so a group of
+	// puts costs one write and one fdatasync. Readers see up to committed.
+	stage     []byte
+	stageMu   sync.Mutex // serialises commits of staged bytes
+	returnBuf func([]byte)
+	bufMu     sync.Mutex // guards writeBuf hand-back against a concurrent commit
 
 	wrote     atomic.Int64
 	committed atomic.Int64
@@ -207,7 +215,7 @@ func (mf *mappedFile) isFull() bool { return mf.wrote.Load() >= mf.size }
 
 // readPosition is what readers may see.
 func (mf *mappedFile) readPosition() int64 {
-	if mf.pooled {
+	if mf.pooled || mf.stage != nil {
 		return mf.committed.Load()
 	}
 	return mf.wrote.Load()
@@ -229,6 +237,9 @@ func (mf *mappedFile) appendTarget() []byte {
 // len(b) <= size - wrote.
 func (mf *mappedFile) appendBytes(b []byte) error {
 	pos := mf.wrote.Load()
+	if mf.stage != nil {
+		return mf.appendStaged(b, pos)
+	}
 	if mf.writeThrough {
 		if _, err := mf.file.WriteAt(b, pos); err != nil {
 			return fmt.Errorf("store: write %s at %d: %w", mf.path, pos, err)
@@ -237,6 +248,92 @@ func (mf *mappedFile) appendBytes(b []byte) error {
 		copy(mf.appendTarget()[pos:], b)
 	}
 	mf.wrote.Store(pos + int64(len(b)))
+	return nil
+}
+
+// appendStaged copies b into the stage ring at pos. When the ring has no
+// room (the flusher is behind, or b is larger than the ring) the writer
+// commits what is staged itself, and writes b directly if it still does not
+// fit. REQUIRES: append lock held, mf.stage != nil.
+func (mf *mappedFile) appendStaged(b []byte, pos int64) error {
+	n, ring := int64(len(b)), int64(len(mf.stage))
+	if pos+n-mf.committed.Load() > ring {
+		mf.stageMu.Lock()
+		defer mf.stageMu.Unlock()
+		if err := mf.commitStagedLocked(); err != nil {
+			return err
+		}
+		if n > ring {
+			if _, err := mf.file.WriteAt(b, pos); err != nil {
+				return fmt.Errorf("store: write %s at %d: %w", mf.path, pos, err)
+			}
+			mf.wrote.Store(pos + n)
+			mf.committed.Store(pos + n)
+			return nil
+		}
+	}
+	// The bytes [committed, pos) still staged occupy other ring slots:
+	// pos+n-committed <= ring.
+	i := pos % ring
+	k := copy(mf.stage[i:], b)
+	copy(mf.stage, b[k:])
+	mf.wrote.Store(pos + n)
+	return nil
+}
+
+// commitStaged writes the staged bytes [committed, wrote) to the file (at
+// most two pwrites, when the range wraps around the ring).
+func (mf *mappedFile) commitStaged() error {
+	mf.stageMu.Lock()
+	defer mf.stageMu.Unlock()
+	return mf.commitStagedLocked()
+}
+
+// REQUIRES: mf.stageMu held.
+func (mf *mappedFile) commitStagedLocked() error {
+	c, w := mf.committed.Load(), mf.wrote.Load()
+	ring := int64(len(mf.stage))
+	for c < w {
+		i := c % ring
+		n := min(w-c, ring-i)
+		if _, err := mf.file.WriteAt(mf.stage[i:i+n], c); err != nil {
+			return fmt.Errorf("store: write %s at %d: %w", mf.path, c, err)
+		}
+		c += n
+		mf.committed.Store(c)
+	}
+	return nil
+}
+
+// fillToEnd closes the file with blank (the BLANK record's header) at the
+// write position; the rest of the file stays zero. REQUIRES: append lock
+// held and len(blank) <= size - wrote.
+func (mf *mappedFile) fillToEnd(blank []byte) error {
+	w := mf.wrote.Load()
+	switch {
+	case mf.stage != nil:
+		mf.stageMu.Lock()
+		defer mf.stageMu.Unlock()
+		err := mf.commitStagedLocked()
+		if err == nil {
+			_, err = mf.file.WriteAt(blank, w)
+		}
+		mf.wrote.Store(mf.size)
+		mf.committed.Store(mf.size)
+		if err != nil {
+			return fmt.Errorf("store: write %s at %d: %w", mf.path, w, err)
+		}
+		return nil
+	case mf.writeThrough:
+		_, err := mf.file.WriteAt(blank, w)
+		mf.wrote.Store(mf.size)
+		if err != nil {
+			return fmt.Errorf("store: write %s at %d: %w", mf.path, w, err)
+		}
+		return nil
+	}
+	copy(mf.appendTarget()[w:], blank)
+	mf.wrote.Store(mf.size)
 	return nil
 }
 
@@ -303,6 +400,13 @@ func (mf *mappedFile) destroy(now time.Time, forceAfter time.Duration) bool {
 func (mf *mappedFile) flush(leastPages int) (int64, error) {
 	mf.flushMu.Lock()
 	defer mf.flushMu.Unlock()
+	if mf.stage != nil && mf.wrote.Load() > mf.committed.Load() && mf.hold() {
+		err := mf.commitStaged()
+		mf.release()
+		if err != nil {
+			return mf.flushed.Load(), err
+		}
+	}
 	flushed := mf.flushed.Load()
 	readPos := mf.readPosition()
 	if !mf.isAbleToFlush(flushed, readPos, leastPages) {

@@ -224,6 +224,14 @@ func (q *mappedFileQueue) maxOffset() int64 {
 	return 0
 }
 
+// writtenOffset is the end of appended data, staged or not.
+func (q *mappedFileQueue) writtenOffset() int64 {
+	if l := q.last(); l != nil {
+		return l.fromOffset + l.wrote.Load()
+	}
+	return 0
+}
+
 // flush flushes one file (the one holding the flush frontier) and reports
 // whether the frontier did NOT move, as RocketMQ does. Errors are sticky at
 // the caller.

@@ -375,22 +375,16 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 
 // writeBlankLocked closes f with a BLANK record. REQUIRES: s.putMu held.
 func (s *Store) writeBlankLocked(f *mappedFile, now int64) {
-	w := f.wrote.Load()
-	rest := f.size - w
+	rest := f.size - f.wrote.Load()
 	if rest <= 0 {
 		return
 	}
 	var b [blankRecordSize]byte
 	binary.BigEndian.PutUint32(b[recTotalSize:], uint32(rest))
 	binary.BigEndian.PutUint32(b[recMagic:], message.BlankMagic)
-	if f.writeThrough {
-		if _, err := f.file.WriteAt(b[:min(rest, blankRecordSize)], w); err != nil {
-			s.setFlushFailed(err)
-		}
-	} else {
-		copy(f.appendTarget()[w:], b[:min(rest, blankRecordSize)])
+	if err := f.fillToEnd(b[:min(rest, blankRecordSize)]); err != nil {
+		s.setFlushFailed(err)
 	}
-	f.wrote.Store(f.size)
 	f.storeTimestamp.Store(now)
 }
 

@@ -16,6 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// stageRingSize is the staged-append ring of writeWithoutMmap under
+// SYNC_FLUSH: it only holds puts not yet written out by the flusher (a few
+// group-commit batches), and a put that finds it full writes out the staged
+// bytes itself.
+const stageRingSize = 2 << 20
+
 const (
 	stateNew int32 = iota
 	stateRunning
@@ -75,6 +81,10 @@ type Store struct {
 
 	listenersMu sync.Mutex
 	listeners   atomic.Pointer[[]ArrivalListener]
+
+	// stage is the staged-append ring of writeWithoutMmap under SYNC_FLUSH
+	// (mappedFile.stage); nil otherwise.
+	stage []byte
 
 	wakeDispatch chan struct{}
 	wakeFlush    chan struct{}
@@ -199,8 +209,12 @@ func (s *Store) open() error {
 	if err := s.commitLog.load(); err != nil {
 		return err
 	}
+	if s.cfg.WriteWithoutMmap && s.cfg.syncFlush() {
+		s.stage = make([]byte, stageRingSize)
+	}
 	for _, f := range s.commitLog.snapshot() {
 		f.writeThrough = s.cfg.WriteWithoutMmap
+		f.stage = s.stage
 	}
 	if err := s.loadConsumeQueues(); err != nil {
 		return err
