@@ -25,6 +25,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -167,9 +169,51 @@ func startOfficialPushConsumer(t testing.TB, nsAddr, group, topic string, sel co
 		if d := officialStartGrace - time.Since(started); d > 0 {
 			time.Sleep(d)
 		}
+		// The same close flag is read by the rebalance that the client
+		// runs on NOTIFY_CONSUMER_IDS_CHANGED, on a goroutine with no
+		// ordering to Shutdown. Shutting down the group's members one by
+		// one makes the broker notify the remaining ones (as RocketMQ's
+		// broker does), so each Shutdown would race with the rebalance the
+		// previous one caused. Switch the group's notifications off first
+		// (SubscriptionGroupConfig.notifyConsumerIdsChangedEnable, a real
+		// RocketMQ setting), over the wire like an admin tool.
+		disableGroupNotify(t, nsAddr, topic, group)
 		c.Shutdown()
 	})
 	return c
+}
+
+// disableGroupNotify sets notifyConsumerIdsChangedEnable=false in group's
+// subscription group config on every broker serving topic. Best effort:
+// the broker may already be gone at the end of a test.
+func disableGroupNotify(t testing.TB, nsAddr, topic, group string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	rc := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
+	if err := rc.Start(); err != nil {
+		return
+	}
+	defer rc.Close()
+	resp, err := rc.InvokeSync(ctx, nsAddr, protocol.NewRequest(protocol.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
+	if err != nil || resp.Code != int32(protocol.Success) {
+		return
+	}
+	route, err := protocol.DecodeTopicRouteData(resp.Body)
+	if err != nil {
+		return
+	}
+	sc := protocol.NewSubscriptionGroupConfig(group)
+	sc.NotifyConsumerIdsChangedEnable = false
+	body, err := protocol.MarshalJSON(&sc)
+	if err != nil {
+		t.Errorf("encode group config: %v", err)
+		return
+	}
+	for _, bd := range route.BrokerDatas {
+		if addr, ok := bd.BrokerAddrs[0]; ok {
+			_, _ = rc.InvokeSync(ctx, addr, protocol.NewRequest(protocol.UpdateAndCreateSubscriptionGroup, nil, body))
+		}
+	}
 }
 
 // officialStartGrace is how long after Start an official push consumer is

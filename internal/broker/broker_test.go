@@ -332,6 +332,46 @@ func TestHeartbeatNotifiesGroup(t *testing.T) {
 	// A client leaving (connection closed) is removed at once.
 	clients[1].Close()
 	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Clients.ConsumerIDs("cg")) == 1 }, "closed client not removed")
+	// Joins notified 1 + 2 members, the leave 1 more.
+	testutil.Eventually(t, 5*time.Second, func() bool { return notified.Load() >= 4 }, "remaining member not notified of the leave")
+	before := notified.Load()
+
+	// The group's notifyConsumerIdsChangedEnable=false silences it: a
+	// member leaving notifies nobody. A third client joins and leaves with
+	// notifications off; then notifications go back on and a fourth joins:
+	// client 0 must have seen exactly one more notification (the
+	// fourth's join), which arrives on its connection after any the broker
+	// wrongly sent for the silenced changes.
+	setNotify := func(on bool) {
+		g := protocol.NewSubscriptionGroupConfig("cg")
+		g.NotifyConsumerIdsChangedEnable = on
+		body, _ := protocol.MarshalJSON(&g)
+		mustCode(t, invoke(t, clients[0], b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateSubscriptionGroup, nil, body)), protocol.Success)
+	}
+	join := func(id string) *remoting.Client {
+		c := newClient(t)
+		body, _ := protocol.MarshalJSON(&protocol.HeartbeatData{
+			ClientID: id,
+			ConsumerDataSet: []protocol.ConsumerData{{GroupName: "cg", ConsumeType: protocol.ConsumePassively,
+				MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+				SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "T", SubString: "*"}}}},
+		})
+		mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, body)), protocol.Success)
+		return c
+	}
+	setNotify(false)
+	c3 := join("client-3")
+	c3.Close()
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Clients.ConsumerIDs("cg")) == 1 }, "client 3 not removed")
+	setNotify(true)
+	join("client-4")
+	testutil.Eventually(t, 5*time.Second, func() bool { return notified.Load() >= before+1 }, "no notification after re-enabling")
+	// One more round trip on client 0's connection: everything the broker
+	// wrote to it before has been read by now.
+	mustCode(t, invoke(t, clients[0], b.Addr(), protocol.NewRequest(protocol.GetConsumerListByGroup, protocol.EncodeHeader(&h, false), nil)), protocol.Success)
+	if n := notified.Load(); n != before+1 {
+		t.Fatalf("notifications with the group's notify switched off: %d, want %d", n, before+1)
+	}
 }
 
 func TestTopicAndGroupAdmin(t *testing.T) {
