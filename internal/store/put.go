@@ -115,7 +115,7 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 	s.applyDelayLevel(m)
 	s.prepareHosts(m)
 	bp := s.encodePool.Get().(*[]byte)
-	rec, st := s.encode((*bp)[:0], m)
+	rec, st := s.encode((*bp)[:0], m, start)
 	if st != PutOK {
 		s.encodePool.Put(bp)
 		s.stats.putFailures.Add(1)
@@ -124,6 +124,9 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 	}
 	metas := [1]recMeta{s.metaFor(m, len(rec))}
 	res := s.appendRecords(rec, metas[:], m.Topic, m.QueueID)
+	if res.Status == PutOK {
+		res.MsgID = message.OffsetMsgID(s.cfg.StoreHost, res.WroteOffset)
+	}
 	*bp = rec
 	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
 		s.encodePool.Put(bp)
@@ -169,7 +172,7 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 		s.prepareHosts(m)
 		n := len(buf)
 		var st PutStatus
-		buf, st = s.encode(buf, m)
+		buf, st = s.encode(buf, m, start)
 		if st != PutOK {
 			done(PutResult{Status: st})
 			return
@@ -279,10 +282,14 @@ func (s *Store) prepareHosts(m *message.Ext) {
 	m.SysFlag = message.HostSysFlag(m.SysFlag, m.BornHost, m.StoreHost)
 }
 
-// encode appends the record to dst outside every lock; offsets are patched
-// later under the append lock.
-func (s *Store) encode(dst []byte, m *message.Ext) ([]byte, PutStatus) {
-	m.StoreTimestamp = s.cfg.now().UnixMilli()
+// encode appends the record to dst outside every lock; offsets and the
+// store timestamp are patched later under the append lock. start is the
+// put's start (the provisional store timestamp, unless Config.Now is set).
+func (s *Store) encode(dst []byte, m *message.Ext, start time.Time) ([]byte, PutStatus) {
+	if s.cfg.Now != nil {
+		start = s.cfg.Now()
+	}
+	m.StoreTimestamp = start.UnixMilli()
 	m.QueueOffset, m.CommitLogOffset, m.BodyCRC = 0, 0, 0
 	n := len(dst)
 	out, err := message.AppendStored(dst, m)
@@ -365,12 +372,8 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 	if next != qo {
 		s.topicQueueTable[key] = next
 	}
-	res := PutResult{Status: PutOK, WroteOffset: phy, WroteBytes: int32(total),
+	return PutResult{Status: PutOK, WroteOffset: phy, WroteBytes: int32(total),
 		StoreTimestamp: now, QueueOffset: qo, MsgNum: int32(len(metas))}
-	if len(metas) == 1 {
-		res.MsgID = message.OffsetMsgID(s.cfg.StoreHost, phy)
-	}
-	return res
 }
 
 // writeBlankLocked closes f with a BLANK record. REQUIRES: s.putMu held.
@@ -407,7 +410,7 @@ func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(P
 		if wait {
 			s.group.add(flushWaiter{
 				next:     res.WroteOffset + int64(res.WroteBytes),
-				deadline: time.Now().Add(s.cfg.SyncFlushTimeout).UnixNano(),
+				deadline: start.Add(s.cfg.SyncFlushTimeout).UnixNano(),
 				res:      res,
 				done:     done,
 			})
