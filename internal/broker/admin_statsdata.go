@@ -215,6 +215,19 @@ func (b *Broker) sampleStats() {
 	}
 }
 
+// startStatsSampler takes the first sample and starts the sampling loop,
+// once; Start calls it, and so does a 315 request (harmless repeat).
+func (b *Broker) startStatsSampler() {
+	b.dyn.statsData.once.Do(func() {
+		b.sampleStats()
+		select {
+		case <-b.quit: // closing: goFunc would refuse anyway
+		default:
+			b.goFunc("stats-sample", b.statsSampleLoop)
+		}
+	})
+}
+
 // statsSampleLoop samples every statsSampleInterval until the broker closes.
 func (b *Broker) statsSampleLoop() {
 	t := time.NewTicker(statsSampleInterval)
@@ -257,14 +270,7 @@ func (b *Broker) viewStats(name, key string) (brokerStatsData, bool) {
 // minute, hour and day (see the table above). SYSTEM_ERROR when the
 // statistic does not exist.
 func (b *Broker) processViewBrokerStatsData(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	b.dyn.statsData.once.Do(func() {
-		b.sampleStats()
-		select {
-		case <-b.quit: // closing: goFunc would refuse anyway
-		default:
-			b.goFunc("stats-sample", b.statsSampleLoop)
-		}
-	})
+	b.startStatsSampler()
 	name, key := req.Ext("statsName"), req.Ext("statsKey")
 	data, ok := b.viewStats(name, key)
 	if !ok {

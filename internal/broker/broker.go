@@ -225,6 +225,7 @@ func (b *Broker) start() error {
 	b.goFunc("transaction-check", b.transactionCheckLoop)
 	b.goFunc("persist", b.persistLoop)
 	b.goFunc("client-scan", b.clientScanLoop)
+	b.startStatsSampler() // admin_statsdata.go: VIEW_BROKER_STATS_DATA
 	b.state.Store(stateRunning)
 	if len(b.cfg.NamesrvAddr) > 0 {
 		ctx, cancel := context.WithTimeout(b.baseCtx, b.cfg.RegisterBrokerTimeoutMills)
