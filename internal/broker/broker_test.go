@@ -701,3 +701,37 @@ func TestQueryAndViewMessage(t *testing.T) {
 	}
 	mustCode(t, query("absent", false), protocol.QueryNotFound)
 }
+
+// TestHeartbeatAfterCloseNotRegistered: a heartbeat handled after its
+// connection's close (it was read before the EOF and waited in the
+// heartbeat pool) must not bring the dead client back into its group,
+// where it would hold queues no one consumes until the 120 s expiry scan.
+func TestHeartbeatAfterCloseNotRegistered(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	data := protocol.ConsumerData{GroupName: "cg", ConsumeType: protocol.ConsumePassively,
+		MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+		SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "T", SubString: "*"}}}
+	body, _ := protocol.MarshalJSON(&protocol.HeartbeatData{ClientID: "dead", ConsumerDataSet: []protocol.ConsumerData{data},
+		ProducerDataSet: []protocol.ProducerData{{GroupName: "pg"}}})
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, body)), protocol.Success)
+	info, ok := b.Clients.ConsumerGroup("cg")
+	if !ok || len(info.Channels) != 1 {
+		t.Fatalf("group after heartbeat: %+v %v", info, ok)
+	}
+	ch := info.Channels[0] // the broker's side of the connection
+	c.Close()
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Clients.ConsumerIDs("cg")) == 0 }, "closed client not removed")
+
+	// The late heartbeat, as the heartbeat worker would register it.
+	if b.Clients.RegisterConsumer(&data, ch, false) {
+		t.Error("RegisterConsumer on a closed connection reported a membership change")
+	}
+	b.Clients.RegisterProducer("pg", ch)
+	if ids := b.Clients.ConsumerIDs("cg"); len(ids) != 0 {
+		t.Fatalf("dead client registered again: %v", ids)
+	}
+	if chs := b.Clients.ProducerChannels("pg"); len(chs) != 0 {
+		t.Fatalf("dead producer registered again: %+v", chs)
+	}
+}

@@ -72,6 +72,10 @@ func (m *ClientManager) RegisterConsumer(data *protocol.ConsumerData, ch ClientC
 		subs[s.Topic] = &s
 	}
 	m.mu.Lock()
+	if connClosed(ch.Conn) {
+		m.mu.Unlock()
+		return false
+	}
 	g, ok := m.consumers[data.GroupName]
 	if !ok {
 		g = &consumerGroup{channels: make(map[uint64]*ClientChannel), subscriptions: subs}
@@ -136,6 +140,23 @@ func ParseTags(expr string) []string {
 	return out
 }
 
+// connClosed reports whether c has begun closing. A heartbeat can be
+// processed after its connection's close was handled (it was read before
+// the EOF and waited in the heartbeat pool); registering it then would keep
+// a dead client in its group until the channel-expiry scan, 120 s later,
+// and the group's other members would leave its queues unconsumed that
+// long. The remoting layer closes Closed() before it tells listeners, and
+// both registration and ConnClosed hold mu, so checking under mu leaves no
+// window: a registration either sees the close or is undone by ConnClosed.
+func connClosed(c *remoting.Conn) bool {
+	select {
+	case <-c.Closed():
+		return true
+	default:
+		return false
+	}
+}
+
 // UnregisterConsumer removes one connection from a group.
 func (m *ClientManager) UnregisterConsumer(group string, connID uint64) {
 	m.mu.Lock()
@@ -160,6 +181,9 @@ func (m *ClientManager) UnregisterConsumer(group string, connID uint64) {
 func (m *ClientManager) RegisterProducer(group string, ch ClientChannel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if connClosed(ch.Conn) {
+		return
+	}
 	p, ok := m.producers[group]
 	if !ok {
 		p = make(map[uint64]*ClientChannel)
