@@ -34,7 +34,12 @@
 //	 │     interceptTimer like a send); 12/33 queries (query.go)
 //	 └─ admin pool: 29–32 queue offsets, 17/18/21/215/351 topics,
 //	       200/201/207/225/352 groups, 43/45, 202/208/203/204/300/343/305/28/26
-//	       stats and config, 222 reset offset, 307/309 relays (admin_*.go)
+//	       stats and config, 222 reset offset, 307/309 relays, 25 config
+//	       update (persisted to the -c file), 60/61 timer checkpoint and
+//	       metrics, 223 consumer status (asks clients with 221), 308
+//	       correction offset, 315 stats data (sampled every 10 s from
+//	       counters the hot path keeps anyway), 321 consume-queue dump
+//	       (admin_*.go)
 //
 //	Background services: scheduleService (schedule.go, delay levels back to
 //	their topics), the timer store (timer.go: internal/timer opened on a
@@ -42,7 +47,7 @@
 //	reads rmq_sys_wheel_timer and re-puts due messages to their real topic;
 //	its goroutines are its own, closed before the store), transactionCheckLoop
 //	(transaction.go), registerLoop (register.go), persistLoop and
-//	clientScanLoop (broker.go).
+//	clientScanLoop (broker.go), statsSampleLoop (admin_statsdata.go).
 //
 //	Managers (fields of Broker, reachable by every processor):
 //	 Topics       TopicConfigManager        <root>/config/topics.json
