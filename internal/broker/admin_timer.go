@@ -25,15 +25,15 @@ const timerMetricsScanLimit = 1 << 16
 // progress in TimerCheckpoint's binary layout. SYSTEM_ERROR when the timer
 // wheel does not run on this broker. lastReadTimeMs is the next slot to
 // fire; lastTimerQueueOffset and masterTimerQueueOffset the next timer-topic
-// unit to enqueue. The timer's log flush position is not exported by
-// internal/timer, so lastTimerLogFlushPos carries the retained log bytes.
+// unit to enqueue; lastTimerLogFlushPos the timer log position synced and
+// checkpointed.
 func (b *Broker) processGetTimerCheckPoint(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	st, ok := b.TimerStats()
 	if !ok {
 		return nil, protocol.Errorf(protocol.SystemError, "The checkpoint is null")
 	}
 	body := make([]byte, timerCheckpointSize)
-	for i, v := range []int64{st.ReadMs, st.LogBytes, st.QueueOffset, st.QueueOffset,
+	for i, v := range []int64{st.ReadMs, st.LogFlushPos, st.QueueOffset, st.QueueOffset,
 		0, b.bootTime.UnixMilli(), st.Enqueued + st.Delivered} {
 		binary.BigEndian.PutUint64(body[8*i:], uint64(v))
 	}

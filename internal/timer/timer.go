@@ -49,6 +49,7 @@ type Timer struct {
 	readMs      int64 // next slot the dequeue goroutine takes
 	doneMs      int64 // first slot not fully delivered (<= readMs)
 	queueOffset int64 // next timer-topic unit to enqueue
+	flushedPos  int64 // timer log synced and checkpointed up to here
 	inFlight    int64 // records of the slot being delivered
 	stalls      int   // enqueue rounds without progress; enqueue goroutine only
 
@@ -103,6 +104,7 @@ func (t *Timer) Start() error {
 		return err
 	}
 	t.log = l
+	t.flushedPos = cp.flushPos
 	// The grid of slots follows the current precision (it may have changed
 	// since the checkpoint).
 	p := t.cfg.PrecisionMs
@@ -568,6 +570,7 @@ func (t *Timer) flush() error {
 		return err
 	}
 	t.mu.Lock()
+	t.flushedPos = cp.flushPos
 	n, err := t.log.dropBefore(cp.doneMs)
 	t.mu.Unlock()
 	if n > 0 {
@@ -586,6 +589,7 @@ type Stats struct {
 	Dropped     int64 // timers lost (parked message unreadable)
 	Cancelled   int64 // timers skipped because a TIMER_DEL_UNIQKEY message cancelled them
 	LogBytes    int64 // retained timer log bytes
+	LogFlushPos int64 // timer log position synced and checkpointed
 	ReadMs      int64 // next slot to fire
 	QueueOffset int64 // next timer-topic unit to enqueue
 	// QueueBehind is how many timer-topic units wait to be enqueued.
@@ -595,7 +599,8 @@ type Stats struct {
 // Stats returns a snapshot.
 func (t *Timer) Stats() Stats {
 	t.mu.Lock()
-	s := Stats{Pending: t.pending, InFlight: t.inFlight, Slots: len(t.wheel), ReadMs: t.readMs, QueueOffset: t.queueOffset}
+	s := Stats{Pending: t.pending, InFlight: t.inFlight, Slots: len(t.wheel), ReadMs: t.readMs, QueueOffset: t.queueOffset,
+		LogFlushPos: t.flushedPos}
 	if t.log != nil {
 		s.LogBytes = t.log.diskBytes()
 	}

@@ -190,7 +190,14 @@ func TestSurviveRestart(t *testing.T) {
 	if s := e.tm.Stats(); s.Pending+int64(d.count()) < n-int64(s.InFlight) {
 		t.Logf("at close: %+v, delivered %d", s, d.count())
 	}
+	closedAt := e.tm.Stats()
+	if closedAt.LogFlushPos < closedAt.Enqueued*recordSize {
+		t.Errorf("log flushed up to %d at close, %d records enqueued", closedAt.LogFlushPos, closedAt.Enqueued)
+	}
 	e2 := openEnv(t, dir, precision, d)
+	if pos := e2.tm.Stats().LogFlushPos; pos != closedAt.LogFlushPos {
+		t.Errorf("log flush position %d after restart, %d at close", pos, closedAt.LogFlushPos)
+	}
 	testutil.Eventually(t, 15*time.Second, func() bool { return d.count() == n }, "all deliveries after restart")
 	// Give a duplicate the chance to show up.
 	testutil.Eventually(t, 5*time.Second, func() bool { return e2.tm.Stats().Pending == 0 && e2.tm.Stats().QueueBehind == 0 }, "drained")
