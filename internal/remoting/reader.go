@@ -66,44 +66,55 @@ func (c *Conn) releaseReader() (leads uint64, ok bool) {
 // awaitReader parks the read loop until it holds the reading role again:
 // handed back by a leader, reclaimed after a tick with no new lead, or
 // taken back for a call that does not lead. False: the connection closed.
+// seen is the number of leads when the role was released.
 func (c *Conn) awaitReader(seen uint64) bool {
 	if c.readerTimer == nil {
 		c.readerTimer = time.NewTimer(c.ep.readerTick)
 	} else {
 		c.readerTimer.Reset(c.ep.readerTick)
 	}
+	// A wake-up left over from before the release (the role came back by
+	// the tick while it was in flight) means nothing now; the state is
+	// checked below anyway.
+	select {
+	case <-c.readerWake:
+	default:
+	}
+	ticked := false
 	for {
-		select {
-		case <-c.readerWake:
-		case <-c.readerTimer.C:
-		case <-c.closed:
-			c.readerTimer.Stop()
-			return false
-		}
 		c.fmu.Lock()
-		switch c.reader {
-		case readerLoop:
+		if c.reader == readerLoop { // handed back
 			c.fmu.Unlock()
 			c.readerTimer.Stop()
 			c.clearInterrupt()
 			return true
-		case readerFree:
-			if c.leads == seen { // a whole tick without a lead: read again
+		}
+		if ticked {
+			switch {
+			case c.reader == readerFree && c.leads == seen:
+				// A whole tick without a lead: read again.
 				c.reader = readerLoop
 				c.fmu.Unlock()
-				c.readerTimer.Stop()
 				c.clearInterrupt()
 				return true
-			}
-		case readerCaller:
-			if c.leads == seen { // the same leader for a whole tick: take the role back
+			case c.reader == readerCaller && c.leads == seen:
+				// The same leader for a whole tick: take the role back.
 				c.interrupted = true
 				_ = c.raw.SetReadDeadline(time.Unix(1, 0))
 			}
+			seen = c.leads
+			c.readerTimer.Reset(c.ep.readerTick)
 		}
-		seen = c.leads
 		c.fmu.Unlock()
-		c.readerTimer.Reset(c.ep.readerTick)
+		ticked = false
+		select {
+		case <-c.readerWake:
+		case <-c.readerTimer.C:
+			ticked = true
+		case <-c.closed:
+			c.readerTimer.Stop()
+			return false
+		}
 	}
 }
 
