@@ -126,7 +126,8 @@ func (s *apogeeSystem) drain(ctx context.Context, n int64, seen func([]byte) err
 	start := time.Now()
 	s.group++
 	c, err := client.NewLitePullConsumer(fmt.Sprintf("natsbench-drain-%d", s.group),
-		client.WithNameServers(s.srv.namesrv), client.WithConsumeFromWhere(client.ConsumeFromFirstOffset))
+		client.WithNameServers(s.srv.namesrv), client.WithConsumeFromWhere(client.ConsumeFromFirstOffset),
+		client.WithPullBatchSize(*pullBatchFlag))
 	if err != nil {
 		return 0, err
 	}

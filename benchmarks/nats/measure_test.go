@@ -19,10 +19,12 @@ import (
 )
 
 var (
-	chunkFlag  = flag.Duration("chunk", 2*time.Second, "measured time per system per round (rounds = b.N, e.g. -benchtime 3x)")
-	warmupFlag = flag.Duration("warmup", 500*time.Millisecond, "unmeasured publishing per system before the first round")
-	drainFlag  = flag.Int64("drain-msgs", 100_000, "Consume: messages pre-published and drained by every fresh consumer")
-	perfFlag   = flag.String("perf", "", "directory: record each measured chunk's server with `perf record -g` into DIR/<case>.<system>.<n>.data")
+	chunkFlag      = flag.Duration("chunk", 2*time.Second, "measured time per system per round (rounds = b.N, e.g. -benchtime 3x)")
+	warmupFlag     = flag.Duration("warmup", 500*time.Millisecond, "unmeasured publishing per system before the first round")
+	drainFlag      = flag.Int64("drain-msgs", 100_000, "Consume: messages pre-published and drained by every fresh consumer")
+	apogeeConfFlag = flag.String("apogee-conf", "", "extra broker.conf lines for apogee, separated by ';' (tuning experiments; default: RocketMQ defaults)")
+	pullBatchFlag  = flag.Int("apogee-pull-batch", 32, "Consume: the LitePullConsumer's pull batch size (RocketMQ default 32; the broker caps it at maxTransferCountOnMessageInMemory)")
+	perfFlag       = flag.String("perf", "", "directory: record each measured chunk's server with `perf record -g` into DIR/<case>.<system>.<n>.data")
 )
 
 // bodySize is the message body size of every case.

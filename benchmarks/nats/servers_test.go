@@ -207,7 +207,13 @@ func startApogee(tb testing.TB, durable bool) *apogeeServer {
 		flush = "SYNC_FLUSH"
 	}
 	conf := filepath.Join(dir, "broker.conf")
-	if err := os.WriteFile(conf, []byte("flushDiskType="+flush+"\n"), 0o644); err != nil {
+	lines := "flushDiskType=" + flush + "\n"
+	for kv := range strings.SplitSeq(*apogeeConfFlag, ";") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			lines += kv + "\n"
+		}
+	}
+	if err := os.WriteFile(conf, []byte(lines), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	p, stdout := startProc(tb, "apogee", dir, bins.apogee, true,
