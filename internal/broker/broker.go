@@ -52,6 +52,7 @@ type Broker struct {
 	dyn       dynamicConfig // run-time broker.conf keys (admin_config.go)
 
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
+	ha         haState      // replication (ha_config.go, slave_sync.go)
 
 	addr      string         // brokerIP1:port, as advertised; set in Start
 	storeHost netip.AddrPort // same address, for ids
@@ -90,6 +91,9 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validateHA(); err != nil { // ha_config.go; forces a master's brokerId to 0
 		return nil, err
 	}
 	logger = logger.With("component", "broker", "brokerName", cfg.BrokerName)
@@ -213,6 +217,9 @@ func (b *Broker) start() error {
 	if err := b.nsClient.Start(); err != nil {
 		return fmt.Errorf("broker: name-server client: %w", err)
 	}
+	if err := b.startHA(configured); err != nil { // ha_config.go
+		return err
+	}
 
 	b.sendQueue.start()
 	b.goFunc("pull-hold", b.pullHold.run)
@@ -300,6 +307,7 @@ func (b *Broker) shutdown() error {
 	if b.nsClient != nil {
 		b.nsClient.Close()
 	}
+	b.closeHA()                            // ha_config.go: before the store closes
 	if err := b.closeTimer(); err != nil { // timer.go; its deliveries are puts
 		errs = append(errs, err)
 	}

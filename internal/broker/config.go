@@ -103,6 +103,7 @@ type Config struct {
 	UseServerSideResetOffset bool `conf:"useServerSideResetOffset"`
 
 	TimerConfig // timerWheelEnable, timerMaxDelaySec, ... (config_timer.go)
+	HAConfig    // haMasterAddress, inSyncReplicas, ... (ha_config.go)
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -171,6 +172,7 @@ func DefaultConfig() Config {
 		UseServerSideResetOffset: true,
 
 		TimerConfig: DefaultTimerConfig(),
+		HAConfig:    DefaultHAConfig(),
 
 		Store: store.DefaultConfig(),
 	}

@@ -38,12 +38,10 @@ func (b *Broker) registerLoop() {
 	}
 }
 
-// haServerAddr is brokerIP2:haListenPort (listenPort+1 by default).
+// haServerAddr is brokerIP2:haListenPort (listenPort+1 by default; the
+// HA server's real port when it listens, ha_config.go).
 func (b *Broker) haServerAddr() string {
-	port := b.cfg.HAListenPort
-	if port == 0 {
-		port = b.cfg.ListenPort + 1
-	}
+	port := b.haAdvertisedPort()
 	ip := b.cfg.BrokerIP2
 	if ip == "" {
 		ip = b.cfg.BrokerIP1
@@ -88,6 +86,7 @@ func (b *Broker) registerAll(ctx context.Context) {
 			case resp.Code != int32(protocol.Success):
 				b.logger.Warn("register broker refused", "addr", addr, "code", resp.Code, "remark", resp.Remark)
 			default:
+				b.onRegisterResult(resp) // slave_sync.go: the master's addresses
 				b.logger.Debug("registered with name server", "addr", addr, "topics", len(body.TopicConfigSerializeWrapper.TopicConfigTable))
 			}
 		}()
