@@ -54,43 +54,116 @@ func (g *groupCommit) pending() int {
 
 // runGroupCommit is the SYNC_FLUSH flusher goroutine (GroupCommitService).
 // Every put wakes it; it syncs everything appended so far and releases every
-// waiter that is now durable. Writers that append while a sync is running
-// are served together by the next one: that is the group commit. (Waiting
-// to gather a batch before syncing was tried and halved throughput: the
-// sync itself is the natural batching window.)
+// waiter that is now durable. When it released several, gather yields the
+// processor to them, so that those that put again at once join the next
+// sync instead of the one after it (with 64 writers this raised the batch
+// from ~25 to ~40 puts per sync). A lone writer is better served by the
+// flusher parking: its next put then readies the flusher on the writer's
+// own processor, a cheap hand-off (a yielding flusher was picked up by the
+// other processor instead, and the put then had to wake it there). While
+// the last sync made progress and more is appended, the flusher does not
+// park.
+//
+// (Sleeping to gather a batch before syncing was tried and halved
+// throughput: yielding costs nothing when no writer is runnable.)
 func (s *Store) runGroupCommit() {
 	timer := time.NewTimer(10 * time.Millisecond)
 	defer timer.Stop()
 	var ready []flushWaiter
+	var lastSync time.Duration
+	more := false
+	var dw dispatchWaker
 	for {
-		select {
-		case <-s.quit:
-			s.flushCommitLogOnce(0)
-			ready = s.releaseFlushed(ready[:0])
-			return
-		case <-s.wakeFlush:
-		case <-timer.C:
+		if more {
+			select {
+			case <-s.quit:
+				s.flushCommitLogOnce(0)
+				s.releaseFlushed(ready[:0])
+				return
+			default:
+			}
+		} else {
+			timer.Reset(dw.idleWait(10 * time.Millisecond))
+			select {
+			case <-s.quit:
+				s.flushCommitLogOnce(0)
+				s.releaseFlushed(ready[:0])
+				return
+			case <-s.wakeFlush:
+			case <-timer.C:
+			}
 		}
-		s.flushCommitLogOnce(0)
+		t0 := time.Now()
+		advanced := s.flushCommitLogOnce(0)
+		now := time.Now()
+		if advanced {
+			lastSync = now.Sub(t0)
+		}
+		dw.synced(s, advanced, now)
 		ready = s.releaseFlushed(ready[:0])
 		released := len(ready)
 		clear(ready)
-		if released > 0 {
-			s.gather()
+		if released > 1 {
+			s.gather(released, max(lastSync, 50*time.Microsecond))
 		}
-		timer.Reset(10 * time.Millisecond)
+		more = advanced && s.commitLog.writtenOffset() > s.commitLog.flushedWhere.Load()
 	}
 }
 
-// gather yields the processor so that the writers the last release made
-// runnable append (and register) before the next sync, as long as each
-// yield brings new waiters.
-func (s *Store) gather() {
-	n := s.group.pending()
+// dispatchWaker batches the flusher's wake-ups of the dispatch goroutine
+// under SYNC_FLUSH: a wake-up of a parked goroutine costs the waker a futex
+// call (several µs on a VM) when a processor is idle, on the path from one
+// sync to the next. Dispatch is woken once dispatchWakeBytes are flushed or
+// dispatchWakeDelay after the first undispatched sync, and whenever the
+// flusher goes idle, so flushed messages reach consume queues within about
+// a millisecond (RocketMQ's ReputMessageService polls every millisecond).
+type dispatchWaker struct {
+	pending  bool      // a sync since the last wake-up
+	since    time.Time // of the first such sync
+	lastWake int64     // flushed offset at the last wake-up
+}
+
+const (
+	dispatchWakeBytes = 64 << 10
+	dispatchWakeDelay = time.Millisecond
+)
+
+func (d *dispatchWaker) synced(s *Store, advanced bool, now time.Time) {
+	if advanced && !d.pending {
+		d.pending, d.since = true, now
+	}
+	if d.pending && (s.commitLog.flushedWhere.Load()-d.lastWake >= dispatchWakeBytes || now.Sub(d.since) >= dispatchWakeDelay) {
+		d.wake(s)
+	}
+}
+
+// idleWait is how long the idle flusher may park: until the pending
+// wake-up is due.
+func (d *dispatchWaker) idleWait(max time.Duration) time.Duration {
+	if !d.pending {
+		return max
+	}
+	return min(max, dispatchWakeDelay-time.Since(d.since))
+}
+
+func (d *dispatchWaker) wake(s *Store) {
+	d.pending = false
+	d.lastWake = s.commitLog.flushedWhere.Load()
+	wake(s.wakeDispatch)
+}
+
+// gather yields the processor so that the released writers that put again
+// at once register before the next sync. It stops when as many new waiters
+// as were released have registered, when a yield brings none, or after
+// limit: a longer gather would idle the disk for longer than a sync takes.
+func (s *Store) gather(released int, limit time.Duration) {
+	start := time.Now()
+	n0 := s.group.pending()
+	n := n0
 	for i := 0; i < 64; i++ {
 		runtime.Gosched()
 		m := s.group.pending()
-		if m == n {
+		if m == n || m-n0 >= released || time.Since(start) > limit {
 			return
 		}
 		n = m
@@ -98,10 +171,11 @@ func (s *Store) gather() {
 }
 
 // flushCommitLogOnce commits (pool) and flushes the commit log up to its
-// current end; an msync failure becomes sticky.
-func (s *Store) flushCommitLogOnce(leastPages int) {
+// current end; an msync failure becomes sticky. It reports whether the
+// flushed offset moved.
+func (s *Store) flushCommitLogOnce(leastPages int) bool {
 	if s.flushFailed.Load() {
-		return
+		return false
 	}
 	if s.pool != nil {
 		for i := 0; i < 4 && !s.commitLog.commit(0); i++ {
@@ -116,17 +190,17 @@ func (s *Store) flushCommitLogOnce(leastPages int) {
 	}
 	if err != nil {
 		s.setFlushFailed(err)
-		return
+		return false
 	}
-	if after := s.commitLog.flushedWhere.Load(); after != before {
-		s.stats.flushes.Add(1)
-		if ts := s.commitLog.flushedTimestamp.Load(); ts > 0 {
-			s.cp.physicMsgTimestamp.Store(ts)
-		}
-		if s.cfg.syncFlush() {
-			wake(s.wakeDispatch)
-		}
+	after := s.commitLog.flushedWhere.Load()
+	if after == before {
+		return false
 	}
+	s.stats.flushes.Add(1)
+	if ts := s.commitLog.flushedTimestamp.Load(); ts > 0 {
+		s.cp.physicMsgTimestamp.Store(ts)
+	}
+	return true
 }
 
 func (s *Store) setFlushFailed(err error) {
