@@ -1,0 +1,125 @@
+package client
+
+import (
+	"context"
+	"net/netip"
+	"strconv"
+	"testing"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// BenchmarkSendAsyncPipelined keeps up to 256 SendAsync calls in flight to
+// the fake broker: the pipelined publish path (SDK plus remoting, no
+// storage) that benchmarks/nats measures against nats.go.
+func BenchmarkSendAsyncPipelined(b *testing.B) {
+	fb := newFakeBrokerTB(b, "broker-a")
+	fb.serve("T", fb)
+	p, err := NewProducer("pg", WithNameServers(fb.addr), WithLogger(testutil.DiscardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	body := make([]byte, 1024)
+	ctx := context.Background()
+	if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
+		b.Fatal(err)
+	}
+	window := make(chan struct{}, 256)
+	errs := make(chan error, 1)
+	cb := func(_ *SendResult, err error) {
+		if err != nil {
+			select {
+			case errs <- err:
+			default:
+			}
+		}
+		<-window
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		window <- struct{}{}
+		if err := p.SendAsync(ctx, NewMessage("T", body), cb); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range cap(window) {
+		window <- struct{}{}
+	}
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
+
+// pullBody is a pull response body of n 1 KiB messages as a broker returns
+// them: tag, keys, UNIQ_KEY and WAIT properties, one producer host.
+func pullBody(tb testing.TB, n int) []byte {
+	tb.Helper()
+	var out []byte
+	born := netip.MustParseAddrPort("10.0.0.7:53012")
+	store := netip.MustParseAddrPort("10.0.0.1:10911")
+	ids := message.NewUniqIDGenerator(born.Addr(), 4242)
+	for i := range n {
+		e := &message.Ext{
+			Message: message.Message{
+				Topic: "T",
+				Body:  make([]byte, 1024),
+				Properties: map[string]string{
+					message.PropertyTags: "TagA", message.PropertyKeys: "k" + strconv.Itoa(i),
+					message.PropertyUniqClientMessageIDKeyidx: ids.Next(), message.PropertyWaitStoreMsgOK: "true",
+				},
+			},
+			QueueID: 1, QueueOffset: int64(i), CommitLogOffset: int64(i) * 1200,
+			BornTimestamp: 1764400000000, BornHost: born, StoreTimestamp: 1764400000001, StoreHost: store,
+		}
+		var err error
+		if out, err = message.AppendStored(out, e); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return out
+}
+
+// BenchmarkDecodePulled32 turns a 32-message pull body into the
+// MessageExts a listener receives (decode, filter, convert): the consume
+// path's per-message client work. Reported per message.
+func BenchmarkDecodePulled32(b *testing.B) {
+	const n = 32
+	body := pullBody(b, n)
+	mq := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 1}
+	sub, err := newSubscription("T", Selector{Expression: "*"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if msgs := decodePulledForBench(b, body, mq, sub); len(msgs) != n {
+			b.Fatalf("%d messages", len(msgs))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+}
+
+// decodePulledForBench is what consumerAPI.pull and the push pull loop do
+// with a pull body.
+func decodePulledForBench(b *testing.B, body []byte, mq MessageQueue, sub *subscription) []*MessageExt {
+	es, err := message.DecodeStoredAll(body, message.DecodeOptions{Decompress: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msgs []*MessageExt
+	for _, e := range es {
+		if sub.match(e) {
+			msgs = append(msgs, toMessageExt(e, mq, "g", ""))
+		}
+	}
+	return msgs
+}
