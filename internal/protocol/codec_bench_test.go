@@ -22,17 +22,24 @@ func BenchmarkAppendFrameHeader(b *testing.B) {
 	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
 		b.Run(st.String(), func(b *testing.B) {
 			c := benchCommand(st)
-			buf := make([]byte, 0, 1024)
-			b.ReportAllocs()
-			for b.Loop() {
-				var err error
-				if buf, err = AppendFrameHeader(buf[:0], c); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.SetBytes(int64(len(buf)))
+			benchAppendFrameHeader(b, c)
+		})
+		b.Run(st.String()+"-ExtList", func(b *testing.B) {
+			benchAppendFrameHeader(b, listCommand(st))
 		})
 	}
+}
+
+func benchAppendFrameHeader(b *testing.B, c *Command) {
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = AppendFrameHeader(buf[:0], c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
 }
 
 func BenchmarkDecodeFrame(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 
 // The JSON header (remoting.md §1.4) is written by hand: no reflection on the
 // hot path. Output is compact, properties in fastjson's alphabetical order,
-// ext fields sorted by key:
+// ext fields sorted by key (then Command.ExtList in its order):
 //
 //	{"code":105,"extFields":{"topic":"T"},"flag":0,"language":"GO","opaque":1,
 //	 "remark":"x","serializeTypeCurrentRPC":"JSON","version":479}
@@ -38,6 +38,14 @@ func appendJSONHeader(dst []byte, c *Command) []byte {
 			dst = append(dst, ':')
 			dst = appendHeaderString(dst, c.ExtFields[k])
 		}
+	}
+	for i := 0; i+1 < len(c.ExtList); i += 2 {
+		if i > 0 || len(c.ExtFields) > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendHeaderString(dst, c.ExtList[i])
+		dst = append(dst, ':')
+		dst = appendHeaderString(dst, c.ExtList[i+1])
 	}
 	dst = append(dst, '}')
 	dst = append(dst, `,"flag":`...)

@@ -24,7 +24,8 @@ const rocketMQFixedLength = 21
 
 // appendRocketMQHeader appends c's ROCKETMQ header. Codes and versions that
 // do not fit int16 give ErrUnencodable (Java would truncate them silently).
-// Ext fields are written in key order so the bytes are deterministic.
+// ExtFields are written in key order so the bytes are deterministic, then
+// ExtList in its own order (ext order is not significant on the wire).
 func appendRocketMQHeader(dst []byte, c *Command) ([]byte, error) {
 	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 || c.Version < math.MinInt16 || c.Version > math.MaxInt16 {
 		return dst, ErrUnencodable
@@ -46,14 +47,16 @@ func appendRocketMQHeader(dst []byte, c *Command) ([]byte, error) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			v := c.ExtFields[k]
-			if len(k) > math.MaxInt16 || len(v) > math.MaxInt32 {
-				return dst, ErrUnencodable
+			var err error
+			if dst, err = appendRocketMQExt(dst, k, c.ExtFields[k]); err != nil {
+				return dst, err
 			}
-			dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
-			dst = append(dst, k...)
-			dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-			dst = append(dst, v...)
+		}
+	}
+	for i := 0; i+1 < len(c.ExtList); i += 2 {
+		var err error
+		if dst, err = appendRocketMQExt(dst, c.ExtList[i], c.ExtList[i+1]); err != nil {
+			return dst, err
 		}
 	}
 	extLen := len(dst) - extStart - 4
@@ -62,6 +65,17 @@ func appendRocketMQHeader(dst []byte, c *Command) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint32(dst[extStart:], uint32(extLen))
 	return dst, nil
+}
+
+// appendRocketMQExt appends one ext entry.
+func appendRocketMQExt(dst []byte, k, v string) ([]byte, error) {
+	if len(k) > math.MaxInt16 || len(v) > math.MaxInt32 {
+		return dst, ErrUnencodable
+	}
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
+	dst = append(dst, k...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
+	return append(dst, v...), nil
 }
 
 // decodeRocketMQHeader fills c from a ROCKETMQ header. Any declared length

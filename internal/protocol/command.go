@@ -22,15 +22,21 @@ const (
 // returning, except Body larger than 64 KiB, which it references until the
 // frame is written; do not modify such a Body after sending).
 type Command struct {
-	Code          int32             // request or response code
-	Language      LanguageCode      // sender's implementation language
-	Version       int32             // sender's MQVersion ordinal
-	Opaque        int32             // request id, echoed in the response
-	Flag          int32             // FlagResponse | FlagOneway bits
-	Remark        string            // error or status text; "" = none
-	ExtFields     map[string]string // the custom header; may be nil
-	Body          []byte            // payload; a decoded Body aliases the frame buffer
-	SerializeType SerializeType     // how it arrived / how it will be encoded
+	Code      int32             // request or response code
+	Language  LanguageCode      // sender's implementation language
+	Version   int32             // sender's MQVersion ordinal
+	Opaque    int32             // request id, echoed in the response
+	Flag      int32             // FlagResponse | FlagOneway bits
+	Remark    string            // error or status text; "" = none
+	ExtFields map[string]string // the custom header; may be nil
+	// ExtList holds further ext fields as key, value pairs (even length),
+	// encoded in this order after ExtFields' sorted entries. Hot request
+	// paths build it instead of a map: no hashing, no sort per frame. Its
+	// keys must not repeat or also appear in ExtFields. Decoders never set
+	// it; Ext and SetExt see both.
+	ExtList       []string
+	Body          []byte        // payload; a decoded Body aliases the frame buffer
+	SerializeType SerializeType // how it arrived / how it will be encoded
 }
 
 // NewRequest returns a JSON-serialized request from Go at CurrentVersion.
@@ -72,13 +78,32 @@ func (c *Command) RequestCode() RequestCode { return RequestCode(c.Code) }
 func (c *Command) ResponseCode() ResponseCode { return ResponseCode(c.Code) }
 
 // Ext returns the ext field key, or "" if it is absent.
-func (c *Command) Ext(key string) string { return c.ExtFields[key] }
+func (c *Command) Ext(key string) string {
+	v, _ := c.lookupExt(key)
+	return v
+}
+
+// lookupExt finds key in ExtFields, then in ExtList.
+func (c *Command) lookupExt(key string) (string, bool) {
+	if v, ok := c.ExtFields[key]; ok {
+		return v, true
+	}
+	for i := 0; i+1 < len(c.ExtList); i += 2 {
+		if c.ExtList[i] == key {
+			return c.ExtList[i+1], true
+		}
+	}
+	return "", false
+}
+
+// ExtLen returns the number of ext fields (ExtFields and ExtList).
+func (c *Command) ExtLen() int { return len(c.ExtFields) + len(c.ExtList)/2 }
 
 // ExtInt64 parses the ext field key as Java's Long.parseLong would. A missing
 // or malformed value gives a *Error (SYSTEM_ERROR) naming the key, ready to be
 // answered to the peer.
 func (c *Command) ExtInt64(key string) (int64, error) {
-	v, ok := c.ExtFields[key]
+	v, ok := c.lookupExt(key)
 	if !ok {
 		return 0, missingField(key)
 	}
@@ -92,7 +117,7 @@ func (c *Command) ExtInt64(key string) (int64, error) {
 // ExtInt32 parses the ext field key as Java's Integer.parseInt would. A
 // missing or malformed value gives a *Error (SYSTEM_ERROR) naming the key.
 func (c *Command) ExtInt32(key string) (int32, error) {
-	v, ok := c.ExtFields[key]
+	v, ok := c.lookupExt(key)
 	if !ok {
 		return 0, missingField(key)
 	}
@@ -106,11 +131,18 @@ func (c *Command) ExtInt32(key string) (int32, error) {
 // ExtBool parses the ext field key with Java's Boolean.parseBoolean
 // semantics: true only for a case-insensitive "true"; absent is false.
 func (c *Command) ExtBool(key string) bool {
-	return strings.EqualFold(c.ExtFields[key], "true")
+	return strings.EqualFold(c.Ext(key), "true")
 }
 
-// SetExt sets an ext field, allocating the map if nil.
+// SetExt sets an ext field: in ExtList when key is there, else in
+// ExtFields, allocating the map if nil.
 func (c *Command) SetExt(key, value string) {
+	for i := 0; i+1 < len(c.ExtList); i += 2 {
+		if c.ExtList[i] == key {
+			c.ExtList[i+1] = value
+			return
+		}
+	}
 	if c.ExtFields == nil {
 		c.ExtFields = make(map[string]string, 4)
 	}
