@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/apogeemq/apogee v0.0.0
 	github.com/nats-io/nats.go v1.55.0
+	golang.org/x/sys v0.50.0
 )
 
 require (
@@ -20,7 +21,6 @@ require (
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
 

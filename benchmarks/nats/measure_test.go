@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -175,6 +177,10 @@ type tally struct {
 	span   time.Duration // real time of the chunks (wall plus consumer set-up and close)
 	others time.Duration // CPU other processes of the machine used during span
 	anonKB int64         // largest anonymous RSS of the server seen after a chunk
+	// flushes counts the cache-flush requests the disk under the servers'
+	// temp dirs completed during the chunks (every fsync/msync/fdatasync
+	// issues one on a write-back disk). Other processes only add to it.
+	flushes int64
 }
 
 func selfCPU() time.Duration {
@@ -190,6 +196,7 @@ func selfCPU() time.Duration {
 func measure(tb testing.TB, s system, t *tally, run func() (int64, time.Duration, error)) {
 	tb.Helper()
 	stopPerf := startPerf(tb, s)
+	flushes0, _ := diskFlushes(os.TempDir())
 	before, cli, busy, began := s.server().stats(tb), selfCPU(), machineBusy(), time.Now()
 	n, wall, err := run()
 	if err != nil {
@@ -198,6 +205,7 @@ func measure(tb testing.TB, s system, t *tally, run func() (int64, time.Duration
 	span := time.Since(began)
 	stopPerf()
 	after, cliCPU := s.server().stats(tb), selfCPU()-cli
+	flushes1, _ := diskFlushes(os.TempDir())
 	srvCPU := after.cpu - before.cpu
 	others := max(0, machineBusy()-busy-srvCPU-cliCPU)
 	t.msgs += n
@@ -205,6 +213,7 @@ func measure(tb testing.TB, s system, t *tally, run func() (int64, time.Duration
 	t.srvCPU += srvCPU
 	t.cliCPU += cliCPU
 	t.others += others
+	t.flushes += flushes1 - flushes0
 	t.span += span
 	t.anonKB = max(t.anonKB, after.anonKB)
 	s.server().alive(tb)
@@ -388,4 +397,24 @@ func startPerf(tb testing.TB, s system) (stop func()) {
 			tb.Logf("perf record %s: %v", out, errors.Join(err, serr))
 		}
 	}
+}
+
+// diskFlushes returns the flush requests completed by the block device
+// holding dir (/sys/dev/block/MAJ:MIN/stat, field 16, Linux 5.5+); ok is
+// false where that is not available.
+func diskFlushes(dir string) (n int64, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return 0, false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/sys/dev/block/%d:%d/stat", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 16 {
+		return 0, false
+	}
+	n, err = strconv.ParseInt(f[15], 10, 64)
+	return n, err == nil
 }
