@@ -139,8 +139,10 @@ func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 		sysFlag:        v.SysFlag(),
 		view:           v,
 	}
-	r.uniqKey, _ = v.Property(message.PropertyUniqClientMessageIDKeyidx)
-	r.keys, _ = v.Property(message.PropertyKeys)
+	if s.index != nil { // only the index reads the keys
+		r.uniqKey, _ = v.Property(message.PropertyUniqClientMessageIDKeyidx)
+		r.keys, _ = v.Property(message.PropertyKeys)
+	}
 	r.tagsCode = s.tagsCode(&r)
 	tt := message.TransactionType(r.sysFlag)
 	consumable := tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType
