@@ -25,6 +25,7 @@ import (
 //	x-baseline  rpc-ns/op / raw-ns/op           (InvokeSync; target <= 1.5)
 //	x-sync      sync-ns/op / rpc-ns/op          (pipelined; target >= 5)
 //	cpu-ns/op   process CPU time per measured operation (load-independent)
+//	raw-cpu-ns/op  process CPU time per baseline operation (InvokeSync)
 
 const (
 	benchBody  = 1024
@@ -131,7 +132,7 @@ func benchInvokeSync(b *testing.B, code protocol.RequestCode) {
 	body := make([]byte, benchBody)
 	b.SetBytes(benchBody)
 	b.ReportAllocs()
-	var rpcTime, rawTime, rpcCPU time.Duration
+	var rpcTime, rawTime, rpcCPU, rawCPU time.Duration
 	var n, rawN int
 	// Chunks alternate: benchChunk raw round trips, then benchChunk calls;
 	// only chunk boundaries read the clocks.
@@ -143,11 +144,12 @@ func benchInvokeSync(b *testing.B, code protocol.RequestCode) {
 				rpcTime += time.Since(chunkStart)
 				rpcCPU += cpuTime() - chunkCPU
 			}
-			start := time.Now()
+			start, startCPU := time.Now(), cpuTime()
 			for range benchChunk {
 				raw.roundTrip(b)
 			}
 			rawTime += time.Since(start)
+			rawCPU += cpuTime() - startCPU
 			rawN += benchChunk
 			chunkStart, chunkCPU = time.Now(), cpuTime()
 		}
@@ -164,6 +166,7 @@ func benchInvokeSync(b *testing.B, code protocol.RequestCode) {
 	b.ReportMetric(rawNs, "raw-ns/op")
 	b.ReportMetric(rpc/rawNs, "x-baseline")
 	b.ReportMetric(float64(rpcCPU.Nanoseconds())/float64(n), "cpu-ns/op")
+	b.ReportMetric(float64(rawCPU.Nanoseconds())/float64(rawN), "raw-cpu-ns/op")
 }
 
 // BenchmarkInvokeAsyncPipelined: 256 async calls in flight on one
