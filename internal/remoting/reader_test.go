@@ -299,3 +299,39 @@ func TestLeaderMixedLoad(t *testing.T) {
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return c.Stats().Conns == 1 })
 }
+
+// TestLeaderClientClose: closing the client while a leader waits on the
+// socket fails the call at once and Close returns (goleak checks that
+// nothing is left running).
+func TestLeaderClientClose(t *testing.T) {
+	s, entered, release := blockingServer(t, ServerConfig{})
+	defer close(release)
+	c := slowTickClient(t)
+	addr := s.Addr().String()
+	conn := warmUp(t, c, addr)
+	before := leadsOf(conn)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.InvokeSync(ctxFor(t, 30*time.Second), addr, protocol.NewRequest(codeBlock, nil, nil))
+		errc <- err
+	}()
+	<-entered
+	if leadsOf(conn) != before+1 {
+		t.Fatal("the blocked call did not lead")
+	}
+	closed := make(chan struct{})
+	go func() { _ = c.Close(); close(closed) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrConnClosed) && !errors.Is(err, ErrClosed) {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("leader hung after Close")
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung")
+	}
+}
