@@ -75,7 +75,8 @@ type Producer struct {
 	tx       *txState // nil unless WithTransactionListener
 	requests requestTable
 
-	stats producerCounters
+	stats     producerCounters
+	deadlines sendDeadlines // shared per-millisecond send deadline contexts
 }
 
 type producerCounters struct {
@@ -167,7 +168,9 @@ func (p *Producer) Close() error {
 	if p.in.running() == nil {
 		p.unregister()
 	}
-	return p.in.close()
+	err := p.in.close()
+	p.deadlines.close()
+	return err
 }
 
 // unregister tells every master the producer group is gone
@@ -394,48 +397,69 @@ func (p *Producer) prepareBatch(msgs []*Message) (*outgoing, error) {
 	}, nil
 }
 
-// request builds the send request of o for queue q.
+// sendHeaderKeys are the send header's ext keys in the order request
+// writes them: V2's one-letter names (a..n, already in key order, so the
+// frame bytes are what a sorted map would give) and V1's long names.
+var sendHeaderKeys = [2][14]string{
+	{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"},
+	{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
+		"flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname"},
+}
+
+// sendRequest is a send request and the backing array of its ext list,
+// allocated together.
+type sendRequest struct {
+	cmd protocol.Command
+	ext [28]string
+}
+
+// request builds the send request of o for queue q. The header goes into
+// Command.ExtList in a fixed order: no map to build and no keys to sort
+// when the frame is encoded (ext order is not significant on the wire).
 func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Command {
 	code := protocol.SendMessageV2
-	v2 := true
+	keys := &sendHeaderKeys[0]
 	switch {
 	case o.batch:
 		code = protocol.SendBatchMessage
 	case o.reply && p.cfg.useV1Header:
-		code, v2 = protocol.SendReplyMessage, false
+		code, keys = protocol.SendReplyMessage, &sendHeaderKeys[1]
 	case o.reply:
 		code = protocol.SendReplyMessageV2
 	case p.cfg.useV1Header:
-		code, v2 = protocol.SendMessage, false
+		code, keys = protocol.SendMessage, &sendHeaderKeys[1]
 	}
-	name := func(long, short string) string {
-		if v2 {
-			return short
-		}
-		return long
-	}
-	ext := make(map[string]string, 14)
-	ext[name("producerGroup", "a")] = p.wireGroup
-	ext[name("topic", "b")] = o.topic
-	ext[name("defaultTopic", "c")] = p.cfg.createTopicKey
-	ext[name("defaultTopicQueueNums", "d")] = strconv.Itoa(int(p.cfg.defaultTopicQueueNums))
-	ext[name("queueId", "e")] = strconv.Itoa(q.QueueID)
-	ext[name("sysFlag", "f")] = strconv.Itoa(int(o.sysFlag))
-	ext[name("bornTimestamp", "g")] = strconv.FormatInt(born, 10)
-	ext[name("flag", "h")] = strconv.Itoa(int(o.flag))
-	ext[name("properties", "i")] = o.properties
-	ext[name("reconsumeTimes", "j")] = strconv.Itoa(int(o.reconsumeTimes))
-	ext[name("unitMode", "k")] = "false"
+	r := new(sendRequest)
+	e := r.ext[:0]
+	e = append(e,
+		keys[0], p.wireGroup,
+		keys[1], o.topic,
+		keys[2], p.cfg.createTopicKey,
+		keys[3], strconv.Itoa(int(p.cfg.defaultTopicQueueNums)),
+		keys[4], strconv.Itoa(q.QueueID),
+		keys[5], strconv.Itoa(int(o.sysFlag)),
+		keys[6], strconv.FormatInt(born, 10),
+		keys[7], strconv.Itoa(int(o.flag)),
+		keys[8], o.properties,
+		keys[9], strconv.Itoa(int(o.reconsumeTimes)),
+		keys[10], "false",
+	)
 	if o.maxReconsume != 0 {
-		ext[name("maxReconsumeTimes", "l")] = strconv.Itoa(int(o.maxReconsume))
+		e = append(e, keys[11], strconv.Itoa(int(o.maxReconsume)))
 	}
-	ext[name("batch", "m")] = strconv.FormatBool(o.batch)
-	ext[name("bname", "n")] = q.BrokerName
-	req := protocol.NewRequest(code, ext, o.body)
-	// The binary ROCKETMQ header (remoting.md §1.5) costs less to encode
-	// here and to decode on the broker than JSON; brokers answer in kind.
-	req.SerializeType = protocol.SerializeRocketMQ
-	return req
+	e = append(e, keys[12], strconv.FormatBool(o.batch), keys[13], q.BrokerName)
+	r.cmd = protocol.Command{
+		Code:     int32(code),
+		Language: protocol.LanguageGo,
+		Version:  protocol.CurrentVersion,
+		ExtList:  e,
+		Body:     o.body,
+		// The binary ROCKETMQ header (remoting.md §1.5) costs less to
+		// encode here and to decode on the broker than JSON; brokers
+		// answer in kind.
+		SerializeType: protocol.SerializeRocketMQ,
+	}
+	return &r.cmd
 }
 
 // result turns a send response into a SendResult or an error.
@@ -604,8 +628,7 @@ func (p *Producer) SendOrderly(ctx context.Context, msg *Message, selector Queue
 // sendSync runs the attempt loop of a synchronous send; with fixed set only
 // that queue is tried, once.
 func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueue) (*SendResult, error) {
-	deadline := p.sendDeadline(ctx)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, _, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
 	defer cancel()
 	var qs []MessageQueue
 	if fixed != nil {
@@ -719,7 +742,7 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithDeadline(ctx, p.sendDeadline(ctx))
+	ctx, _, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
 	defer cancel()
 	r, err := p.in.publishRoute(ctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
 	if err != nil {
@@ -785,21 +808,23 @@ func (p *Producer) SendBatchAsync(ctx context.Context, msgs []*Message, cb func(
 }
 
 func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
-	deadline := p.sendDeadline(ctx)
-	rctx, rcancel := context.WithDeadline(ctx, deadline)
-	r, err := p.in.publishRoute(rctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
-	rcancel()
+	// One deadline context for the whole send, usually shared with the
+	// other sends of the same millisecond (producer_deadline.go).
+	dctx, deadline, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
+	r, err := p.in.publishRoute(dctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+	if err == nil && len(r.publish) == 0 {
+		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
+	}
+	if err == nil {
+		err = p.beginAsync()
+	}
 	if err != nil {
+		cancel()
 		return err
 	}
-	if len(r.publish) == 0 {
-		return fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
-	}
-	if err := p.beginAsync(); err != nil {
-		return err
-	}
-	a := &asyncSend{p: p, o: o, qs: r.publish, cb: cb, deadline: deadline, parent: ctx}
+	a := &asyncSend{p: p, o: o, qs: r.publish, cb: cb, deadline: deadline, parent: ctx, ctx: dctx, cancel: cancel}
 	if err := a.attempt(); err != nil {
+		cancel()
 		p.inflight.Done()
 		return err
 	}
@@ -815,6 +840,8 @@ type asyncSend struct {
 	cb       func(*SendResult, error)
 	deadline time.Time
 	parent   context.Context
+	ctx      context.Context    // parent with deadline, for every attempt
+	cancel   context.CancelFunc // releases ctx once the callback ran
 
 	n          int // attempts made
 	lastBroker string
@@ -829,10 +856,9 @@ func (a *asyncSend) attempt() error {
 	a.lastBroker = q.BrokerName
 	attemptNo := a.n
 	a.n++
-	ctx, cancel := context.WithDeadline(a.parent, a.deadline)
+	ctx := a.ctx
 	addr, err := p.addrOf(ctx, q)
 	if err != nil {
-		cancel()
 		return err
 	}
 	born := time.Now()
@@ -840,7 +866,6 @@ func (a *asyncSend) attempt() error {
 	p.before(ctx, sc)
 	p.stats.attempts.Add(1)
 	err = p.in.remote.InvokeAsync(ctx, addr, p.request(a.o, q, born.UnixMilli()), func(resp *protocol.Command, err error) {
-		cancel()
 		latency := time.Since(born)
 		var res *SendResult
 		if err == nil {
@@ -853,7 +878,6 @@ func (a *asyncSend) attempt() error {
 		a.done(res, err)
 	})
 	if err != nil {
-		cancel()
 		p.fault.update(q.BrokerName, time.Since(born), true, true)
 		return fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
 	}
@@ -873,6 +897,7 @@ func (a *asyncSend) done(res *SendResult, err error) {
 		err = aerr
 	}
 	defer a.p.inflight.Done()
+	defer a.cancel()
 	if err != nil {
 		a.p.stats.failed.Add(1)
 	} else {

@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkPrepareAndEncode measures the producer's own per-message work:
-// validation, UNIQ_KEY, properties, header map and frame encoding.
+// validation, UNIQ_KEY, properties and the send request (its ext list).
 func BenchmarkPrepareAndEncode(b *testing.B) {
 	p, err := NewProducer("pg", WithNameServers("127.0.0.1:1"), WithLogger(testutil.DiscardLogger()))
 	if err != nil {
