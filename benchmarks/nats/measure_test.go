@@ -26,7 +26,7 @@ var (
 	drainFlag      = flag.Int64("drain-msgs", 100_000, "Consume: messages pre-published and drained by every fresh consumer")
 	apogeeConfFlag = flag.String("apogee-conf", "", "extra broker.conf lines for apogee, separated by ';' (tuning experiments; default: RocketMQ defaults)")
 	pullBatchFlag  = flag.Int("apogee-pull-batch", 32, "Consume: the LitePullConsumer's pull batch size (RocketMQ default 32; the broker caps it at maxTransferCountOnMessageInMemory)")
-	perfFlag       = flag.String("perf", "", "directory: record each measured chunk's server with `perf record -g` into DIR/<case>.<system>.<n>.data")
+	perfFlag       = flag.String("perf", "", "directory: record each measured chunk's server with perf record -g into DIR/<case>.<system>.<n>.data")
 )
 
 // bodySize is the message body size of every case.
