@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // DecodeOptions tunes DecodeStored.
@@ -56,20 +57,65 @@ func DecodeStoredAll(b []byte, opt DecodeOptions) ([]*Ext, error) {
 	}
 	own := make([]byte, len(b))
 	copy(own, b)
-	var msgs []*Ext
+	return decodeAll(own, opt)
+}
+
+// DecodeStoredAllOwned is DecodeStoredAll for a buffer the caller hands
+// over (a response frame read for this call): the bodies alias b instead
+// of a copy of it, so b must not be modified or reused afterwards.
+func DecodeStoredAllOwned(b []byte, opt DecodeOptions) ([]*Ext, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return decodeAll(b, opt)
+}
+
+// decodeAll decodes the records of own, which the result may alias. The
+// records are checked first, so that the Ext structs take one allocation
+// and the topics and properties of all records one string.
+func decodeAll(own []byte, opt DecodeOptions) ([]*Ext, error) {
+	var (
+		stack  [64]StoredView
+		views  = stack[:0]
+		strLen int
+		bad    error
+	)
 	for off := 0; off < len(own); {
 		n, err := storedLen(own[off:])
-		if err != nil {
-			return msgs, fmt.Errorf("message: record at %d: %w", off, err)
+		if err == nil {
+			var v StoredView
+			if v, err = parseView(own[off : off+n]); err == nil && opt.VerifyCRC {
+				err = v.VerifyCRC()
+			}
+			if err == nil {
+				views = append(views, v)
+				strLen += n - v.topicAt
+				off += n
+				continue
+			}
 		}
-		m := new(Ext)
-		if err := decodeRecord(m, own[off:off+n], opt, true); err != nil {
-			return msgs, fmt.Errorf("message: record at %d: %w", off, err)
-		}
-		msgs = append(msgs, m)
-		off += n
+		bad = fmt.Errorf("message: record at %d: %w", off, err)
+		break
 	}
-	return msgs, nil
+	if len(views) == 0 {
+		return nil, bad
+	}
+	var sb strings.Builder
+	sb.Grow(strLen)
+	for _, v := range views {
+		sb.Write(v.rec[v.topicAt:])
+	}
+	strs := sb.String()
+	slab := make([]Ext, len(views))
+	msgs := make([]*Ext, len(views))
+	for i, v := range views {
+		m := &slab[i]
+		n := len(v.rec) - v.topicAt
+		fillFromView(m, v, strs[:n], opt, true)
+		strs = strs[n:]
+		msgs[i] = m
+	}
+	return msgs, bad
 }
 
 // StoredLen reads the header at the start of b and returns the record's
@@ -114,7 +160,16 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 			return err
 		}
 	}
-	m.StoreSize = int32(len(rec))
+	// One string holds topic and properties, so both cost a single
+	// allocation and the property values share it.
+	fillFromView(m, v, string(rec[v.topicAt:]), opt, alias)
+	return nil
+}
+
+// fillFromView decodes a checked record into m; strs is a copy of the
+// record from its topic on (topic, properties length, properties).
+func fillFromView(m *Ext, v StoredView, strs string, opt DecodeOptions, alias bool) {
+	m.StoreSize = int32(len(v.rec))
 	m.BodyCRC = v.BodyCRC()
 	m.QueueID = v.QueueID()
 	m.Flag = v.Flag()
@@ -127,15 +182,11 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 	m.StoreHost = v.StoreHost()
 	m.ReconsumeTimes = v.ReconsumeTimes()
 	m.PreparedTransactionOffset = v.PreparedTransactionOffset()
-
-	// One string holds topic and properties, so both cost a single
-	// allocation and the property values share it.
-	strs := string(rec[v.topicAt:])
 	m.Topic = strs[:v.topicLen]
 	m.Properties = DecodeProperties(strs[len(strs)-v.propsLen:])
 
 	if opt.SkipBody {
-		return nil
+		return
 	}
 	body := v.Body()
 	if opt.Decompress && IsZlibCompressed(m.SysFlag) {
@@ -146,7 +197,7 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 		if out, err := DecompressLimit(body, limit); err == nil {
 			m.Body = out
 			m.SysFlag &^= SysFlagCompressed
-			return nil
+			return
 		}
 	}
 	if alias {
@@ -154,7 +205,6 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 	} else {
 		m.Body = append([]byte(nil), body...)
 	}
-	return nil
 }
 
 // readHost reads a host of the stored layout at pos. ok is false when the

@@ -64,7 +64,11 @@ func FuzzDecodeStored(f *testing.F) {
 			}
 		}
 		// Split decoding must agree with whole decoding (DecodeStoredAll).
-		all, _ := DecodeStoredAll(b, DecodeOptions{})
+		all, allErr := DecodeStoredAll(b, DecodeOptions{})
+		owned, ownedErr := DecodeStoredAllOwned(append([]byte(nil), b...), DecodeOptions{})
+		if len(owned) != len(all) || (allErr == nil) != (ownedErr == nil) {
+			t.Fatalf("DecodeStoredAllOwned: %d messages, %v; DecodeStoredAll: %d, %v", len(owned), ownedErr, len(all), allErr)
+		}
 
 		m, n, err := DecodeStored(b, DecodeOptions{})
 		if err != nil {

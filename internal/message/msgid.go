@@ -55,11 +55,16 @@ const (
 // addresses count as IPv4), its port as int32 and the commit-log offset as
 // int64.
 func OffsetMsgID(storeHost netip.AddrPort, commitLogOffset int64) string {
+	var out [OffsetMsgIDLenV6]byte
+	return string(AppendOffsetMsgID(out[:0], storeHost, commitLogOffset))
+}
+
+// AppendOffsetMsgID appends OffsetMsgID(storeHost, commitLogOffset) to dst.
+func AppendOffsetMsgID(dst []byte, storeHost netip.AddrPort, commitLogOffset int64) []byte {
 	var raw [28]byte
 	n := putHost(raw[:], storeHost)
 	binary.BigEndian.PutUint64(raw[n:], uint64(commitLogOffset))
-	var out [OffsetMsgIDLenV6]byte
-	return string(appendHexUpper(out[:0], raw[:n+8]))
+	return appendHexUpper(dst, raw[:n+8])
 }
 
 // ParseOffsetMsgID decodes an offset message id (32 or 56 hex characters,

@@ -28,6 +28,9 @@ func TestOffsetMsgID(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("OffsetMsgID = %s, want %s", got, tc.want)
 			}
+			if app := AppendOffsetMsgID([]byte("x"), host, tc.offset); string(app) != "x"+tc.want {
+				t.Fatalf("AppendOffsetMsgID = %s, want x%s", app, tc.want)
+			}
 			for _, id := range []string{got, strings.ToLower(got)} {
 				h, off, err := ParseOffsetMsgID(id)
 				if err != nil || off != tc.offset || h != netip.AddrPortFrom(host.Addr().Unmap(), host.Port()) {
