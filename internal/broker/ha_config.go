@@ -121,7 +121,20 @@ func (b *Broker) startHA(configuredListenPort int) error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	if err := srv.Start(); err != nil {
-		return fmt.Errorf("broker: %w", err)
+		if b.cfg.HAListenPort != 0 {
+			return fmt.Errorf("broker: %w", err)
+		}
+		// A derived port (listenPort+1) may be taken; the registered HA
+		// address is the real one, so any port serves slaves that find the
+		// master through the name server (as the VIP channel falls back).
+		b.logger.Warn("HA port listenPort+1 busy; listening on a free port", "addr", cfg.ListenAddr, "err", err)
+		cfg.ListenAddr = net.JoinHostPort(b.cfg.BindAddress, "0")
+		if srv, err = ha.NewServer(cfg, b.Store, b.logger); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
 	}
 	b.ha.server = srv
 	if b.cfg.Store.BrokerRole == store.RoleSyncMaster && b.cfg.InSyncReplicas > 1 {

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -121,5 +123,27 @@ func TestSlaveTakesMasterAddressFromRegistration(t *testing.T) {
 	bad.Store.BrokerRole = store.RoleSlave
 	if _, err := New(bad, nil); err == nil {
 		t.Fatal("a SLAVE with brokerId 0 was accepted")
+	}
+}
+
+// A busy derived HA port (listenPort+1) does not stop a master: it listens
+// on a free port and registers that one.
+func TestMasterHAPortFallsBackWhenDerivedPortBusy(t *testing.T) {
+	first := startBroker(t, testConfig(t, t.TempDir()))
+	busy := first.HAServer().Addr().(*net.TCPAddr).Port // held by the first broker
+	cfg := testConfig(t, t.TempDir())
+	cfg.VIPChannelEnable = false
+	cfg.ListenPort = busy - 1
+	b, err := New(cfg, testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Skipf("listen port %d not free: %v", busy-1, err)
+	}
+	defer b.Close()
+	got := b.HAServer().Addr().(*net.TCPAddr).Port
+	if got == busy || b.haServerAddr() != net.JoinHostPort("127.0.0.1", strconv.Itoa(got)) {
+		t.Fatalf("HA port %d, registered %s (busy %d)", got, b.haServerAddr(), busy)
 	}
 }
