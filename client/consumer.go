@@ -223,10 +223,16 @@ func startOffset(ctx context.Context, store offsetStore, api offsetReader, mq Me
 // original topic of retry messages restored (RETRY_TOPIC), broker name set.
 func toMessageExt(e *message.Ext, mq MessageQueue, group, ns string) *MessageExt {
 	m := newMessageExt(e, mq.BrokerName, ns)
-	if e.Topic == retryGroupTopicPrefix+group {
+	restoreRetryTopic(m, e, group, ns)
+	return m
+}
+
+// restoreRetryTopic gives a message pulled from the group's retry topic
+// its original topic back.
+func restoreRetryTopic(m *MessageExt, e *message.Ext, group, ns string) {
+	if len(e.Topic) == len(retryGroupTopicPrefix)+len(group) && strings.HasPrefix(e.Topic, retryGroupTopicPrefix) && e.Topic[len(retryGroupTopicPrefix):] == group {
 		if real := m.Properties[message.PropertyRetryTopic]; real != "" {
 			m.Topic = unwrapNamespace(ns, real)
 		}
 	}
-	return m
 }

@@ -331,7 +331,9 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 	res.nextBeginOffset, res.minOffset, res.maxOffset = rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset
 	res.suggestBrokerID = rh.SuggestWhichBrokerID
 	if res.code == protocol.Success && len(resp.Body) > 0 {
-		msgs, err := message.DecodeStoredAll(resp.Body, message.DecodeOptions{Decompress: true})
+		// The response frame was read for this call and nothing else
+		// holds it: the messages' bodies may alias it (no copy).
+		msgs, err := message.DecodeStoredAllOwned(resp.Body, message.DecodeOptions{Decompress: true})
 		if err != nil && len(msgs) == 0 {
 			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
 		}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -114,24 +115,36 @@ type MessageExt struct {
 // callers decode with message.DecodeOptions{Decompress: true} to hand out
 // plain bodies. namespace, when set, is stripped from the topic.
 func newMessageExt(e *message.Ext, brokerName, namespace string) *MessageExt {
-	m := &MessageExt{
+	m := new(MessageExt)
+	var hosts hostStrings
+	fillMessageExt(m, e, brokerName, namespace, e.OffsetMsgID(), &hosts)
+	return m
+}
+
+// fillMessageExt sets m from e; offsetMsgID is e's offset message id.
+func fillMessageExt(m *MessageExt, e *message.Ext, brokerName, namespace, offsetMsgID string, hosts *hostStrings) {
+	msgID := e.UniqKey()
+	if msgID == "" {
+		msgID = offsetMsgID
+	}
+	*m = MessageExt{
 		Message: Message{
 			Topic:      unwrapNamespace(namespace, e.Topic),
 			Body:       e.Body,
 			Flag:       e.Flag,
 			Properties: e.Properties,
 		},
-		MsgID:                     e.MsgID(),
-		OffsetMsgID:               e.OffsetMsgID(),
+		MsgID:                     msgID,
+		OffsetMsgID:               offsetMsgID,
 		BrokerName:                brokerName,
 		QueueID:                   e.QueueID,
 		QueueOffset:               e.QueueOffset,
 		CommitLogOffset:           e.CommitLogOffset,
 		SysFlag:                   e.SysFlag,
 		BornTime:                  time.UnixMilli(e.BornTimestamp),
-		BornHost:                  e.BornHost.String(),
+		BornHost:                  hosts.born.of(e.BornHost),
 		StoreTime:                 time.UnixMilli(e.StoreTimestamp),
-		StoreHost:                 e.StoreHost.String(),
+		StoreHost:                 hosts.store.of(e.StoreHost),
 		ReconsumeTimes:            e.ReconsumeTimes,
 		StoreSize:                 e.StoreSize,
 		BodyCRC:                   e.BodyCRC,
@@ -140,5 +153,60 @@ func newMessageExt(e *message.Ext, brokerName, namespace string) *MessageExt {
 	if m.Properties == nil {
 		m.Properties = map[string]string{}
 	}
-	return m
+}
+
+// hostStrings remembers the last born and store host formatted: the
+// messages of one pull share a store host and mostly a few born hosts, so
+// each string is made once per run of equal hosts, not per message.
+type hostStrings struct{ born, store hostString }
+
+type hostString struct {
+	addr netip.AddrPort
+	s    string
+}
+
+func (h *hostString) of(a netip.AddrPort) string {
+	if h.s == "" || h.addr != a {
+		h.addr, h.s = a, a.String()
+	}
+	return h.s
+}
+
+// messageExts converts the records of one pull response that keep accepts
+// (all when keep is nil) with few allocations: the MessageExt structs
+// share one slab and the offset message ids one string, host strings are
+// reused from message to message. A MessageExt a listener keeps therefore
+// keeps its batch's slab alive, as its body already kept the batch's
+// buffer. The conversion is toMessageExt's.
+func messageExts(es []*message.Ext, keep func(*message.Ext) bool, mq MessageQueue, group, ns string) []*MessageExt {
+	if len(es) == 0 {
+		return nil
+	}
+	kept := make([]*message.Ext, 0, len(es))
+	ids := make([]byte, 0, len(es)*message.OffsetMsgIDLenV4)
+	for _, e := range es {
+		if keep == nil || keep(e) {
+			kept = append(kept, e)
+			ids = message.AppendOffsetMsgID(ids, e.StoreHost, e.CommitLogOffset)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	idStr := string(ids)
+	slab := make([]MessageExt, len(kept))
+	out := make([]*MessageExt, len(kept))
+	var hosts hostStrings
+	for i, e := range kept {
+		n := message.OffsetMsgIDLenV4 // as AppendOffsetMsgID writes it
+		if e.StoreHost.Addr().Unmap().Is6() {
+			n = message.OffsetMsgIDLenV6
+		}
+		m := &slab[i]
+		fillMessageExt(m, e, mq.BrokerName, ns, idStr[:n], &hosts)
+		idStr = idStr[n:]
+		restoreRetryTopic(m, e, group, ns)
+		out[i] = m
+	}
+	return out
 }

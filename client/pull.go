@@ -237,11 +237,7 @@ func (c *PullConsumer) pull(ctx context.Context, mq MessageQueue, sel Selector, 
 	switch res.code {
 	case protocol.Success:
 		out.Status = PullFound
-		for _, e := range res.msgs {
-			if sub.match(e) {
-				out.Messages = append(out.Messages, toMessageExt(e, wmq, c.api.group, c.cfg.namespace))
-			}
-		}
+		out.Messages = messageExts(res.msgs, sub.match, wmq, c.api.group, c.cfg.namespace)
 		if len(out.Messages) == 0 {
 			out.Status = PullNoMatchedMsg
 		}

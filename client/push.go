@@ -537,12 +537,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 		qs.suggestedBroker = res.suggestBrokerID
 		switch res.code {
 		case protocol.Success:
-			var msgs []*MessageExt
-			for _, e := range res.msgs {
-				if sub.match(e) {
-					msgs = append(msgs, toMessageExt(e, mq, c.wireGroup, c.cfg.namespace))
-				}
-			}
+			msgs := messageExts(res.msgs, sub.match, mq, c.wireGroup, c.cfg.namespace)
 			c.stats.pulled.Add(int64(len(msgs)))
 			offset = res.nextBeginOffset
 			if len(msgs) == 0 {
