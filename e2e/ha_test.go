@@ -165,7 +165,6 @@ func TestMasterSlaveReplicationWithOfficialClient(t *testing.T) {
 	gate := make(chan struct{})
 	var gateOnce sync.Once
 	openGate := func() { gateOnce.Do(func() { close(gate) }) }
-	t.Cleanup(openGate)
 	var enteredMu sync.Mutex
 	entered := map[int]bool{} // queues whose first message reached the listener
 	got := newReceived()
@@ -181,6 +180,7 @@ func TestMasterSlaveReplicationWithOfficialClient(t *testing.T) {
 			return consumer.ConsumeSuccess, nil
 		},
 		consumer.WithPullBatchSize(1), consumer.WithPullThresholdForQueue(1), consumer.WithConsumeMessageBatchMaxSize(1))
+	t.Cleanup(openGate) // runs before the consumer's Shutdown (cleanups are LIFO)
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		enteredMu.Lock()
 		defer enteredMu.Unlock()
