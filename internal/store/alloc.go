@@ -37,7 +37,9 @@ func (a *allocator) create(off int64) (*mappedFile, error) {
 	if err == nil {
 		mf.writeThrough = a.store.cfg.WriteWithoutMmap
 		mf.stage = a.store.stage
-		mf.adviseAppend(0)
+		if a.store.cfg.syncFlush() {
+			mf.adviseAppend(0)
+		}
 	}
 	return mf, err
 }

@@ -90,8 +90,10 @@ type Config struct {
 	// WriteWithoutMmap appends to the commit log with pwrite and syncs with
 	// fdatasync instead of copying into the mapping and msync (readers
 	// still use the mapping). It disables the transient pool and prefault.
-	// Recommended with SYNC_FLUSH: no write-protect fault per put after
-	// every sync.
+	// Under SYNC_FLUSH appends are staged in memory and the flusher writes
+	// each group with one pwrite before its fdatasync. Recommended with
+	// SYNC_FLUSH: no write-protect fault per put and no TLB shootdown per
+	// sync, and about half the CPU per put of the mapped path.
 	WriteWithoutMmap bool `conf:"writeWithoutMmap"`
 
 	// Keys RocketMQ operators set that this store accepts with RocketMQ's

@@ -190,7 +190,8 @@ func (mf *mappedFile) warmFrom(from int64, quit <-chan struct{}) bool {
 // SYNC_FLUSH puts measured up to 1.2 MiB of disk writes per sync once the
 // readahead window had grown. MADV_RANDOM keeps fault-created folios at one
 // page. It only affects faults (and prefault's MADV_POPULATE_WRITE) in this
-// mapping; adviseReads restores readahead once the file is complete.
+// mapping; adviseReads restores readahead once the file is complete. Used
+// for consume queues and for the commit log under SYNC_FLUSH.
 // REQUIRES: a reference held (or the file not yet published).
 func (mf *mappedFile) adviseAppend(from int64) {
 	from &^= pageSize - 1
