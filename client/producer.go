@@ -294,14 +294,18 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 	if len(extra) == 0 && !retry && msg.Properties[message.PropertyUniqClientMessageIDKeyidx] == "" {
 		// Fast path: encode the caller's properties as they are and append
 		// the new UNIQ_KEY pair, without copying the map.
-		o.uniqIDs = p.in.idGen.Next()
-		buf := make([]byte, 0, message.PropertiesLen(msg.Properties)+len(message.PropertyUniqClientMessageIDKeyidx)+len(o.uniqIDs)+2)
+		// The id is generated in place and then sliced from the
+		// properties string: one allocation for both.
+		buf := make([]byte, 0, message.PropertiesLen(msg.Properties)+len(message.PropertyUniqClientMessageIDKeyidx)+message.UniqIDLenV6+2)
 		buf = message.AppendProperties(buf, msg.Properties)
 		buf = append(buf, message.PropertyUniqClientMessageIDKeyidx...)
 		buf = append(buf, message.NameValueSeparator)
-		buf = append(buf, o.uniqIDs...)
+		idAt := len(buf)
+		buf = p.in.idGen.AppendNext(buf)
+		idEnd := len(buf)
 		buf = append(buf, message.PropertySeparator)
 		o.properties = string(buf)
+		o.uniqIDs = o.properties[idAt:idEnd]
 		if strings.EqualFold(msg.Properties[message.PropertyTransactionPrepared], "true") {
 			o.sysFlag |= message.SysFlagTransactionPreparedType
 		}
@@ -512,7 +516,12 @@ func retriable(err error) bool {
 
 // sendDeadline is now + sendTimeout, or ctx's deadline when earlier.
 func (p *Producer) sendDeadline(ctx context.Context) time.Time {
-	d := time.Now().Add(p.cfg.sendTimeout)
+	return p.sendDeadlineFrom(ctx, time.Now())
+}
+
+// sendDeadlineFrom is sendDeadline for a send starting at now.
+func (p *Producer) sendDeadlineFrom(ctx context.Context, now time.Time) time.Time {
+	d := now.Add(p.cfg.sendTimeout)
 	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
 		return cd
 	}
@@ -810,7 +819,8 @@ func (p *Producer) SendBatchAsync(ctx context.Context, msgs []*Message, cb func(
 func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
 	// One deadline context for the whole send, usually shared with the
 	// other sends of the same millisecond (producer_deadline.go).
-	dctx, deadline, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
+	now := time.Now()
+	dctx, deadline, cancel := p.deadlines.with(ctx, p.sendDeadlineFrom(ctx, now))
 	r, err := p.in.publishRoute(dctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
 	if err == nil && len(r.publish) == 0 {
 		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
@@ -823,7 +833,7 @@ func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResu
 		return err
 	}
 	a := &asyncSend{p: p, o: o, qs: r.publish, cb: cb, deadline: deadline, parent: ctx, ctx: dctx, cancel: cancel}
-	if err := a.attempt(); err != nil {
+	if err := a.attempt(now); err != nil {
 		cancel()
 		p.inflight.Done()
 		return err
@@ -847,10 +857,10 @@ type asyncSend struct {
 	lastBroker string
 }
 
-// attempt starts the next attempt. An error means the request could not
+// attempt starts the next attempt at born. An error means the request could not
 // be queued and nothing will call back; for the first attempt it is
 // returned to the caller, for later ones finish reports it.
-func (a *asyncSend) attempt() error {
+func (a *asyncSend) attempt(born time.Time) error {
 	p := a.p
 	q := p.fault.selectQueue(a.qs, a.lastBroker)
 	a.lastBroker = q.BrokerName
@@ -861,12 +871,14 @@ func (a *asyncSend) attempt() error {
 	if err != nil {
 		return err
 	}
-	born := time.Now()
 	sc := p.hookContext(a.o, q, addr, SendModeAsync, attemptNo, born)
 	p.before(ctx, sc)
 	p.stats.attempts.Add(1)
 	err = p.in.remote.InvokeAsync(ctx, addr, p.request(a.o, q, born.UnixMilli()), func(resp *protocol.Command, err error) {
-		latency := time.Since(born)
+		var latency time.Duration
+		if p.fault.enabled || sc != nil { // nobody else reads the clock
+			latency = time.Since(born)
+		}
 		var res *SendResult
 		if err == nil {
 			res, err = p.result(a.o, q, addr, resp)
@@ -890,7 +902,7 @@ func (a *asyncSend) done(res *SendResult, err error) {
 		a.p.in.refreshSoon(a.o.topic)
 	}
 	for err != nil && retriable(err) && a.n <= a.p.cfg.retryAsync && time.Now().Before(a.deadline) && a.parent.Err() == nil {
-		aerr := a.attempt()
+		aerr := a.attempt(time.Now())
 		if aerr == nil {
 			return // the next attempt calls back
 		}

@@ -150,6 +150,12 @@ func newUniqIDGenerator(ip netip.Addr, pid int, hash int32, now func() time.Time
 
 // Next returns a new id.
 func (g *UniqIDGenerator) Next() string {
+	var out [UniqIDLenV6]byte
+	return string(g.AppendNext(out[:0]))
+}
+
+// AppendNext appends a new id to dst (at most UniqIDLenV6 bytes).
+func (g *UniqIDGenerator) AppendNext(dst []byte) []byte {
 	now := g.now().UnixMilli()
 	var tail [6]byte
 	g.mu.Lock()
@@ -165,9 +171,8 @@ func (g *UniqIDGenerator) Next() string {
 	g.counter++
 	g.mu.Unlock()
 
-	var out [UniqIDLenV6]byte
-	b := append(out[:0], g.prefix...)
-	return string(appendHexUpper(b, tail[:]))
+	dst = append(dst, g.prefix...)
+	return appendHexUpper(dst, tail[:])
 }
 
 // monthBounds returns the first ms of the month containing ms (in loc) and

@@ -59,6 +59,10 @@ func TestUniqIDGeneratorJavaLayout(t *testing.T) {
 	if second != "C0A8010A12340BADF00D0A8588C00001" {
 		t.Fatalf("second id = %s", second)
 	}
+	g2 := newUniqIDGenerator(netip.MustParseAddr("192.168.1.10"), 0x51234, 0x0BADF00D, clock, time.UTC)
+	if got := g2.AppendNext([]byte("id=")); string(got) != "id=C0A8010A12340BADF00D0A8588C00000" {
+		t.Fatalf("AppendNext = %s", got)
+	}
 	u, err := ParseUniqID(second)
 	if err != nil {
 		t.Fatal(err)
