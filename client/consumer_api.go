@@ -78,7 +78,7 @@ func (a *consumerAPI) call(ctx context.Context, mq MessageQueue, onlyMaster bool
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequest(code, protocol.EncodeHeader(header, false), nil))
+	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequestList(code, protocol.AppendHeader(nil, header, false), nil))
 	if err != nil {
 		return nil, addr, fmt.Errorf("client: %s to %s (%s): %w", code, mq.BrokerName, addr, err)
 	}
@@ -307,7 +307,7 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 		h.SysFlag &^= protocol.PullFlagCommitOffset
 		addr = slave
 		cctx, cancel := context.WithTimeout(ctx, r.timeout)
-		resp, err = a.env.invokeSync(cctx, addr, protocol.NewRequest(code, protocol.EncodeHeader(&h, false), nil))
+		resp, err = a.env.invokeSync(cctx, addr, protocol.NewRequestList(code, protocol.AppendHeader(nil, &h, false), nil))
 		cancel()
 		if err != nil {
 			err = fmt.Errorf("client: %s to %s (%s): %w", code, r.mq.BrokerName, addr, err)
@@ -438,7 +438,7 @@ func (a *consumerAPI) callBody(ctx context.Context, mq MessageQueue, code protoc
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequest(code, protocol.EncodeHeader(header, false), body))
+	resp, err := a.env.invokeSync(ctx, addr, protocol.NewRequestList(code, protocol.AppendHeader(nil, header, false), body))
 	if err != nil {
 		return nil, addr, fmt.Errorf("client: %s to %s (%s): %w", code, mq.BrokerName, addr, err)
 	}

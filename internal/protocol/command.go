@@ -51,6 +51,18 @@ func NewRequest(code RequestCode, ext map[string]string, body []byte) *Command {
 	}
 }
 
+// NewRequestList is NewRequest with the ext fields as an ExtList (key,
+// value pairs, used as is).
+func NewRequestList(code RequestCode, ext []string, body []byte) *Command {
+	return &Command{
+		Code:     int32(code),
+		Language: LanguageGo,
+		Version:  CurrentVersion,
+		ExtList:  ext,
+		Body:     body,
+	}
+}
+
 // NewResponse returns a response to req: same Opaque and SerializeType,
 // FlagResponse set (remoting.md §1.6, §2.5).
 func NewResponse(req *Command, code ResponseCode, remark string) *Command {

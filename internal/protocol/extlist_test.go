@@ -118,3 +118,53 @@ func TestExtListAccessors(t *testing.T) {
 		t.Errorf("after SetExt: map %v list %v", c.ExtFields, c.ExtList)
 	}
 }
+
+// TestAppendHeaderMatchesEncodeHeader: AppendHeader renders the same fields
+// as EncodeHeader, each once, in struct order.
+func TestAppendHeaderMatchesEncodeHeader(t *testing.T) {
+	mr := int32(16)
+	tests := []struct {
+		name string
+		h    any
+		v2   bool
+	}{
+		{"pull", &PullMessageRequestHeader{ConsumerGroup: "g", Topic: "T", QueueID: 1, QueueOffset: 99, MaxMsgNums: 32,
+			SysFlag: 3, CommitOffset: 7, SuspendTimeoutMillis: 15000, Subscription: "*", SubVersion: 5, ExpressionType: "TAG", BrokerName: "b"}, false},
+		{"pull zero", &PullMessageRequestHeader{}, false},
+		{"send v2", &SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", QueueID: 3, Batch: true, BrokerName: "b"}, true},
+		{"send v1", &SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", MaxReconsumeTimes: 16}, false},
+		{"update offset", &UpdateConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "T", QueueID: 2, CommitOffset: 10}, false},
+		{"pull response", &PullMessageResponseHeader{NextBeginOffset: 3}, false},
+		{"pointer field", &struct {
+			A *int32 `ext:"a"`
+			B *int32 `ext:"b"`
+		}{A: &mr}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := EncodeHeader(tt.h, tt.v2)
+			list := AppendHeader([]string{"x", "y"}, tt.h, tt.v2)
+			if list[0] != "x" || list[1] != "y" || len(list)%2 != 0 {
+				t.Fatalf("prefix or length broken: %q", list)
+			}
+			got := map[string]string{}
+			var keys []string
+			for i := 2; i < len(list); i += 2 {
+				if _, dup := got[list[i]]; dup {
+					t.Fatalf("key %q twice", list[i])
+				}
+				got[list[i]] = list[i+1]
+				keys = append(keys, list[i])
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("AppendHeader %v, EncodeHeader %v", got, want)
+			}
+			c := NewRequestList(PullMessage, list[2:], nil)
+			for _, k := range keys {
+				if c.Ext(k) != want[k] {
+					t.Fatalf("Ext(%q) = %q, want %q", k, c.Ext(k), want[k])
+				}
+			}
+		})
+	}
+}

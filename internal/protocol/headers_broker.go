@@ -208,8 +208,25 @@ func DecodeHeader(ext map[string]string, dst any, v2 bool) error {
 // one-letter aliases with v2). Nil pointers and `omitempty` zero values are
 // left out.
 func EncodeHeader(src any, v2 bool) map[string]string {
-	v := reflect.Indirect(reflect.ValueOf(src))
 	out := make(map[string]string)
+	walkHeader(src, v2, func(name, value string) { out[name] = value })
+	return out
+}
+
+// AppendHeader is EncodeHeader into a Command.ExtList: the fields as key,
+// value pairs appended to dst in struct order, without a map.
+func AppendHeader(dst []string, src any, v2 bool) []string {
+	if dst == nil {
+		dst = make([]string, 0, 2*len(headerFieldsOf(reflect.Indirect(reflect.ValueOf(src)).Type())))
+	}
+	walkHeader(src, v2, func(name, value string) { dst = append(dst, name, value) })
+	return dst
+}
+
+// walkHeader calls emit with each field EncodeHeader renders, in struct
+// order.
+func walkHeader(src any, v2 bool, emit func(name, value string)) {
+	v := reflect.Indirect(reflect.ValueOf(src))
 	for _, f := range headerFieldsOf(v.Type()) {
 		name := f.name
 		if v2 && f.v2 != "" {
@@ -227,14 +244,13 @@ func EncodeHeader(src any, v2 bool) map[string]string {
 		}
 		switch fv.Kind() {
 		case reflect.String:
-			out[name] = fv.String()
+			emit(name, fv.String())
 		case reflect.Bool:
-			out[name] = strconv.FormatBool(fv.Bool())
+			emit(name, strconv.FormatBool(fv.Bool()))
 		case reflect.Int32, reflect.Int64, reflect.Int:
-			out[name] = strconv.FormatInt(fv.Int(), 10)
+			emit(name, strconv.FormatInt(fv.Int(), 10))
 		}
 	}
-	return out
 }
 
 type headerField struct {
