@@ -39,8 +39,8 @@ func (s *Store) dispatchEnd() int64 {
 }
 
 // runDispatch is ReputMessageService: one ordered pass over the commit log.
-// Woken by every append (ASYNC) or flush (SYNC); a 10 ms timer covers
-// missed wake-ups.
+// Woken by every append (ASYNC) or by the flusher every 64 KiB or 1 ms of
+// flushed data (SYNC, dispatchWaker); a 10 ms timer covers missed wake-ups.
 func (s *Store) runDispatch() {
 	t := time.NewTimer(10 * time.Millisecond)
 	defer t.Stop()
