@@ -33,9 +33,16 @@ type sendDeadlines struct {
 
 type sharedDeadline struct {
 	parent context.Context
-	ms     int64 // deadline, Unix milliseconds
+	ptype  reflect.Type // parent's dynamic type, always comparable
+	ms     int64        // deadline, Unix milliseconds
 	ctx    context.Context
 	cancel context.CancelFunc
+}
+
+// is reports whether parent is c's parent. Only comparable parents are
+// shared, so once the types match == cannot panic.
+func (c *sharedDeadline) is(parent context.Context) bool {
+	return reflect.TypeOf(parent) == c.ptype && parent == c.parent
 }
 
 // noCancel is the cancel function of a shared context.
@@ -55,7 +62,7 @@ const maxSharedDeadlines = 4096
 func (s *sendDeadlines) with(parent context.Context, d time.Time) (context.Context, time.Time, context.CancelFunc) {
 	ms := d.UnixMilli()
 	at := time.UnixMilli(ms)
-	if c := s.last.Load(); c != nil && sameContext(c.parent, parent) {
+	if c := s.last.Load(); c != nil && c.is(parent) {
 		if c.ms == ms {
 			return c.ctx, at, noCancel
 		}
@@ -74,6 +81,9 @@ func (s *sendDeadlines) with(parent context.Context, d time.Time) (context.Conte
 // share makes the shared context of parent and ms, unless closed or too
 // many are alive.
 func (s *sendDeadlines) share(parent context.Context, ms int64, at time.Time) (context.Context, bool) {
+	if !comparable(parent) {
+		return nil, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -96,7 +106,7 @@ func (s *sendDeadlines) share(parent context.Context, ms int64, at time.Time) (c
 		}
 	}
 	ctx, cancel := context.WithDeadline(parent, at)
-	c := &sharedDeadline{parent: parent, ms: ms, ctx: ctx, cancel: cancel}
+	c := &sharedDeadline{parent: parent, ptype: reflect.TypeOf(parent), ms: ms, ctx: ctx, cancel: cancel}
 	s.live = append(s.live, c)
 	s.last.Store(c)
 	return ctx, true
