@@ -19,6 +19,7 @@ func BenchmarkPrepareAndEncode(b *testing.B) {
 	q := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
+	defer reportCPU(b)()
 	for b.Loop() {
 		o, err := p.prepare(NewMessage("T", body).WithTag("TagA").WithKeys("k1"), nil)
 		if err != nil {
@@ -51,6 +52,7 @@ func BenchmarkSendSyncFakeBroker(b *testing.B) {
 	fb.mu.Unlock()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
+	defer reportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
