@@ -35,7 +35,8 @@
 //	 "remark":"...","serializeTypeCurrentRPC":"JSON","version":479}
 //
 // Encoding is hand-written (no reflection): compact, alphabetical, ext keys
-// sorted, every property present (extFields {} and remark "" when empty). Decoding is a lenient
+// sorted (Command.ExtList's pairs follow in their own order: hot request
+// paths build that list instead of a map), every property present (extFields {} and remark "" when empty). Decoding is a lenient
 // hand-written scanner: any order, nulls, unknown properties, language as a
 // name or a number.
 //
