@@ -34,6 +34,7 @@ type fakeBrokerEnv struct {
 	slave                   bool
 	slavePulls, slaveCommit atomic.Int64
 	pulls                   atomic.Int64
+	commitPulls             atomic.Int64 // pulls with the commit-offset bit
 	maxCached               atomic.Int64
 	released                atomic.Bool
 }
@@ -152,6 +153,9 @@ func (f *fakeBrokerEnv) invokeSync(ctx context.Context, addr string, req *protoc
 		resp.SetExt("offset", strconv.Itoa(n))
 	case protocol.PullMessage, protocol.LitePullMessage:
 		f.pulls.Add(1)
+		if flag, _ := req.ExtInt32("sysFlag"); flag&protocol.PullFlagCommitOffset != 0 {
+			f.commitPulls.Add(1)
+		}
 		if addr == "slave:1" {
 			f.slavePulls.Add(1)
 			if flag, _ := req.ExtInt32("sysFlag"); flag&protocol.PullFlagCommitOffset != 0 {

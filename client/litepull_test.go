@@ -83,6 +83,11 @@ func TestLitePullSeekAndManualCommit(t *testing.T) {
 	if off0 != 10 || off1 != 10 {
 		t.Fatalf("committed %d / %d, want 10 / 10", off0, off1)
 	}
+	// Offsets move only through Commit: no pull carried one (a pull sent
+	// before the Seek could otherwise move the committed offset back).
+	if n := env.commitPulls.Load(); n != 0 {
+		t.Fatalf("%d pulls carried a commit offset", n)
+	}
 	if err := l.Seek(MessageQueue{Topic: "X"}, 0); err == nil {
 		t.Fatal("seek of an unassigned queue accepted")
 	}

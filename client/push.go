@@ -493,7 +493,11 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			mq: mq, offset: offset, maxNums: c.cfg.pullBatchSize, sysFlag: protocol.PullFlagSuspend,
 			suspend: c.cfg.pullSuspend, timeout: c.cfg.pullTimeout, expressionType: sub.expressionType(),
 		}
-		if c.cfg.model == Clustering {
+		// Lite pull consumers commit only through Commit or their auto-commit
+		// timer, as RocketMQ's DefaultLitePullConsumer (its pulls never
+		// carry a commit offset): a piggy-backed offset taken before a Seek
+		// could reach the broker after a later Commit and move it back.
+		if c.cfg.model == Clustering && !c.lite {
 			if committed, ok := c.store.(*remoteOffsetStore).get(mq); ok && committed > 0 {
 				req.sysFlag |= protocol.PullFlagCommitOffset
 				req.commitOffset = committed
