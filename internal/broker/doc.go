@@ -49,6 +49,15 @@
 //	(transaction.go), registerLoop (register.go), persistLoop and
 //	clientScanLoop (broker.go), statsSampleLoop (admin_statsdata.go).
 //
+//	Replication (ha_config.go, slave_sync.go; the protocol is internal/ha):
+//	a master runs the HA server on haListenPort (default listenPort+1) and,
+//	as SYNC_MASTER with inSyncReplicas > 1, installs its GroupTransfer as
+//	the store's replication stage, so sends complete only once a slave has
+//	acknowledged them (FLUSH_SLAVE_TIMEOUT after slaveTimeout). A SLAVE runs
+//	the HA client towards haMasterAddress or the master the name server
+//	names at registration, rejects sends, and copies topics, offsets, delay
+//	offsets and subscription groups from its master every slaveSyncPeriod.
+//
 //	Managers (fields of Broker, reachable by every processor):
 //	 Topics       TopicConfigManager        <root>/config/topics.json
 //	 Groups       SubscriptionGroupManager  <root>/config/subscriptionGroup.json
