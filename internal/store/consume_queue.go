@@ -290,14 +290,22 @@ func (cq *consumeQueue) correctMinOffset(minPhy int64) {
 		cq.minLogicOffset.Store(last.fromOffset + last.wrote.Load())
 		return
 	}
-	first := cq.files.first()
-	start := max(cq.minLogicOffset.Load(), first.fromOffset)
-	// Linear scan is bounded by one file (units are ascending in phyOffset).
-	f := cq.files.findHeld(start)
+	// The first file that can be held: deleteExpired leaves a file it could
+	// not destroy (a flush held it) shut down in place, and all its units
+	// are below minPhy.
+	start := cq.minLogicOffset.Load()
+	var f *mappedFile
+	for _, g := range cq.files.snapshot() {
+		if g.fromOffset+g.size > start && g.hold() {
+			f, start = g, max(start, g.fromOffset)
+			break
+		}
+	}
 	if f == nil {
 		return
 	}
 	defer f.release()
+	// Linear scan is bounded by one file (units are ascending in phyOffset).
 	w := f.readPosition()
 	for pos := start - f.fromOffset; pos+CQUnitSize <= w; pos += CQUnitSize {
 		u := decodeCQUnit(f.data[pos:])
