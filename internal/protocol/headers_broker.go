@@ -180,6 +180,17 @@ type GroupHeader struct {
 // number is a *Error with SYSTEM_ERROR and the remark Java's decoder gives,
 // so processors can return it as is.
 func DecodeHeader(ext map[string]string, dst any, v2 bool) error {
+	switch h := dst.(type) { // the hot headers skip reflect (headers_fast.go)
+	case *SendMessageRequestHeader:
+		return decodeSendHeader(ext, h, v2)
+	case *PullMessageRequestHeader:
+		return decodePullHeader(ext, h)
+	}
+	return decodeHeaderReflect(ext, dst, v2)
+}
+
+// decodeHeaderReflect is DecodeHeader for any tagged struct.
+func decodeHeaderReflect(ext map[string]string, dst any, v2 bool) error {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("protocol: DecodeHeader needs a pointer to a struct, got %T", dst)
@@ -198,7 +209,7 @@ func DecodeHeader(ext map[string]string, dst any, v2 bool) error {
 			continue
 		}
 		if err := setHeaderField(v.Field(f.index), s); err != nil {
-			return Errorf(SystemError, "the custom field <%s> has a bad value %q: %v", name, s, err)
+			return badFieldValue(name, s, err)
 		}
 	}
 	return nil
@@ -216,6 +227,14 @@ func EncodeHeader(src any, v2 bool) map[string]string {
 // AppendHeader is EncodeHeader into a Command.ExtList: the fields as key,
 // value pairs appended to dst in struct order, without a map.
 func AppendHeader(dst []string, src any, v2 bool) []string {
+	if out, ok := appendFastHeader(dst, src, v2); ok {
+		return out
+	}
+	return appendHeaderReflect(dst, src, v2)
+}
+
+// appendHeaderReflect is AppendHeader for any tagged struct.
+func appendHeaderReflect(dst []string, src any, v2 bool) []string {
 	if dst == nil {
 		dst = make([]string, 0, 2*len(headerFieldsOf(reflect.Indirect(reflect.ValueOf(src)).Type())))
 	}

@@ -1,0 +1,199 @@
+package protocol
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Hand-written codecs of the send and pull headers, the two on every
+// message's path. DecodeHeader and AppendHeader use them instead of walking
+// the struct with reflect (reflect.Value per field, a closure per emitted
+// field); they follow the `ext` / `v2` tags of the structs exactly, and
+// TestFastHeadersMatchReflect and FuzzFastHeaders hold them to the generic
+// code's results, errors included. A new field in one of these structs
+// needs a line here too (the tests fail until it has one).
+
+// extDecoder reads fields from an ext map with DecodeHeader's rules, keeping
+// the first error; later reads are no-ops once it is set.
+type extDecoder struct {
+	ext map[string]string
+	err error
+}
+
+func (d *extDecoder) lookup(name string, required bool) (string, bool) {
+	if d.err != nil {
+		return "", false
+	}
+	s, ok := d.ext[name]
+	if !ok && required {
+		d.err = missingField(name)
+	}
+	return s, ok
+}
+
+func (d *extDecoder) str(name string, required bool, dst *string) {
+	if s, ok := d.lookup(name, required); ok {
+		*dst = s
+	}
+}
+
+func (d *extDecoder) boolean(name string, dst *bool) {
+	if s, ok := d.lookup(name, false); ok {
+		*dst = strings.EqualFold(strings.TrimSpace(s), "true")
+	}
+}
+
+func (d *extDecoder) int64(name string, required bool, dst *int64) {
+	if s, ok := d.lookup(name, required); ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			d.err = badFieldValue(name, s, err)
+			return
+		}
+		*dst = n
+	}
+}
+
+func (d *extDecoder) int32(name string, required bool, dst *int32) {
+	if s, ok := d.lookup(name, required); ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil {
+			d.err = badFieldValue(name, s, err)
+			return
+		}
+		*dst = int32(n)
+	}
+}
+
+// badFieldValue is DecodeHeader's error for an unparsable value.
+func badFieldValue(name, s string, err error) *Error {
+	return Errorf(SystemError, "the custom field <%s> has a bad value %q: %v", name, s, err)
+}
+
+// pick returns the v2 alias when v2 is set.
+func pick(v2 bool, long, short string) string {
+	if v2 {
+		return short
+	}
+	return long
+}
+
+func decodeSendHeader(ext map[string]string, h *SendMessageRequestHeader, v2 bool) error {
+	d := extDecoder{ext: ext}
+	d.str(pick(v2, "producerGroup", "a"), true, &h.ProducerGroup)
+	d.str(pick(v2, "topic", "b"), true, &h.Topic)
+	d.str(pick(v2, "defaultTopic", "c"), false, &h.DefaultTopic)
+	d.int32(pick(v2, "defaultTopicQueueNums", "d"), false, &h.DefaultTopicQueueNums)
+	d.int32(pick(v2, "queueId", "e"), true, &h.QueueID)
+	d.int32(pick(v2, "sysFlag", "f"), true, &h.SysFlag)
+	d.int64(pick(v2, "bornTimestamp", "g"), true, &h.BornTimestamp)
+	d.int32(pick(v2, "flag", "h"), true, &h.Flag)
+	d.str(pick(v2, "properties", "i"), false, &h.Properties)
+	d.int32(pick(v2, "reconsumeTimes", "j"), false, &h.ReconsumeTimes)
+	d.boolean(pick(v2, "unitMode", "k"), &h.UnitMode)
+	d.int32(pick(v2, "maxReconsumeTimes", "l"), false, &h.MaxReconsumeTimes)
+	d.boolean(pick(v2, "batch", "m"), &h.Batch)
+	d.str(pick(v2, "bname", "n"), false, &h.BrokerName)
+	return d.err
+}
+
+func decodePullHeader(ext map[string]string, h *PullMessageRequestHeader) error {
+	d := extDecoder{ext: ext}
+	d.str("consumerGroup", true, &h.ConsumerGroup)
+	d.str("topic", true, &h.Topic)
+	d.int32("queueId", true, &h.QueueID)
+	d.int64("queueOffset", true, &h.QueueOffset)
+	d.int32("maxMsgNums", true, &h.MaxMsgNums)
+	d.int32("sysFlag", true, &h.SysFlag)
+	d.int64("commitOffset", false, &h.CommitOffset)
+	d.int64("suspendTimeoutMillis", false, &h.SuspendTimeoutMillis)
+	d.str("subscription", false, &h.Subscription)
+	d.int64("subVersion", false, &h.SubVersion)
+	d.str("expressionType", false, &h.ExpressionType)
+	d.int32("maxMsgBytes", false, &h.MaxMsgBytes)
+	d.str("bname", false, &h.BrokerName)
+	return d.err
+}
+
+// appendFastHeader appends src's fields as AppendHeader would, reporting
+// false for types without a hand-written encoder.
+func appendFastHeader(dst []string, src any, v2 bool) ([]string, bool) {
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch h := src.(type) {
+	case *SendMessageRequestHeader:
+		dst = grow(dst, 14)
+		return append(dst,
+			pick(v2, "producerGroup", "a"), h.ProducerGroup,
+			pick(v2, "topic", "b"), h.Topic,
+			pick(v2, "defaultTopic", "c"), h.DefaultTopic,
+			pick(v2, "defaultTopicQueueNums", "d"), itoa(int64(h.DefaultTopicQueueNums)),
+			pick(v2, "queueId", "e"), itoa(int64(h.QueueID)),
+			pick(v2, "sysFlag", "f"), itoa(int64(h.SysFlag)),
+			pick(v2, "bornTimestamp", "g"), itoa(h.BornTimestamp),
+			pick(v2, "flag", "h"), itoa(int64(h.Flag)),
+			pick(v2, "properties", "i"), h.Properties,
+			pick(v2, "reconsumeTimes", "j"), itoa(int64(h.ReconsumeTimes)),
+			pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode),
+			pick(v2, "maxReconsumeTimes", "l"), itoa(int64(h.MaxReconsumeTimes)),
+			pick(v2, "batch", "m"), strconv.FormatBool(h.Batch),
+			pick(v2, "bname", "n"), h.BrokerName,
+		), true
+	case *PullMessageRequestHeader:
+		dst = grow(dst, 13)
+		return append(dst,
+			"consumerGroup", h.ConsumerGroup,
+			"topic", h.Topic,
+			"queueId", itoa(int64(h.QueueID)),
+			"queueOffset", itoa(h.QueueOffset),
+			"maxMsgNums", itoa(int64(h.MaxMsgNums)),
+			"sysFlag", itoa(int64(h.SysFlag)),
+			"commitOffset", itoa(h.CommitOffset),
+			"suspendTimeoutMillis", itoa(h.SuspendTimeoutMillis),
+			"subscription", h.Subscription,
+			"subVersion", itoa(h.SubVersion),
+			"expressionType", h.ExpressionType,
+			"maxMsgBytes", itoa(int64(h.MaxMsgBytes)),
+			"bname", h.BrokerName,
+		), true
+	case *SendMessageResponseHeader:
+		dst = grow(dst, 7)
+		dst = append(dst, "msgId", h.MsgID, "queueId", itoa(int64(h.QueueID)), "queueOffset", itoa(h.QueueOffset))
+		if h.TransactionID != "" {
+			dst = append(dst, "transactionId", h.TransactionID)
+		}
+		if h.BatchUniqID != "" {
+			dst = append(dst, "batchUniqId", h.BatchUniqID)
+		}
+		if h.MsgRegion != "" {
+			dst = append(dst, "MSG_REGION", h.MsgRegion)
+		}
+		if h.TraceOn != "" {
+			dst = append(dst, "TRACE_ON", h.TraceOn)
+		}
+		return dst, true
+	case *PullMessageResponseHeader:
+		dst = grow(dst, 7)
+		dst = append(dst,
+			"suggestWhichBrokerId", itoa(h.SuggestWhichBrokerID),
+			"nextBeginOffset", itoa(h.NextBeginOffset),
+			"minOffset", itoa(h.MinOffset),
+			"maxOffset", itoa(h.MaxOffset),
+			"topicSysFlag", itoa(int64(h.TopicSysFlag)),
+			"groupSysFlag", itoa(int64(h.GroupSysFlag)))
+		if h.ForbiddenType != 0 {
+			dst = append(dst, "forbiddenType", itoa(int64(h.ForbiddenType)))
+		}
+		return dst, true
+	}
+	return dst, false
+}
+
+// grow makes room for n more key, value pairs in one allocation.
+func grow(dst []string, n int) []string {
+	if cap(dst)-len(dst) >= 2*n {
+		return dst
+	}
+	out := make([]string, len(dst), len(dst)+2*n)
+	copy(out, dst)
+	return out
+}
