@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"slices"
 	"strconv"
 	"unicode/utf16"
@@ -120,6 +121,28 @@ type jsonScanner struct {
 	b   []byte
 	i   int
 	buf []byte // scratch for strings with escapes
+	// str is string(b), made on the first non-empty string value: every
+	// value without escapes is then a substring of it, so a header costs
+	// one string allocation instead of one per ext key and value (the
+	// strings share, and keep alive, the header's bytes).
+	str string
+}
+
+// stringText reads a JSON string (the scanner is on its opening quote) as
+// a string: a substring of s.str when it has no escapes.
+func (s *jsonScanner) stringText() (string, error) {
+	start := s.i + 1
+	b, err := s.stringBytes()
+	if err != nil || len(b) == 0 {
+		return "", err
+	}
+	if s.i-start-1 != len(b) { // escapes (always shorter decoded): b is s.buf
+		return string(b), nil
+	}
+	if s.str == "" {
+		s.str = string(s.b)
+	}
+	return s.str[start : start+len(b)], nil
 }
 
 func (s *jsonScanner) skipWS() {
@@ -361,17 +384,11 @@ func parseInt32(b []byte) (int32, bool) {
 
 // stringValue reads a string; null gives ""; any other value gives its raw
 // text (fastjson's lenient conversion).
-func (s *jsonScanner) stringValue(key bool) (string, bool, error) {
+func (s *jsonScanner) stringValue() (string, bool, error) {
 	switch s.peek() {
 	case '"':
-		b, err := s.stringBytes()
-		if err != nil {
-			return "", false, err
-		}
-		if key {
-			return internKey(b), true, nil
-		}
-		return string(b), true, nil
+		v, err := s.stringText()
+		return v, err == nil, err
 	case 'n':
 		if s.i+4 <= len(s.b) && string(s.b[s.i:s.i+4]) == "null" {
 			s.i += 4
@@ -385,9 +402,21 @@ func (s *jsonScanner) stringValue(key bool) (string, bool, error) {
 	return string(raw), true, nil
 }
 
+// extCount estimates the number of entries of the ext object the scanner
+// is in (just after its '{'): the colons up to the first '}'. A colon or a
+// brace inside a value makes it a little off; it only sizes the map.
+func (s *jsonScanner) extCount() int {
+	rest := s.b[s.i:]
+	if end := bytes.IndexByte(rest, '}'); end >= 0 {
+		rest = rest[:end]
+	}
+	return bytes.Count(rest, []byte{':'})
+}
+
 // decodeJSONHeader fills c from a JSON header.
 func decodeJSONHeader(b []byte, c *Command) error {
-	s := jsonScanner{b: b}
+	var scratch [256]byte // escaped strings decode here unless longer
+	s := jsonScanner{b: b, buf: scratch[:0]}
 	if err := s.expect('{'); err != nil {
 		return err
 	}
@@ -424,7 +453,7 @@ func decodeJSONHeader(b []byte, c *Command) error {
 		case "language":
 			err = s.language(c)
 		case "remark":
-			c.Remark, _, err = s.stringValue(false)
+			c.Remark, _, err = s.stringValue()
 		case "extFields":
 			err = s.extFields(c)
 		default:
@@ -496,20 +525,20 @@ func (s *jsonScanner) extFields(c *Command) error {
 		return nil
 	}
 	if c.ExtFields == nil {
-		c.ExtFields = make(map[string]string, 8)
+		c.ExtFields = make(map[string]string, s.extCount())
 	}
 	for {
 		if s.peek() != '"' {
 			return badFrame("JSON header: expected ext key at offset %d", s.i)
 		}
-		k, _, err := s.stringValue(true)
+		k, _, err := s.stringValue()
 		if err != nil {
 			return err
 		}
 		if err := s.expect(':'); err != nil {
 			return err
 		}
-		v, present, err := s.stringValue(false)
+		v, present, err := s.stringValue()
 		if err != nil {
 			return err
 		}

@@ -112,7 +112,12 @@ func decodeRocketMQHeader(b []byte, c *Command) error {
 	if len(ext) == 0 {
 		return nil
 	}
-	c.ExtFields = make(map[string]string, 8)
+	// One string holds the whole ext block; keys and values are substrings
+	// of it (one allocation per header instead of one per entry; they keep
+	// the block alive together). The map is sized for entries of ~24 bytes.
+	str := string(ext)
+	off := 0 // position of ext[0] in str
+	c.ExtFields = make(map[string]string, max(8, len(str)/24))
 	for len(ext) > 0 {
 		if len(ext) < 2 {
 			return badFrame("ROCKETMQ ext entry truncated")
@@ -122,7 +127,7 @@ func decodeRocketMQHeader(b []byte, c *Command) error {
 		if kl < 0 || kl > len(ext) {
 			return badFrame("ROCKETMQ ext key length %d exceeds ext block", kl)
 		}
-		k := ext[:kl]
+		k := str[off+2 : off+2+kl]
 		ext = ext[kl:]
 		if len(ext) < 4 {
 			return badFrame("ROCKETMQ ext entry truncated")
@@ -132,8 +137,10 @@ func decodeRocketMQHeader(b []byte, c *Command) error {
 		if uint64(vl) > uint64(len(ext)) {
 			return badFrame("ROCKETMQ ext value length %d exceeds ext block", vl)
 		}
-		c.ExtFields[internKey(k)] = string(ext[:vl])
+		vs := off + 2 + kl + 4
+		c.ExtFields[k] = str[vs : vs+int(vl)]
 		ext = ext[vl:]
+		off = vs + int(vl)
 	}
 	return nil
 }

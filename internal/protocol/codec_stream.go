@@ -60,6 +60,18 @@ func (f *FrameReader) NextRaw() ([]byte, error) {
 		return nil, badFrame("frame length %d has no room for the header-length word", l)
 	}
 	n := int(l)
+	if n <= f.r.Size() {
+		// Wait until the whole frame is buffered (the same reads as
+		// ReadFull would do) and copy it out with append, which unlike
+		// make+ReadFull does not zero the bytes it then overwrites.
+		p, err := f.r.Peek(n)
+		if err != nil {
+			return nil, unexpected(err)
+		}
+		frame := append([]byte(nil), p...)
+		_, _ = f.r.Discard(n)
+		return frame, nil
+	}
 	if n <= eagerAlloc {
 		frame := make([]byte, n)
 		if _, err := io.ReadFull(f.r, frame); err != nil {
