@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ func (b *Broker) processPull(_ context.Context, conn *remoting.Conn, req *protoc
 // is not applied again and nothing is parked).
 func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend bool) (*protocol.Command, error) {
 	var h protocol.PullMessageRequestHeader
-	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+	if err := protocol.DecodePullHeader(req.ExtFields, &h); err != nil {
 		return nil, err
 	}
 	if allowSuspend {
@@ -41,7 +42,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		b.logger.Debug("pull refused", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID,
 			"code", e.Code.String(), "remark", e.Remark)
 		rh.ForbiddenType = forbidden
-		resp.ExtFields = protocol.EncodeHeader(&rh, false)
+		resp.ExtList = protocol.AppendPullResponseHeader(nil, &rh)
 		return resp, nil
 	}
 	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
@@ -110,7 +111,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		rh.MinOffset = max(b.Store.MinOffsetInQueue(h.Topic, h.QueueID), 0)
 		rh.MaxOffset = max(b.Store.MaxOffsetInQueue(h.Topic, h.QueueID), 0)
 		resp.Code, resp.Remark = int32(protocol.PullOffsetMoved), "OFFSET_RESET"
-		resp.ExtFields = protocol.EncodeHeader(&rh, false)
+		resp.ExtList = protocol.AppendPullResponseHeader(nil, &rh)
 		return resp, nil
 	}
 
@@ -157,13 +158,15 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	if res.Release != nil {
 		res.Release()
 	}
-	b.logger.Debug("pull", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID, "offset", h.QueueOffset,
-		"status", res.Status.String(), "code", code.String(), "sysFlag", h.SysFlag)
+	if b.logger.Enabled(context.Background(), slog.LevelDebug) { // boxing the args costs allocations per pull
+		b.logger.Debug("pull", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID, "offset", h.QueueOffset,
+			"status", res.Status.String(), "code", code.String(), "sysFlag", h.SysFlag)
+	}
 	if code == protocol.PullOffsetMoved {
 		b.logger.Info("pull offset moved", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID,
 			"offset", h.QueueOffset, "nextBeginOffset", rh.NextBeginOffset, "status", res.Status.String())
 	}
-	resp.ExtFields = protocol.EncodeHeader(&rh, false)
+	resp.ExtList = protocol.AppendPullResponseHeader(nil, &rh)
 
 	// Piggy-backed commit, first execution only (storage-and-broker.md §8.5).
 	if allowSuspend && h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.Store.BrokerRole != store.RoleSlave &&

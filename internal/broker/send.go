@@ -25,7 +25,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	code := protocol.RequestCode(req.Code)
 	v2 := code == protocol.SendMessageV2 || code == protocol.SendBatchMessage || code == protocol.SendReplyMessageV2
 	var h protocol.SendMessageRequestHeader
-	if err := protocol.DecodeHeader(req.ExtFields, &h, v2); err != nil {
+	if err := protocol.DecodeSendHeader(req.ExtFields, &h, v2); err != nil {
 		return nil, err
 	}
 	tc, err := b.sendCheck(&h, req)
@@ -40,7 +40,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 		return nil, protocol.Errorf(protocol.MessageIllegal,
 			"the message body size over max value, MAX: %d", b.cfg.Store.MaxMessageSize)
 	}
-	bornHost, _ := netip.ParseAddrPort(conn.RemoteAddr())
+	bornHost := bornHostOf(conn)
 	sysFlag := h.SysFlag
 	if tc.TopicFilterType == protocol.TopicFilterMultiTag {
 		sysFlag |= message.SysFlagMultiTags
@@ -105,6 +105,17 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	return nil, nil
 }
 
+// bornHostOf is the connection's peer as the born host: the address remoting
+// parsed once (unmapped, as parsing RemoteAddr's text gives it), or parsed
+// from the text for connections without one.
+func bornHostOf(conn *remoting.Conn) netip.AddrPort {
+	if ap := conn.RemoteAddrPort(); ap.IsValid() {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ap, _ := netip.ParseAddrPort(conn.RemoteAddr())
+	return ap
+}
+
 // sendBatch stores a SEND_BATCH_MESSAGE body: every inner message gets the
 // header's topic, queue, sysFlag, born time and reconsume times; no UNIQ_KEY
 // or CLUSTER is added (remoting.md §3.3.1 batch specifics).
@@ -159,14 +170,16 @@ func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, r
 		if msgID == "" {
 			msgID = message.OffsetMsgID(b.storeHost, res.WroteOffset)
 		}
-		resp.ExtFields = protocol.EncodeHeader(&protocol.SendMessageResponseHeader{
+		// An ext list, not a map: no hashing here and no key sort per frame
+		// in the encoder.
+		resp.ExtList = protocol.AppendSendResponseHeader(nil, &protocol.SendMessageResponseHeader{
 			MsgID:         msgID,
 			QueueID:       queueID,
 			QueueOffset:   res.QueueOffset,
 			TransactionID: transactionID,
 			MsgRegion:     b.cfg.RegionID,
 			TraceOn:       strconv.FormatBool(b.cfg.TraceOn),
-		}, false)
+		})
 	} else {
 		b.stats.sendFailed.Add(1)
 		if res.Status == store.OSPageCacheBusy {

@@ -78,7 +78,9 @@ func pick(v2 bool, long, short string) string {
 	return long
 }
 
-func decodeSendHeader(ext map[string]string, h *SendMessageRequestHeader, v2 bool) error {
+// DecodeSendHeader is DecodeHeader for a send header, without the
+// interface conversion (h can stay on the caller's stack).
+func DecodeSendHeader(ext map[string]string, h *SendMessageRequestHeader, v2 bool) error {
 	d := extDecoder{ext: ext}
 	d.str(pick(v2, "producerGroup", "a"), true, &h.ProducerGroup)
 	d.str(pick(v2, "topic", "b"), true, &h.Topic)
@@ -97,7 +99,9 @@ func decodeSendHeader(ext map[string]string, h *SendMessageRequestHeader, v2 boo
 	return d.err
 }
 
-func decodePullHeader(ext map[string]string, h *PullMessageRequestHeader) error {
+// DecodePullHeader is DecodeHeader for a pull header (it has no v2
+// aliases).
+func DecodePullHeader(ext map[string]string, h *PullMessageRequestHeader) error {
 	d := extDecoder{ext: ext}
 	d.str("consumerGroup", true, &h.ConsumerGroup)
 	d.str("topic", true, &h.Topic)
@@ -118,74 +122,92 @@ func decodePullHeader(ext map[string]string, h *PullMessageRequestHeader) error 
 // appendFastHeader appends src's fields as AppendHeader would, reporting
 // false for types without a hand-written encoder.
 func appendFastHeader(dst []string, src any, v2 bool) ([]string, bool) {
-	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	switch h := src.(type) {
 	case *SendMessageRequestHeader:
-		dst = grow(dst, 14)
-		return append(dst,
-			pick(v2, "producerGroup", "a"), h.ProducerGroup,
-			pick(v2, "topic", "b"), h.Topic,
-			pick(v2, "defaultTopic", "c"), h.DefaultTopic,
-			pick(v2, "defaultTopicQueueNums", "d"), itoa(int64(h.DefaultTopicQueueNums)),
-			pick(v2, "queueId", "e"), itoa(int64(h.QueueID)),
-			pick(v2, "sysFlag", "f"), itoa(int64(h.SysFlag)),
-			pick(v2, "bornTimestamp", "g"), itoa(h.BornTimestamp),
-			pick(v2, "flag", "h"), itoa(int64(h.Flag)),
-			pick(v2, "properties", "i"), h.Properties,
-			pick(v2, "reconsumeTimes", "j"), itoa(int64(h.ReconsumeTimes)),
-			pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode),
-			pick(v2, "maxReconsumeTimes", "l"), itoa(int64(h.MaxReconsumeTimes)),
-			pick(v2, "batch", "m"), strconv.FormatBool(h.Batch),
-			pick(v2, "bname", "n"), h.BrokerName,
-		), true
+		return AppendSendHeader(dst, h, v2), true
 	case *PullMessageRequestHeader:
-		dst = grow(dst, 13)
-		return append(dst,
-			"consumerGroup", h.ConsumerGroup,
-			"topic", h.Topic,
-			"queueId", itoa(int64(h.QueueID)),
-			"queueOffset", itoa(h.QueueOffset),
-			"maxMsgNums", itoa(int64(h.MaxMsgNums)),
-			"sysFlag", itoa(int64(h.SysFlag)),
-			"commitOffset", itoa(h.CommitOffset),
-			"suspendTimeoutMillis", itoa(h.SuspendTimeoutMillis),
-			"subscription", h.Subscription,
-			"subVersion", itoa(h.SubVersion),
-			"expressionType", h.ExpressionType,
-			"maxMsgBytes", itoa(int64(h.MaxMsgBytes)),
-			"bname", h.BrokerName,
-		), true
+		return AppendPullHeader(dst, h), true
 	case *SendMessageResponseHeader:
-		dst = grow(dst, 7)
-		dst = append(dst, "msgId", h.MsgID, "queueId", itoa(int64(h.QueueID)), "queueOffset", itoa(h.QueueOffset))
-		if h.TransactionID != "" {
-			dst = append(dst, "transactionId", h.TransactionID)
-		}
-		if h.BatchUniqID != "" {
-			dst = append(dst, "batchUniqId", h.BatchUniqID)
-		}
-		if h.MsgRegion != "" {
-			dst = append(dst, "MSG_REGION", h.MsgRegion)
-		}
-		if h.TraceOn != "" {
-			dst = append(dst, "TRACE_ON", h.TraceOn)
-		}
-		return dst, true
+		return AppendSendResponseHeader(dst, h), true
 	case *PullMessageResponseHeader:
-		dst = grow(dst, 7)
-		dst = append(dst,
-			"suggestWhichBrokerId", itoa(h.SuggestWhichBrokerID),
-			"nextBeginOffset", itoa(h.NextBeginOffset),
-			"minOffset", itoa(h.MinOffset),
-			"maxOffset", itoa(h.MaxOffset),
-			"topicSysFlag", itoa(int64(h.TopicSysFlag)),
-			"groupSysFlag", itoa(int64(h.GroupSysFlag)))
-		if h.ForbiddenType != 0 {
-			dst = append(dst, "forbiddenType", itoa(int64(h.ForbiddenType)))
-		}
-		return dst, true
+		return AppendPullResponseHeader(dst, h), true
 	}
 	return dst, false
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// AppendSendHeader is AppendHeader for a send header, without the
+// interface conversion (h can stay on the caller's stack).
+func AppendSendHeader(dst []string, h *SendMessageRequestHeader, v2 bool) []string {
+	return append(grow(dst, 14),
+		pick(v2, "producerGroup", "a"), h.ProducerGroup,
+		pick(v2, "topic", "b"), h.Topic,
+		pick(v2, "defaultTopic", "c"), h.DefaultTopic,
+		pick(v2, "defaultTopicQueueNums", "d"), itoa(int64(h.DefaultTopicQueueNums)),
+		pick(v2, "queueId", "e"), itoa(int64(h.QueueID)),
+		pick(v2, "sysFlag", "f"), itoa(int64(h.SysFlag)),
+		pick(v2, "bornTimestamp", "g"), itoa(h.BornTimestamp),
+		pick(v2, "flag", "h"), itoa(int64(h.Flag)),
+		pick(v2, "properties", "i"), h.Properties,
+		pick(v2, "reconsumeTimes", "j"), itoa(int64(h.ReconsumeTimes)),
+		pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode),
+		pick(v2, "maxReconsumeTimes", "l"), itoa(int64(h.MaxReconsumeTimes)),
+		pick(v2, "batch", "m"), strconv.FormatBool(h.Batch),
+		pick(v2, "bname", "n"), h.BrokerName,
+	)
+}
+
+// AppendPullHeader is AppendHeader for a pull header.
+func AppendPullHeader(dst []string, h *PullMessageRequestHeader) []string {
+	return append(grow(dst, 13),
+		"consumerGroup", h.ConsumerGroup,
+		"topic", h.Topic,
+		"queueId", itoa(int64(h.QueueID)),
+		"queueOffset", itoa(h.QueueOffset),
+		"maxMsgNums", itoa(int64(h.MaxMsgNums)),
+		"sysFlag", itoa(int64(h.SysFlag)),
+		"commitOffset", itoa(h.CommitOffset),
+		"suspendTimeoutMillis", itoa(h.SuspendTimeoutMillis),
+		"subscription", h.Subscription,
+		"subVersion", itoa(h.SubVersion),
+		"expressionType", h.ExpressionType,
+		"maxMsgBytes", itoa(int64(h.MaxMsgBytes)),
+		"bname", h.BrokerName,
+	)
+}
+
+// AppendSendResponseHeader is AppendHeader for a send response header.
+func AppendSendResponseHeader(dst []string, h *SendMessageResponseHeader) []string {
+	dst = append(grow(dst, 7), "msgId", h.MsgID, "queueId", itoa(int64(h.QueueID)), "queueOffset", itoa(h.QueueOffset))
+	if h.TransactionID != "" {
+		dst = append(dst, "transactionId", h.TransactionID)
+	}
+	if h.BatchUniqID != "" {
+		dst = append(dst, "batchUniqId", h.BatchUniqID)
+	}
+	if h.MsgRegion != "" {
+		dst = append(dst, "MSG_REGION", h.MsgRegion)
+	}
+	if h.TraceOn != "" {
+		dst = append(dst, "TRACE_ON", h.TraceOn)
+	}
+	return dst
+}
+
+// AppendPullResponseHeader is AppendHeader for a pull response header.
+func AppendPullResponseHeader(dst []string, h *PullMessageResponseHeader) []string {
+	dst = append(grow(dst, 7),
+		"suggestWhichBrokerId", itoa(h.SuggestWhichBrokerID),
+		"nextBeginOffset", itoa(h.NextBeginOffset),
+		"minOffset", itoa(h.MinOffset),
+		"maxOffset", itoa(h.MaxOffset),
+		"topicSysFlag", itoa(int64(h.TopicSysFlag)),
+		"groupSysFlag", itoa(int64(h.GroupSysFlag)))
+	if h.ForbiddenType != 0 {
+		dst = append(dst, "forbiddenType", itoa(int64(h.ForbiddenType)))
+	}
+	return dst
 }
 
 // grow makes room for n more key, value pairs in one allocation.
