@@ -182,9 +182,9 @@ type GroupHeader struct {
 func DecodeHeader(ext map[string]string, dst any, v2 bool) error {
 	switch h := dst.(type) { // the hot headers skip reflect (headers_fast.go)
 	case *SendMessageRequestHeader:
-		return decodeSendHeader(ext, h, v2)
+		return DecodeSendHeader(ext, h, v2)
 	case *PullMessageRequestHeader:
-		return decodePullHeader(ext, h)
+		return DecodePullHeader(ext, h)
 	}
 	return decodeHeaderReflect(ext, dst, v2)
 }
