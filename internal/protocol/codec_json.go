@@ -178,22 +178,32 @@ func (s *jsonScanner) expect(c byte) error {
 func (s *jsonScanner) stringBytes() ([]byte, error) {
 	s.i++ // opening quote
 	start := s.i
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '"':
-			out := s.b[start:s.i]
-			s.i++
-			return out, nil
-		case '\\':
-			return s.stringSlow(start)
-		}
-		s.i++
+	// Two vectorized scans (closing quote, then a backslash before it)
+	// instead of a byte loop: strings are most of a header.
+	rest := s.b[start:]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 {
+		q = len(rest)
 	}
-	return nil, badFrame("JSON header: unterminated string")
+	if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+		s.i += e
+		return s.stringSlow(start)
+	}
+	if q == len(rest) {
+		s.i = len(s.b)
+		return nil, badFrame("JSON header: unterminated string")
+	}
+	s.i += q + 1
+	return rest[:q], nil
 }
 
 // stringSlow decodes a string with escapes into s.buf.
 func (s *jsonScanner) stringSlow(start int) ([]byte, error) {
+	if s.buf == nil {
+		// Decoded strings are never longer than their JSON text, so one
+		// buffer the size of the rest of the header never grows.
+		s.buf = make([]byte, 0, len(s.b)-start)
+	}
 	s.buf = append(s.buf[:0], s.b[start:s.i]...)
 	for s.i < len(s.b) {
 		c := s.b[s.i]
@@ -415,8 +425,7 @@ func (s *jsonScanner) extCount() int {
 
 // decodeJSONHeader fills c from a JSON header.
 func decodeJSONHeader(b []byte, c *Command) error {
-	var scratch [256]byte // escaped strings decode here unless longer
-	s := jsonScanner{b: b, buf: scratch[:0]}
+	s := jsonScanner{b: b}
 	if err := s.expect('{'); err != nil {
 		return err
 	}
