@@ -12,9 +12,11 @@ import (
 // file (admin_xxx.go) and one line here.
 func (b *Broker) registerProcessors(s *remoting.Server) {
 	c := &b.cfg
-	// Sends go through the broker's own sendQueue (send_queue.go); the
-	// remoting pool in front only timestamps and enqueues.
-	sendPool := remoting.PoolConfig{Workers: 1, QueueSize: 4096}
+	// Sends go through the broker's own sendQueue (send_queue.go). Its
+	// enqueue only timestamps and offers the request to a channel without
+	// blocking, so it runs on the connection's read loop: one goroutine
+	// hand-off per send less than a remoting pool in front of the queue.
+	sendPool := remoting.PoolConfig{Inline: true}
 	pullPool := remoting.PoolConfig{Workers: c.PullMessageThreadPoolNums, QueueSize: c.PullThreadPoolQueueCapacity}
 	adminPool := remoting.PoolConfig{Workers: c.AdminBrokerThreadPoolNums, QueueSize: 10000}
 	clientPool := remoting.PoolConfig{Workers: c.ClientManageThreadPoolNums, QueueSize: 100000}

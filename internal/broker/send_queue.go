@@ -18,9 +18,10 @@ import (
 // SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]..." instead of being stored, so the
 // producer retries elsewhere while the broker catches up.
 //
-// The remoting pool in front of it has one worker that only timestamps and
-// enqueues (never blocks); workers never wait for the disk either, because
-// processSend answers from the store's completion callback.
+// enqueue runs inline on the connection's read loop (PoolConfig.Inline): it
+// only timestamps and enqueues and never blocks. Workers never wait for the
+// disk either, because processSend answers from the store's completion
+// callback.
 type sendQueue struct {
 	b     *Broker
 	tasks chan sendTask
