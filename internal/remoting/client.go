@@ -295,7 +295,8 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *protocol.Comm
 // a read loop), with the response or an error (ErrTimeout when ctx's
 // deadline passes, DefaultTimeout without one; ErrConnClosed). It first
 // waits for one of MaxAsync permits until ctx ends. If InvokeAsync returns
-// an error, cb is not called.
+// an error, cb is not called. req.Body must not be modified before cb runs:
+// a body over 2 KiB is written from the caller's slice, not copied.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error {
 	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: async to %s: %w", addr, err)
@@ -363,7 +364,8 @@ func (c *Client) timeoutLoop() {
 
 // InvokeOneway sends req to addr with the oneway flag and returns once it is
 // queued. It waits for one of MaxOneway permits (held until the frame is
-// written) until ctx ends.
+// written) until ctx ends. req.Body must not be modified afterwards: a body
+// over 2 KiB is written from the caller's slice, not copied.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *protocol.Command) error {
 	if err := acquire(ctx, c.onewaySem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: oneway to %s: %w", addr, err)

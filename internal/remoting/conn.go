@@ -171,7 +171,7 @@ func (c *Conn) touch() {
 
 // WriteResponse queues resp (FlagResponse is set on it) to be written by the
 // connection's write loop. It never blocks on the socket. resp must not be
-// modified afterwards; a Body over 64 KiB is referenced, not copied, until
+// modified afterwards; a Body over 2 KiB is referenced, not copied, until
 // written. Returns ErrConnClosed if the connection is closed.
 func (c *Conn) WriteResponse(resp *protocol.Command) error {
 	return c.writeResponse(resp, writeQueued)

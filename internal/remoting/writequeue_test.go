@@ -10,7 +10,7 @@ import (
 // large ones referenced, order is kept, and finish resets everything.
 func TestWriteBatch(t *testing.T) {
 	var b writeBatch
-	big := bytes.Repeat([]byte("B"), inlineBody+1)
+	big := bytes.Repeat([]byte("B"), copyBody+1)
 	var calls []error
 	done := func(err error) { calls = append(calls, err) }
 	b.add([]byte("h1"), []byte("small"), done)
@@ -50,22 +50,41 @@ func TestWriteBatch(t *testing.T) {
 	if len(calls) != 2 || calls[0] != nil || !b.empty() || len(b.arena) != 0 || len(b.bufs) != 0 {
 		t.Fatalf("finish: calls=%v batch=%+v", calls, b)
 	}
-	// A big arena is kept while it is used, and given back once a run of
-	// small writes shows the burst is over.
-	b.add(make([]byte, maxRetainedArena+1), nil, nil)
+	// A batch bigger than a chunk spreads over several, none re-copied
+	// and none over maxChunk; once they came back, the same batch again
+	// allocates nothing.
+	body := make([]byte, 1000)
+	fill := func() {
+		for range 300 {
+			b.add([]byte("hdr"), body, nil)
+		}
+	}
+	fill()
+	if len(b.full) < 3 {
+		t.Fatalf("300 KB in %d full chunks", len(b.full))
+	}
+	for _, c := range append(b.full, b.arena) {
+		if cap(c) > maxChunk {
+			t.Fatalf("chunk of %d bytes", cap(c))
+		}
+	}
 	b.finish(nil)
-	big1 := cap(b.arena)
-	for range underusedLimit - 1 {
+	if allocs := testing.AllocsPerRun(10, func() { fill(); b.finish(nil) }); allocs > 0 {
+		t.Fatalf("a repeated batch allocated %v times", allocs)
+	}
+	// Once batches fit in one chunk again, the spare chunks go.
+	for range underusedLimit {
 		b.add([]byte("small"), nil, nil)
 		b.finish(nil)
 	}
-	if cap(b.arena) != big1 {
-		t.Fatalf("arena dropped too early")
+	if b.free != nil {
+		t.Fatalf("%d spare chunks kept after %d small batches", len(b.free), underusedLimit)
 	}
-	b.add([]byte("small"), nil, nil)
+	// An oversized chunk (one big frame) is not kept.
+	b.add(make([]byte, 2*maxChunk), nil, nil)
 	b.finish(nil)
-	if cap(b.arena) != 0 {
-		t.Fatalf("arena of %d bytes retained after %d small writes", cap(b.arena), underusedLimit)
+	if cap(b.arena) > maxChunk {
+		t.Fatalf("chunk of %d bytes retained", cap(b.arena))
 	}
 }
 
@@ -94,5 +113,17 @@ func TestWriteBatchConsume(t *testing.T) {
 	b.add([]byte("h"), bytes.Repeat([]byte("x"), inlineBody+1), nil)
 	if b.contiguous() {
 		t.Fatal("a referenced large body is not contiguous")
+	}
+	b.finish(nil)
+	// A lone frame's body up to inlineBody is copied (it can then be
+	// written in place); behind another frame it is referenced.
+	mid := bytes.Repeat([]byte("m"), copyBody+1)
+	b.add([]byte("h"), mid, nil)
+	if !b.contiguous() {
+		t.Fatal("the first frame of a batch is not contiguous")
+	}
+	b.add([]byte("h"), mid, nil)
+	if b.contiguous() || len(b.bufs) != 2 || &b.bufs[1][0] != &mid[0] {
+		t.Fatalf("second body not referenced (%d segments)", len(b.bufs))
 	}
 }
