@@ -137,7 +137,12 @@ func (b *writeBatch) finish(err error) {
 		b.underused = 0
 	}
 	for i, c := range b.full {
-		if len(b.free) < maxFreeChunks && cap(c) <= maxChunk {
+		if cap(c) > cap(b.arena) && cap(c) <= maxChunk {
+			c, b.arena = b.arena, c // the next batch starts in the largest chunk
+		}
+		// Only full-size chunks are cached: the smaller ones of a first
+		// burst would otherwise split every later batch into more pieces.
+		if len(b.free) < maxFreeChunks && cap(c) == maxChunk {
 			b.free = append(b.free, c[:0])
 		}
 		b.full[i] = nil
