@@ -42,6 +42,22 @@ func benchAppendFrameHeader(b *testing.B, c *Command) {
 	b.SetBytes(int64(len(buf)))
 }
 
+// BenchmarkDecodeResponseHeader: a JSON response header without ext fields
+// (the remoting echo benchmarks' frames).
+func BenchmarkDecodeResponseHeader(b *testing.B) {
+	c := &Command{Code: 0, Opaque: 123456, Flag: FlagResponse, Language: LanguageGo, Version: 475,
+		SerializeType: SerializeJSON}
+	raw := appendJSONHeader(nil, c)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var d Command
+		if err := decodeJSONHeader(raw, &d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkDecodeFrame(b *testing.B) {
 	for _, st := range []SerializeType{SerializeJSON, SerializeRocketMQ} {
 		b.Run(st.String(), func(b *testing.B) {
