@@ -14,8 +14,10 @@
 //	          gateHook (SYSTEM_BUSY unless running)│<────┘
 //	                                               v
 //	registerProcessors: one line per request family, each on its pool
-//	 ├─ send codes 10/310/320/324/325 and 36 ─> sendQueue (own executor:
-//	 │     enqueue time, [TIMEOUT_CLEAN_QUEUE], [PCBUSY_CLEAN_QUEUE]) ─>
+//	 ├─ send codes 10/310/320/324/325 and 36, enqueued inline on the
+//	 │     connection's read loop (timestamp + non-blocking offer) ─>
+//	 │     sendQueue (own executor: [TIMEOUT_CLEAN_QUEUE],
+//	 │     [PCBUSY_CLEAN_QUEUE], [OVERLOAD] when full) ─>
 //	 │     processSend / processSendBack ─> interceptTimer (timer.go:
 //	 │     TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS park the message
 //	 │     in rmq_sys_wheel_timer) ─> Store.PutMessage(s) ... store
