@@ -80,16 +80,7 @@ func BenchmarkPullCPU(b *testing.B) {
 	}
 	defer c.Close()
 	const n = 4096
-	body := make([]byte, 1024)
-	for i := 0; i < n; i++ {
-		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "PullCPU", DefaultTopic: TopicAutoCreate,
-			DefaultTopicQueueNums: 1, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
-		resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body))
-		if err != nil || resp.Code != 0 {
-			b.Fatalf("send: %v %v", err, resp)
-		}
-	}
-	testutil.Eventually(b, 10*time.Second, func() bool { return br.Store.MaxOffsetInQueue("PullCPU", 0) >= n })
+	fillBenchQueue(b, c, br, "PullCPU", n)
 	b.SetBytes(32 * 1024)
 	b.ReportAllocs()
 	cpu := startCPU()

@@ -98,37 +98,14 @@ func runSend(b *testing.B, addr string, body []byte) {
 // BenchmarkPull measures PULL_MESSAGE of 32 x 1 KiB messages from a queue
 // that already holds them (messages per second transferred).
 func BenchmarkPull(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.BrokerName = "bench"
-	cfg.ListenPort = 0
-	cfg.VIPChannelEnable = false
-	cfg.Store.StorePathRootDir = b.TempDir()
-	cfg.Store.MappedFileSizeCommitLog = 64 << 20
-	cfg.Store.MessageIndexEnable = false
-	br, err := New(cfg, testutil.DiscardLogger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := br.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
+	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
 	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
 	if err := c.Start(); err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
 	const n = 4096
-	body := make([]byte, 1024)
-	for i := 0; i < n; i++ {
-		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "PullBench", DefaultTopic: TopicAutoCreate,
-			DefaultTopicQueueNums: 1, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
-		resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body))
-		if err != nil || resp.Code != 0 {
-			b.Fatalf("send: %v %v", err, resp)
-		}
-	}
-	testutil.Eventually(b, 10*time.Second, func() bool { return br.Store.MaxOffsetInQueue("PullBench", 0) >= n })
+	fillBenchQueue(b, c, br, "PullBench", n)
 	b.SetBytes(32 * 1024)
 	b.ReportAllocs()
 	start := time.Now()
@@ -145,4 +122,20 @@ func BenchmarkPull(b *testing.B) {
 		off = (off + 32) % (n - 32)
 	}
 	b.ReportMetric(float64(msgs)/time.Since(start).Seconds(), "msg/s")
+}
+
+// fillBenchQueue sends n 1 KiB messages to queue 0 of topic and waits
+// until they are dispatched: the data the pull benchmarks read.
+func fillBenchQueue(b *testing.B, c *remoting.Client, br *Broker, topic string, n int64) {
+	b.Helper()
+	body := make([]byte, 1024)
+	for range n {
+		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate,
+			DefaultTopicQueueNums: 1, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
+		resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body))
+		if err != nil || resp.Code != 0 {
+			b.Fatalf("send: %v %v", err, resp)
+		}
+	}
+	testutil.Eventually(b, 10*time.Second, func() bool { return br.Store.MaxOffsetInQueue(topic, 0) >= n })
 }
