@@ -14,21 +14,9 @@ import (
 // the fake broker: the pipelined publish path (SDK plus remoting, no
 // storage) that benchmarks/nats measures against nats.go.
 func BenchmarkSendAsyncPipelined(b *testing.B) {
-	fb := newFakeBrokerTB(b, "broker-a")
-	fb.serve("T", fb)
-	p, err := NewProducer("pg", WithNameServers(fb.addr), WithLogger(testutil.DiscardLogger()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	_, p := startBenchProducer(b)
 	body := make([]byte, 1024)
 	ctx := context.Background()
-	if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
-		b.Fatal(err)
-	}
 	window := make(chan struct{}, 256)
 	errs := make(chan error, 1)
 	cb := func(_ *SendResult, err error) {
@@ -132,4 +120,24 @@ func decodePulledForBench(b *testing.B, body []byte, mq MessageQueue, sub *subsc
 		b.Fatal(err)
 	}
 	return messageExts(es, sub.match, mq, "g", "")
+}
+
+// startBenchProducer starts a producer against a fake broker serving topic
+// T, closed by b.Cleanup, and sends once so the route is cached.
+func startBenchProducer(b *testing.B) (*fakeBroker, *Producer) {
+	b.Helper()
+	fb := newFakeBrokerTB(b, "broker-a")
+	fb.serve("T", fb)
+	p, err := NewProducer("pg", WithNameServers(fb.addr), WithLogger(testutil.DiscardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	if _, err := p.Send(context.Background(), NewMessage("T", make([]byte, 1024))); err != nil {
+		b.Fatal(err)
+	}
+	return fb, p
 }

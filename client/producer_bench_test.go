@@ -32,21 +32,9 @@ func BenchmarkPrepareAndEncode(b *testing.B) {
 // BenchmarkSendSyncFakeBroker is a full synchronous send over loopback to
 // the fake broker (which does no storage work): the SDK plus remoting.
 func BenchmarkSendSyncFakeBroker(b *testing.B) {
-	fb := newFakeBrokerTB(b, "broker-a")
-	fb.serve("T", fb)
-	p, err := NewProducer("pg", WithNameServers(fb.addr), WithLogger(testutil.DiscardLogger()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	fb, p := startBenchProducer(b)
 	body := make([]byte, 1024)
 	ctx := context.Background()
-	if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
-		b.Fatal(err)
-	}
 	fb.mu.Lock()
 	fb.sends = nil
 	fb.mu.Unlock()
