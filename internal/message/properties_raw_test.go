@@ -98,3 +98,35 @@ func FuzzNextProperty(f *testing.F) {
 		}
 	})
 }
+
+func TestStoredRawPropertiesExtra(t *testing.T) {
+	m := sampleExt()
+	tests := []struct {
+		raw   string
+		extra []string
+		want  map[string]string
+	}{
+		{"TAGS\x01TagA\x02", []string{"CLUSTER", "c", "X", "y"}, map[string]string{"TAGS": "TagA", "CLUSTER": "c", "X": "y"}},
+		{"", []string{"CLUSTER", "c", "odd"}, map[string]string{"CLUSTER": "c"}},
+		{"K\x01v\x02", nil, map[string]string{"K": "v"}},
+	}
+	for _, tt := range tests {
+		rec, err := AppendStoredRawProperties(nil, m, tt.raw, tt.extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, n, err := DecodeStored(rec, DecodeOptions{VerifyCRC: true})
+		if err != nil || n != len(rec) {
+			t.Fatalf("%q %q: decode n=%d/%d err=%v", tt.raw, tt.extra, n, len(rec), err)
+		}
+		if !maps.Equal(dec.Properties, tt.want) {
+			t.Errorf("%q %q: properties %q, want %q", tt.raw, tt.extra, dec.Properties, tt.want)
+		}
+	}
+	buf := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() {
+		_, _ = AppendStoredRawProperties(buf, m, "TAGS\x01t\x02", "CLUSTER", "c", "MSG_REGION", "r")
+	}); n != 0 {
+		t.Fatalf("AppendStoredRawProperties allocates %v times", n)
+	}
+}

@@ -195,18 +195,26 @@ func CheckLimits(bodyLen, topicLen, propertiesLen, storedSize, maxMessageSize in
 func AppendStored(dst []byte, m *Ext) ([]byte, error) {
 	var buf [sortInline]property
 	pairs := sortedProperties(m.Properties, buf[:])
-	return appendStored(dst, m, pairs, "", propertiesSize(pairs))
+	return appendStored(dst, m, pairs, "", nil, propertiesSize(pairs))
 }
 
 // AppendStoredRawProperties is AppendStored with an already encoded
-// properties string written verbatim instead of m.Properties.
-func AppendStoredRawProperties(dst []byte, m *Ext, properties string) ([]byte, error) {
-	return appendStored(dst, m, nil, properties, len(properties))
+// properties string written verbatim instead of m.Properties, followed by
+// the extra name/value pairs (extra holds name, value, name, value ...; an
+// odd last element is ignored). properties must be empty or end with the
+// property separator for the extra pairs to decode. extra is not retained.
+func AppendStoredRawProperties(dst []byte, m *Ext, properties string, extra ...string) ([]byte, error) {
+	n := len(properties)
+	extra = extra[:len(extra)&^1]
+	for _, e := range extra {
+		n += len(e) + 1 // a separator after every name and every value
+	}
+	return appendStored(dst, m, nil, properties, extra, n)
 }
 
-// appendStored writes the record; the properties are pairs, or raw when
-// pairs is nil. propsLen is their encoded length.
-func appendStored(dst []byte, m *Ext, pairs []property, raw string, propsLen int) ([]byte, error) {
+// appendStored writes the record; the properties are pairs, or raw and
+// then the extra pairs when pairs is nil. propsLen is their encoded length.
+func appendStored(dst []byte, m *Ext, pairs []property, raw string, extra []string, propsLen int) ([]byte, error) {
 	sysFlag := HostSysFlag(m.SysFlag, m.BornHost, m.StoreHost)
 	size := StoredSizeOf(sysFlag, len(m.Body), len(m.Topic), propsLen)
 	if err := CheckLimits(len(m.Body), len(m.Topic), propsLen, size, 0); err != nil {
@@ -258,7 +266,15 @@ func appendStored(dst []byte, m *Ext, pairs []property, raw string, propsLen int
 	if pairs != nil {
 		appendPairs(b[pos:pos], pairs) // exactly propsLen bytes of room
 	} else {
-		copy(b[pos:], raw)
+		pos += copy(b[pos:], raw)
+		for i := 0; i+1 < len(extra); i += 2 {
+			pos += copy(b[pos:], extra[i])
+			b[pos] = NameValueSeparator
+			pos++
+			pos += copy(b[pos:], extra[i+1])
+			b[pos] = PropertySeparator
+			pos++
+		}
 	}
 	return dst, nil
 }

@@ -99,6 +99,22 @@ type recMeta struct {
 // as RocketMQ's CommitLog does: topic SCHEDULE_TOPIC_XXXX, queue level-1,
 // REAL_TOPIC/REAL_QID kept; the consume-queue tag becomes the delivery time.
 func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
+	s.putMessage(m, "", nil, false, done)
+}
+
+// PutMessageRawProperties is PutMessage with the record's properties given
+// as an already encoded properties string, written verbatim; m.Properties is
+// ignored, followed by the extra name/value pairs (name, value, ...; see
+// message.AppendStoredRawProperties; extra is not retained). It is the
+// broker's send fast path (no map decode and re-encode). The string must hold
+// canonical pairs only (message.NextProperty) and no DELAY: a delay-level
+// message must go through PutMessage, which rewrites it. The WAIT property
+// is read from properties.
+func (s *Store) PutMessageRawProperties(m *message.Ext, properties string, extra []string, done func(PutResult)) {
+	s.putMessage(m, properties, extra, true, done)
+}
+
+func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw bool, done func(PutResult)) {
 	start := time.Now()
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
@@ -112,10 +128,18 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 		done(PutResult{Status: st})
 		return
 	}
-	s.applyDelayLevel(m)
+	if !raw {
+		s.applyDelayLevel(m)
+	}
 	s.prepareHosts(m)
 	bp := s.encodePool.Get().(*[]byte)
-	rec, st := s.encode((*bp)[:0], m, start)
+	var rec []byte
+	var st PutStatus
+	if raw {
+		rec, st = s.encodeRaw((*bp)[:0], m, rawProps, extra, start)
+	} else {
+		rec, st = s.encode((*bp)[:0], m, start)
+	}
 	if st != PutOK {
 		s.encodePool.Put(bp)
 		s.stats.putFailures.Add(1)
@@ -131,7 +155,15 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
 		s.encodePool.Put(bp)
 	}
-	s.finishPut(res, m.WaitStoreMsgOK(), start, done)
+	wait := true
+	if raw {
+		if v, ok := message.LookupProperty(rawProps, message.PropertyWaitStoreMsgOK); ok {
+			wait = strings.EqualFold(v, "true")
+		}
+	} else {
+		wait = m.WaitStoreMsgOK()
+	}
+	s.finishPut(res, wait, start, done)
 }
 
 // PutMessages appends a batch (SEND_BATCH_MESSAGE): every message shares the
@@ -286,13 +318,28 @@ func (s *Store) prepareHosts(m *message.Ext) {
 // store timestamp are patched later under the append lock. start is the
 // put's start (the provisional store timestamp, unless Config.Now is set).
 func (s *Store) encode(dst []byte, m *message.Ext, start time.Time) ([]byte, PutStatus) {
+	return s.encodeWith(dst, m, "", nil, false, start)
+}
+
+// encodeRaw is encode with properties written verbatim.
+func (s *Store) encodeRaw(dst []byte, m *message.Ext, props string, extra []string, start time.Time) ([]byte, PutStatus) {
+	return s.encodeWith(dst, m, props, extra, true, start)
+}
+
+func (s *Store) encodeWith(dst []byte, m *message.Ext, props string, extra []string, raw bool, start time.Time) ([]byte, PutStatus) {
 	if s.cfg.Now != nil {
 		start = s.cfg.Now()
 	}
 	m.StoreTimestamp = start.UnixMilli()
 	m.QueueOffset, m.CommitLogOffset, m.BodyCRC = 0, 0, 0
 	n := len(dst)
-	out, err := message.AppendStored(dst, m)
+	var out []byte
+	var err error
+	if raw {
+		out, err = message.AppendStoredRawProperties(dst, m, props, extra...)
+	} else {
+		out, err = message.AppendStored(dst, m)
+	}
 	switch {
 	case errors.Is(err, message.ErrPropertiesTooLarge):
 		return dst, PropertiesSizeExceeded
