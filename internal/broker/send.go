@@ -49,6 +49,13 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 		return b.sendBatch(conn, req, &h, tc, sysFlag, bornHost)
 	}
 
+	reply := code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2
+	if !reply && !strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+		if uniq, ok := plainSendProperties(h.Properties); ok {
+			b.sendPlain(conn, req, &h, uniq, sysFlag, bornHost) // send_raw.go: no map round trip
+			return nil, nil
+		}
+	}
 	props := message.DecodeProperties(h.Properties)
 	delete(props, message.PropertyPopCK)
 	topic, queueID := h.Topic, h.QueueID
@@ -95,7 +102,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 		return nil, err
 	}
 	b.stats.sendRequests.Add(1)
-	if code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2 {
+	if reply {
 		return b.sendReply(conn, req, &h, ext) // reply.go
 	}
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]

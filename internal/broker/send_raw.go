@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// plainSendProperties reports whether a single send's raw properties string
+// can be stored verbatim (plus the broker's keys) instead of going through a
+// map: every pair is canonical (message.NextProperty, so readers decode the
+// same pairs), and no property asks for a rewrite or is one the broker sets
+// (delay level, timer, transaction half, POP_CK, CLUSTER, MSG_REGION,
+// TRACE_ON). It returns the client's UNIQ_KEY ("" if absent). It allocates
+// nothing.
+func plainSendProperties(raw string) (uniq string, ok bool) {
+	for n := 0; raw != "" && n < message.MaxPropertiesSize; n++ {
+		name, value, rest, canonical := message.NextProperty(raw)
+		if !canonical {
+			return "", false
+		}
+		switch name {
+		case message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared,
+			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
+			message.PropertyPopCK, message.PropertyCluster, message.PropertyMsgRegion, message.PropertyTraceSwitch:
+			return "", false
+		case message.PropertyUniqClientMessageIDKeyidx:
+			uniq = value
+		}
+		raw = rest
+	}
+	return uniq, raw == ""
+}
+
+// sendPlain stores a single send whose properties need no rewriting (see
+// plainSendProperties): the client's properties string is stored as sent
+// with CLUSTER, MSG_REGION, TRACE_ON and UNIQ_KEY (when absent) appended, the
+// same pairs the map path stores (keys are not re-sorted). This skips the
+// map build and the sorted re-encode per message.
+func (b *Broker) sendPlain(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
+	uniq string, sysFlag int32, bornHost netip.AddrPort) {
+	// The broker's pairs go to the encoder as a stack array: no string is
+	// built per message.
+	extra := [8]string{
+		message.PropertyCluster, b.cfg.BrokerClusterName,
+		message.PropertyMsgRegion, b.cfg.RegionID,
+		message.PropertyTraceSwitch, strconv.FormatBool(b.cfg.TraceOn),
+	}
+	pairs := extra[:6]
+	if uniq == "" {
+		uniq = b.uniq.Next()
+		pairs = append(pairs, message.PropertyUniqClientMessageIDKeyidx, uniq)
+	}
+	ext := &message.Ext{
+		Message: message.Message{
+			Topic: h.Topic,
+			Flag:  h.Flag,
+			Body:  req.Body,
+		},
+		QueueID:        h.QueueID,
+		SysFlag:        sysFlag,
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       bornHost,
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+	}
+	b.stats.sendRequests.Add(1)
+	queueID := h.QueueID
+	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
+		b.writeSendResponse(conn, req, res, queueID, uniq)
+	})
+}
