@@ -73,3 +73,41 @@ func TestSendPlainStoresBrokerKeys(t *testing.T) {
 		t.Fatalf("stored properties %q, want %q", msgs[0].Properties, want)
 	}
 }
+
+// FuzzPlainSendProperties holds the raw path to the map path: when a string
+// is accepted, the client's string plus the broker's pairs decodes to the
+// map the map path would store.
+func FuzzPlainSendProperties(f *testing.F) {
+	for _, s := range []string{"", "TAGS\x01t\x02UNIQ_KEY\x01u\x02", "DELAY\x013\x02", "A\x01b", "K\x01v\x01w\x02K\x01x\x02"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		uniq, ok := plainSendProperties(raw)
+		if !ok {
+			return
+		}
+		props := message.DecodeProperties(raw)
+		for _, k := range []string{message.PropertyDelayTimeLevel, message.PropertyTransactionPrepared,
+			message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, message.PropertyTimerDelayMS,
+			message.PropertyPopCK, message.PropertyCluster, message.PropertyMsgRegion, message.PropertyTraceSwitch} {
+			if _, has := props[k]; has {
+				t.Fatalf("%q accepted with %s", raw, k)
+			}
+		}
+		if uniq != props[message.PropertyUniqClientMessageIDKeyidx] {
+			t.Fatalf("%q: uniq %q, map %q", raw, uniq, props[message.PropertyUniqClientMessageIDKeyidx])
+		}
+		if uniq == "" {
+			uniq = "GEN"
+			props[message.PropertyUniqClientMessageIDKeyidx] = uniq
+		}
+		props[message.PropertyCluster], props[message.PropertyMsgRegion], props[message.PropertyTraceSwitch] = "c", "r", "true"
+		stored := string(message.AppendProperty(message.AppendProperty(message.AppendProperty(
+			message.AppendProperty([]byte(raw), message.PropertyCluster, "c"),
+			message.PropertyMsgRegion, "r"), message.PropertyTraceSwitch, "true"),
+			message.PropertyUniqClientMessageIDKeyidx, uniq))
+		if got := message.DecodeProperties(stored); !maps.Equal(got, props) {
+			t.Fatalf("%q: stored pairs %q, map path %q", raw, got, props)
+		}
+	})
+}
