@@ -45,6 +45,21 @@ func TestSDKPullConsumer(t *testing.T) {
 	if err != nil || len(mqs) != 2 {
 		t.Fatalf("queues %v %v", mqs, err)
 	}
+	// An acknowledged send becomes pullable once the broker's dispatch has
+	// built its consume-queue entry, a moment later (RocketMQ's reput
+	// lag); under -race on a loaded machine that moment can outlast the
+	// sends.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		var n int64
+		for _, mq := range mqs {
+			off, err := pc.MaxOffset(ctx, mq)
+			if err != nil {
+				return false
+			}
+			n += off
+		}
+		return n == int64(len(ids))
+	}, "sent messages not dispatched")
 	got := map[string]bool{}
 	for _, mq := range mqs {
 		off := int64(0)
