@@ -787,6 +787,9 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 // callback goroutines. If SendAsync returns an error, cb is not called.
 // Close waits for outstanding callbacks. The first send to a topic blocks
 // for its route lookup (bounded by the same deadline), as in RocketMQ.
+// msg, its Body included, must not be modified until cb runs: a retry
+// sends it again, and a large body is written to the socket from msg.Body
+// itself, after SendAsync has returned.
 func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
 	if cb == nil {
 		return fmt.Errorf("client: nil callback")
