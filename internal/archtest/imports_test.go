@@ -34,6 +34,8 @@ var rules = []rule{
 	{"internal/timer", []string{"internal/broker", "internal/remoting", "internal/protocol", "internal/namesrv", "net/http"}},
 	{"client", []string{"internal/store", "internal/broker", "internal/namesrv", "github.com/prometheus"}},
 	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},
+	// The goroutine-group helper is a leaf every component imports.
+	{"internal/run", []string{"internal/", "client", "net"}},
 }
 
 type listed struct {
