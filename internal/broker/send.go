@@ -168,7 +168,7 @@ func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protoc
 
 // writeSendResponse answers a send from the store's completion callback.
 func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string) {
-	code, remark := putStatusResponse(res)
+	code, remark := putStatusResponse(res, b.Store.DiskUtil)
 	resp := protocol.NewResponse(req, code, remark)
 	if res.Status.Stored() {
 		b.stats.messagesIn.Add(int64(max(res.MsgNum, 1)))
@@ -205,8 +205,10 @@ func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, r
 }
 
 // putStatusResponse maps a store put status to the send response code and
-// remark: the one place of storage-and-broker.md §13.1.
-func putStatusResponse(res store.PutResult) (protocol.ResponseCode, string) {
+// remark: the one place of storage-and-broker.md §13.1. diskUtil supplies
+// the disk usage figures RocketMQ puts into the SERVICE_NOT_AVAILABLE
+// remark (operators read them from client logs); it is called only then.
+func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.ResponseCode, string) {
 	switch res.Status {
 	case store.PutOK:
 		return protocol.Success, ""
@@ -221,7 +223,8 @@ func putStatusResponse(res store.PutResult) (protocol.ResponseCode, string) {
 	case store.MessageIllegal, store.PropertiesSizeExceeded:
 		return protocol.MessageIllegal, "the message is illegal, maybe msg body or properties length not matched. msg body length limit B, msg properties length limit 32KB."
 	case store.ServiceNotAvailable:
-		remark := "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+		remark := "service not available now. It may be caused by one of the following reasons: the broker's disk is full [" +
+			diskUtil() + "], messages are put to the slave, message store has been shut down, etc."
 		if res.Remark != "" {
 			remark += " (" + res.Remark + ")"
 		}

@@ -83,7 +83,7 @@ func (b *Broker) processEndTransaction(_ context.Context, conn *remoting.Conn, r
 	}
 	halfOffset := half.QueueOffset
 	b.Store.PutMessage(out, func(res store.PutResult) {
-		code, remark := putStatusResponse(res)
+		code, remark := putStatusResponse(res, b.Store.DiskUtil)
 		if res.Status.Stored() {
 			b.writeOpRecord(halfOffset)
 		}

@@ -153,9 +153,7 @@ func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 		}
 	}
 	if s.index != nil && tt != message.SysFlagTransactionRollbackType {
-		if err := s.index.build(&r); err != nil {
-			s.log.Error("index build failed", "offset", phy, "err", err)
-		}
+		s.indexRecord(&r)
 	}
 	s.cp.logicsMsgTimestamp.Store(r.storeTimestamp)
 	s.stats.dispatched.Add(1)
@@ -215,4 +213,79 @@ func atoiSafe(s []byte) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// indexRecord adds the index entries of one dispatched record. Records
+// dispatched while no index file could be created (or whose file a crash
+// dropped) form a gap that is re-indexed from the commit log as soon as a
+// file can be had, before this record, so that entries stay in offset
+// order and no stored message is left out of the index for good.
+// REQUIRES: the dispatch goroutine (or recovery, before it starts).
+func (s *Store) indexRecord(r *dispatchRequest) {
+	ix := s.index
+	if ix.gapFrom >= 0 {
+		if _, err := ix.current(); err != nil {
+			ix.skip()
+			return
+		}
+		from := ix.gapFrom
+		ix.gapFrom = -1
+		if !s.reindex(from, r.phyOffset) {
+			ix.skip()
+			return
+		}
+	}
+	if err := ix.build(r); err != nil {
+		if errors.Is(err, errIndexUnavailable) {
+			ix.gapFrom = r.phyOffset
+			ix.skip()
+			return
+		}
+		s.log.Error("index build failed", "offset", r.phyOffset, "err", err)
+	}
+}
+
+// reindex indexes the commit-log records in [from, to) again (the index
+// skips those it already has). It returns false when the index became
+// unavailable midway; the gap then starts at the first record left out.
+func (s *Store) reindex(from, to int64) bool {
+	n := int64(0)
+	defer func() {
+		if n > 0 {
+			s.index.reindexed.Add(n)
+			s.log.Info("index rebuilt from the commit log", "from", from, "to", to, "records", n)
+		}
+	}()
+	for _, f := range s.commitLog.snapshot() {
+		if f.fromOffset+f.size <= from || f.fromOffset >= to {
+			continue
+		}
+		pos := max(from-f.fromOffset, 0)
+		for pos < f.size && f.fromOffset+pos < to {
+			res, size, _ := s.checkRecord(f, pos)
+			if res != recordValid {
+				break // blank: the next file; invalid: nothing valid follows in this file
+			}
+			phy := f.fromOffset + pos
+			pos += size
+			v, _, err := message.ViewStored(f.data[phy-f.fromOffset : phy-f.fromOffset+size])
+			if err != nil || message.TransactionType(v.SysFlag()) == message.SysFlagTransactionRollbackType {
+				continue
+			}
+			r := dispatchRequest{topic: v.Topic(), queueID: v.QueueID(), phyOffset: phy, size: int32(size),
+				storeTimestamp: v.StoreTimestamp(), queueOffset: v.QueueOffset(), sysFlag: v.SysFlag(), view: v}
+			r.uniqKey, _ = v.Property(message.PropertyUniqClientMessageIDKeyidx)
+			r.keys, _ = v.Property(message.PropertyKeys)
+			if err := s.index.build(&r); err != nil {
+				if errors.Is(err, errIndexUnavailable) {
+					s.index.gapFrom = phy
+					return false
+				}
+				s.log.Error("index build failed", "offset", phy, "err", err)
+				continue
+			}
+			n++
+		}
+	}
+	return true
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -224,7 +225,42 @@ type indexService struct {
 	files []*indexFile // ascending creation time; guarded by mu
 
 	keyBuf []byte // scratch for topic#key; dispatch goroutine only
+
+	// Creation failures (a disk too full for another file). current() does
+	// not try again before retryAt, the wait doubling from 1 s up to
+	// indexRetryMax, and says so in the log at most once per
+	// indexLogInterval instead of once per message. Dispatch goroutine only.
+	retryAt   time.Time
+	backoff   time.Duration
+	lastLog   time.Time
+	skipped   int64 // messages not indexed since the last log line
+	lastError error
+
+	// gapFrom is the physical offset from which records were dispatched
+	// without index entries (no file could be created, or a crash dropped
+	// the newest file), -1 when there is no gap. The store re-indexes the
+	// gap from the commit log before the next record is indexed.
+	// Dispatch goroutine (or recovery) only.
+	gapFrom int64
+
+	unavailable    atomic.Bool  // true while no index file can be created
+	createFailures atomic.Int64 // index files that could not be created
+	notIndexed     atomic.Int64 // records dispatched while unavailable (re-indexed later)
+	reindexed      atomic.Int64 // records indexed again from the commit log
+
+	// failCreate, when set, fails file creation with its error: tests use it
+	// to stand for a full disk (root ignores read-only directories).
+	failCreate atomic.Pointer[error]
 }
+
+const (
+	indexRetryMax    = 30 * time.Second
+	indexLogInterval = 10 * time.Second
+)
+
+// errIndexUnavailable: no index file can be created now; the record joins
+// the gap that is re-indexed later.
+var errIndexUnavailable = errors.New("store: no index file can be created")
 
 // load maps existing index files. After a crash, files with entries newer
 // than the checkpoint's indexMsgTimestamp are destroyed (6.3 step 2). It
@@ -277,6 +313,9 @@ func (s *indexService) current() (*indexFile, error) {
 		return last, nil
 	}
 	t := s.now()
+	if t.Before(s.retryAt) {
+		return nil, errIndexUnavailable
+	}
 	path := filepath.Join(s.dir, indexFileName(t))
 	for i := 1; i < 1000; i++ {
 		if _, err := os.Stat(path); err != nil {
@@ -284,9 +323,20 @@ func (s *indexService) current() (*indexFile, error) {
 		}
 		path = filepath.Join(s.dir, indexFileName(t.Add(time.Duration(i)*time.Millisecond)))
 	}
-	f, err := openIndexFile(path, s.slotNum, s.indexNum, true)
+	var f *indexFile
+	var err error
+	if p := s.failCreate.Load(); p != nil {
+		err = *p
+	} else {
+		f, err = openIndexFile(path, s.slotNum, s.indexNum, true)
+	}
 	if err != nil {
-		return nil, err
+		s.createFailed(t, err)
+		return nil, fmt.Errorf("%w: %w", errIndexUnavailable, err)
+	}
+	if s.unavailable.CompareAndSwap(true, false) {
+		s.backoff, s.retryAt = 0, time.Time{}
+		s.log.Info("index file created again: indexing resumes", "file", path)
 	}
 	if last != nil {
 		f.beginPhyOffset.Store(last.endPhyOffset.Load())
@@ -312,6 +362,51 @@ func (s *indexService) current() (*indexFile, error) {
 	return f, nil
 }
 
+// createFailed arms the retry back-off after a failed creation at t.
+func (s *indexService) createFailed(t time.Time, err error) {
+	s.createFailures.Add(1)
+	s.unavailable.Store(true)
+	s.backoff = min(max(2*s.backoff, time.Second), indexRetryMax)
+	s.retryAt = t.Add(s.backoff)
+	s.lastError = err
+	if s.lastLog.IsZero() || t.Sub(s.lastLog) >= indexLogInterval {
+		s.lastLog = t
+		s.log.Error("index file cannot be created: messages are stored and consumable but not indexed by key until it can",
+			"err", err, "retryIn", s.backoff, "notIndexedSinceLastLog", s.skipped)
+		s.skipped = 0
+	}
+}
+
+// skip counts a record dispatched without index entries.
+func (s *indexService) skip() {
+	s.skipped++
+	s.notIndexed.Add(1)
+}
+
+// alreadyIndexed reports whether the record at phy is covered by f: records
+// are indexed in offset order, so anything at or below the newest indexed
+// offset is (a new file starts with its predecessor's end offset and time).
+func (f *indexFile) alreadyIndexed(phy int64) bool {
+	if f.indexCount.Load() <= 1 && f.endTimestamp.Load() == 0 {
+		return false // nothing indexed yet
+	}
+	return phy <= f.endPhyOffset.Load()
+}
+
+// lastIndexed returns the physical offset of the newest indexed record and
+// whether there is one.
+func (s *indexService) lastIndexed() (int64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := len(s.files) - 1; i >= 0; i-- {
+		f := s.files[i]
+		if f.indexCount.Load() > 1 || f.endTimestamp.Load() > 0 {
+			return f.endPhyOffset.Load(), true
+		}
+	}
+	return 0, false
+}
+
 // build indexes one dispatched message (5.2): topic#UNIQ_KEY and
 // topic#token for every space-separated KEYS token.
 func (s *indexService) build(r *dispatchRequest) error {
@@ -319,8 +414,8 @@ func (s *indexService) build(r *dispatchRequest) error {
 	if err != nil {
 		return err
 	}
-	if r.phyOffset < f.endPhyOffset.Load() {
-		return nil // already indexed
+	if f.alreadyIndexed(r.phyOffset) {
+		return nil
 	}
 	add := func(key []byte) error {
 		buf := s.keyBuf[:0]

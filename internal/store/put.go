@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
@@ -230,6 +231,20 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 	s.finishPut(res, batch[0].WaitStoreMsgOK(), start, done)
 }
 
+// createFailed answers a put whose commit-log file could not be created.
+// A full disk is SERVICE_NOT_AVAILABLE at once (checked here rather than
+// left to the next cleanup pass, which may be a minute away after start);
+// anything else is CREATE_MAPPED_FILE_FAILED.
+func (s *Store) createFailed(err error) PutResult {
+	s.checkDiskSpace()
+	if s.diskFull.Load() || errors.Is(err, syscall.ENOSPC) {
+		s.log.Warn("create commit-log file failed: disk full", "err", err, "disk", s.DiskUtil())
+		return PutResult{Status: ServiceNotAvailable, Remark: "store is not writable: disk full"}
+	}
+	s.log.Error("create commit-log file failed", "err", err)
+	return PutResult{Status: CreateMappedFileFailed, Remark: err.Error()}
+}
+
 // checkWritable is RocketMQ's put-hook pre-check (2.4 step 1).
 func (s *Store) checkWritable() (PutStatus, string) {
 	switch {
@@ -375,16 +390,14 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 	}()
 	f, err := s.commitLog.lastOrCreate(0)
 	if err != nil {
-		s.log.Error("create commit-log file failed", "err", err)
-		return PutResult{Status: CreateMappedFileFailed, Remark: err.Error()}
+		return s.createFailed(err)
 	}
 	total := int64(len(recs))
 	if total+blankRecordSize > f.size-f.wrote.Load() {
 		// End of file: a BLANK record fills the rest; retry in a new file.
 		s.writeBlankLocked(f, now)
 		if f, err = s.commitLog.lastOrCreate(0); err != nil {
-			s.log.Error("create commit-log file failed", "err", err)
-			return PutResult{Status: CreateMappedFileFailed, Remark: err.Error()}
+			return s.createFailed(err)
 		}
 		if total+blankRecordSize > f.size-f.wrote.Load() {
 			return PutResult{Status: MessageIllegal, Remark: "record larger than a commit-log file"}

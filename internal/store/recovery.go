@@ -136,6 +136,22 @@ func (s *Store) recover(lastExitOK bool) error {
 	}
 	rep.StartOffset = files[idx].fromOffset
 
+	// A crash drops the newest index file (its entries are newer than the
+	// checkpoint): index the records it covered again before the scan, so
+	// query by key finds every recovered message (the scan below indexes
+	// only what it re-dispatches).
+	if s.index != nil && s.index.gapFrom >= 0 {
+		end := rep.StartOffset
+		if lastExitOK {
+			end = max(end, dispatchFrom)
+		}
+		from := s.index.gapFrom
+		s.index.gapFrom = -1
+		if from < end {
+			s.reindex(from, end)
+		}
+	}
+
 	processOffset := files[idx].fromOffset
 	var reason string
 scan:

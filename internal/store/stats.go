@@ -14,18 +14,20 @@ var putLatencyBuckets = [...]time.Duration{
 }
 
 type statCounters struct {
-	puts          atomic.Int64
-	putBytes      atomic.Int64
-	putFailures   atomic.Int64
-	putLatency    [len(putLatencyBuckets) + 1]atomic.Int64
-	pageCacheBusy atomic.Int64
-	flushes       atomic.Int64
-	flushTimeouts atomic.Int64
-	flushErrors   atomic.Int64
-	dispatched    atomic.Int64
-	gets          atomic.Int64
-	getMessages   atomic.Int64
-	filesDeleted  atomic.Int64
+	puts           atomic.Int64
+	putBytes       atomic.Int64
+	putFailures    atomic.Int64
+	putLatency     [len(putLatencyBuckets) + 1]atomic.Int64
+	pageCacheBusy  atomic.Int64
+	flushes        atomic.Int64
+	flushTimeouts  atomic.Int64
+	flushErrors    atomic.Int64
+	dispatched     atomic.Int64
+	gets           atomic.Int64
+	getMessages    atomic.Int64
+	filesDeleted   atomic.Int64
+	forcedMessages atomic.Int64
+	forcedBytes    atomic.Int64
 }
 
 func (c *statCounters) observePutLatency(d time.Duration) {
@@ -61,6 +63,21 @@ type Stats struct {
 	FlushFailed      bool
 	DiskFull         bool
 	PoolFreeBuffers  int // -1 without the transient pool
+
+	// Index health: IndexUnavailable while no index file can be created;
+	// IndexCreateFailures counts failed creations; IndexNotIndexed counts
+	// records dispatched meanwhile and IndexReindexed those indexed again
+	// from the commit log afterwards (or after a crash dropped a file).
+	IndexUnavailable    bool
+	IndexCreateFailures int64
+	IndexNotIndexed     int64
+	IndexReindexed      int64
+
+	// Forced cleaning (cleanFileForciblyEnable under disk pressure):
+	// messages and bytes deleted before their retention time, in total.
+	// ForcedDeletions has them per topic.
+	ForcedDeletedMessages int64
+	ForcedDeletedBytes    int64
 }
 
 // Stats returns a snapshot of the counters.
@@ -96,6 +113,14 @@ func (s *Store) Stats() Stats {
 	if s.pool != nil {
 		st.PoolFreeBuffers = s.pool.available()
 	}
+	if ix := s.index; ix != nil {
+		st.IndexUnavailable = ix.unavailable.Load()
+		st.IndexCreateFailures = ix.createFailures.Load()
+		st.IndexNotIndexed = ix.notIndexed.Load()
+		st.IndexReindexed = ix.reindexed.Load()
+	}
+	st.ForcedDeletedMessages = c.forcedMessages.Load()
+	st.ForcedDeletedBytes = c.forcedBytes.Load()
 	st.ConsumeQueues = len(s.allQueues())
 	return st
 }

@@ -96,7 +96,10 @@ type Store struct {
 	stats    statCounters
 
 	cleanMu sync.Mutex // serialises cleanup runs
-	cleaner cleaner    // guarded by cleanMu
+
+	forcedMu sync.Mutex                // guards forced
+	forced   map[string]ForcedDeletion // early deletions per topic (cleanup.go)
+	cleaner  cleaner                   // guarded by cleanMu
 }
 
 // ArrivalListener is told about every message dispatched to a consume queue
@@ -160,6 +163,9 @@ func (s *Store) Start() error {
 		from := last.wrote.Load()
 		s.goFunc("store-warm", func() { last.warmFrom(from, s.quit) })
 	}
+	// The disk-full flag is known before the first put, not only after the
+	// first cleanup pass (cleanupInitialDelay after start).
+	s.checkDiskSpace()
 	s.goFunc("store-dispatch", s.runDispatch)
 	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable && !s.cfg.WriteWithoutMmap {
 		s.goFunc("store-prefault", s.runPrefault)
@@ -224,12 +230,19 @@ func (s *Store) open() error {
 	}
 	if s.cfg.MessageIndexEnable {
 		s.index = &indexService{dir: filepath.Join(root, indexDirName), slotNum: s.cfg.MaxHashSlotNum,
-			indexNum: s.cfg.MaxIndexNum, cp: s.cp, log: s.log, now: s.cfg.now, spawn: s.spawn}
+			indexNum: s.cfg.MaxIndexNum, cp: s.cp, log: s.log, now: s.cfg.now, spawn: s.spawn, gapFrom: -1}
 		dropped, err := s.index.load(lastExitOK)
 		if err != nil {
 			return err
 		}
 		s.recovery.IndexFilesDropped = dropped
+		if dropped > 0 {
+			// Re-index from the newest entry kept (or the log's start).
+			s.index.gapFrom = max(s.commitLog.minOffset(), 0)
+			if last, ok := s.index.lastIndexed(); ok {
+				s.index.gapFrom = max(last, s.index.gapFrom)
+			}
+		}
 	}
 	if err := s.recover(lastExitOK); err != nil {
 		return err
