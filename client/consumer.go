@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -117,7 +118,7 @@ func startOffset(ctx context.Context, store offsetStore, api offsetReader, mq Me
 	if off >= 0 {
 		return off, nil
 	}
-	retry := strings.HasPrefix(mq.Topic, retryGroupTopicPrefix)
+	retry := strings.HasPrefix(mq.Topic, names.RetryGroupTopicPrefix)
 	switch from {
 	case ConsumeFromFirstOffset:
 		return 0, nil
@@ -145,7 +146,7 @@ func toMessageExt(e *message.Ext, mq MessageQueue, group, ns string) *MessageExt
 // restoreRetryTopic gives a message pulled from the group's retry topic
 // its original topic back.
 func restoreRetryTopic(m *MessageExt, e *message.Ext, group, ns string) {
-	if len(e.Topic) == len(retryGroupTopicPrefix)+len(group) && strings.HasPrefix(e.Topic, retryGroupTopicPrefix) && e.Topic[len(retryGroupTopicPrefix):] == group {
+	if len(e.Topic) == len(names.RetryGroupTopicPrefix)+len(group) && strings.HasPrefix(e.Topic, names.RetryGroupTopicPrefix) && e.Topic[len(names.RetryGroupTopicPrefix):] == group {
 		if real := m.Properties[message.PropertyRetryTopic]; real != "" {
 			m.Topic = unwrapNamespace(ns, real)
 		}

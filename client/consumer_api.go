@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -398,7 +399,7 @@ func (a *consumerAPI) sendBack(ctx context.Context, m *MessageExt, delayLevel in
 // sendToRetryTopic is the fallback of sendBack: a normal send of a copy to
 // %RETRY%<group> with the retry properties set (remoting.md §7.8 step 4).
 func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, delayLevel int, maxReconsume int32) error {
-	retryTopic := retryGroupTopicPrefix + a.group
+	retryTopic := names.RetryGroupTopicPrefix + a.group
 	props := make(map[string]string, len(m.Properties)+3)
 	for k, v := range m.Properties {
 		props[k] = v
@@ -421,9 +422,9 @@ func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, delay
 	}
 	mq := qs[int(m.QueueOffset)%len(qs)]
 	h := protocol.SendMessageRequestHeader{
-		ProducerGroup:     "CLIENT_INNER_PRODUCER",
+		ProducerGroup:     names.GroupClientInner,
 		Topic:             retryTopic,
-		DefaultTopic:      "TBW102",
+		DefaultTopic:      names.TopicAutoCreate,
 		QueueID:           int32(mq.QueueID),
 		SysFlag:           0,
 		BornTimestamp:     time.Now().UnixMilli(),

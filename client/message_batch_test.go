@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // TestMessageExtsMatchesToMessageExt: the batch conversion gives, message
@@ -29,7 +30,7 @@ func TestMessageExtsMatchesToMessageExt(t *testing.T) {
 			props[message.PropertyUniqClientMessageIDKeyidx] = "ID" + strconv.Itoa(i)
 		}
 		if i%5 == 0 {
-			topic = retryGroupTopicPrefix + group
+			topic = names.RetryGroupTopicPrefix + group
 			props[message.PropertyRetryTopic] = wrapNamespace(ns, "Orig")
 		}
 		e := &message.Ext{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -252,19 +253,10 @@ type outgoing struct {
 	msgs           []*Message
 }
 
-// validTopic checks a topic name as the broker does (remoting.md §1.7).
+// validTopic checks a topic name with the broker's rules.
 func validTopic(t string) error {
-	if t == "" {
-		return fmt.Errorf("%w: empty topic", ErrIllegalMessage)
-	}
-	if len(t) > 127 {
-		return fmt.Errorf("%w: topic %q longer than 127 bytes", ErrIllegalMessage, t)
-	}
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|') {
-			return fmt.Errorf("%w: topic %q has character %q (allowed: letters, digits, %%, |, -, _)", ErrIllegalMessage, t, c)
-		}
+	if err := names.ValidateTopic(t); err != nil {
+		return fmt.Errorf("%w: %v", ErrIllegalMessage, err)
 	}
 	return nil
 }
@@ -290,7 +282,7 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 		flag:      msg.Flag,
 		msg:       msg,
 	}
-	retry := strings.HasPrefix(o.topic, retryGroupTopicPrefix)
+	retry := strings.HasPrefix(o.topic, names.RetryGroupTopicPrefix)
 	if len(extra) == 0 && !retry && msg.Properties[message.PropertyUniqClientMessageIDKeyidx] == "" {
 		// Fast path: encode the caller's properties as they are and append
 		// the new UNIQ_KEY pair, without copying the map.
@@ -359,7 +351,7 @@ func (p *Producer) prepareBatch(msgs []*Message) (*outgoing, error) {
 	if err := validTopic(topic); err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(topic, retryGroupTopicPrefix) {
+	if strings.HasPrefix(topic, names.RetryGroupTopicPrefix) {
 		return nil, fmt.Errorf("%w: batch to retry topic %s", ErrIllegalMessage, topic)
 	}
 	inner := make([]message.Message, len(msgs))

@@ -3,6 +3,8 @@ package client
 import (
 	"fmt"
 	"time"
+
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // producerConfig is a Producer's configuration: the common client options
@@ -26,7 +28,7 @@ type producerConfig struct {
 }
 
 const (
-	defaultCreateTopicKey = "TBW102"
+	defaultCreateTopicKey = names.TopicAutoCreate
 	defaultMaxMessageSize = 4 << 20
 )
 

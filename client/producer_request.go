@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 )
@@ -19,9 +20,6 @@ import (
 // "<cluster>_REPLY_TOPIC" sent with SEND_REPLY_MESSAGE_V2 (325); the broker
 // pushes it to the requester's connection with PUSH_REPLY_MESSAGE_TO_CLIENT
 // (326), which completes the waiting Request (remoting.md §3.3.1, §3.6).
-
-// replyTopicSuffix names a cluster's reply topic.
-const replyTopicSuffix = "_REPLY_TOPIC"
 
 // requestTable matches pushed replies to waiting requests.
 type requestTable struct {
@@ -107,7 +105,7 @@ func (p *Producer) SendReply(ctx context.Context, request *MessageExt, body []by
 	if cluster == "" {
 		return nil, fmt.Errorf("%w: request %s has no %s property", ErrIllegalMessage, request.MsgID, message.PropertyCluster)
 	}
-	reply := &Message{Topic: cluster + replyTopicSuffix, Body: body} // body must not be empty (validated)
+	reply := &Message{Topic: cluster + names.ReplyTopicSuffix, Body: body} // body must not be empty (validated)
 	o, err := p.prepare(reply, map[string]string{
 		message.PropertyCorrelationID:        corr,
 		message.PropertyMessageReplyToClient: to,

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -231,7 +232,7 @@ func (c *PushConsumer) Start() error {
 	if c.cfg.model == Clustering {
 		if !c.lite {
 			// Clustering push consumers also consume their retry topic.
-			retry := retryGroupTopicPrefix + c.wireGroup
+			retry := names.RetryGroupTopicPrefix + c.wireGroup
 			s, _ := newSubscription(retry, TagSelector("*"))
 			c.subs[retry] = s
 		}

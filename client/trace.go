@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // DefaultTraceTopic is where trace records go unless WithTrace names
 // another topic (brokers create it with traceTopicEnable=true).
-const DefaultTraceTopic = "RMQ_SYS_TRACE_TOPIC"
+const DefaultTraceTopic = names.TopicTrace
 
 // traceProducerGroup is the group of the internal trace producer; RocketMQ
 // tools recognise trace producers by this prefix.

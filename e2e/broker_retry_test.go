@@ -11,6 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -30,7 +31,7 @@ func TestRetryAndDeadLetter(t *testing.T) {
 	group := uniqueName(t, "cg")
 	// Routed before the consumer starts, so it pulls retries at once instead
 	// of after its next route refresh.
-	c.createTopic(broker.RetryTopic(group), 1)
+	c.createTopic(names.RetryTopic(group), 1)
 	p := newProducer(t, c.nsAddr)
 
 	var mu sync.Mutex
@@ -57,7 +58,7 @@ func TestRetryAndDeadLetter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dlq := broker.DLQTopic(group)
+	dlq := names.DLQTopic(group)
 	testutil.Eventually(t, 45*time.Second, func() bool {
 		return c.b.Store.MaxOffsetInQueue(dlq, 0) == 1
 	}, "failing message never reached %s", dlq)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -138,7 +139,7 @@ func (a *Admin) ConsumerProgress(ctx context.Context, group, topic string) (*Con
 // groupBrokers returns the masters to ask about a group: those of its
 // retry topic, else those of topic.
 func (a *Admin) groupBrokers(ctx context.Context, group, topic string) (map[string]string, error) {
-	m, err := a.routeMasters(ctx, "%RETRY%"+group)
+	m, err := a.routeMasters(ctx, names.RetryTopic(group))
 	if err == nil && len(m) > 0 {
 		return m, nil
 	}

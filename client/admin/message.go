@@ -11,6 +11,7 @@ import (
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -204,7 +205,7 @@ func (a *Admin) PullMessages(ctx context.Context, q client.MessageQueue, offset 
 		return nil, fmt.Errorf("admin: broker %s of topic %s: %w", q.BrokerName, q.Topic, ErrNotFound)
 	}
 	h := protocol.PullMessageRequestHeader{
-		ConsumerGroup:  "TOOLS_CONSUMER",
+		ConsumerGroup:  names.GroupToolsConsumer,
 		Topic:          q.Topic,
 		QueueID:        int32(q.QueueID),
 		QueueOffset:    offset,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -51,7 +52,7 @@ func (a *Admin) CreateTopic(ctx context.Context, tc TopicConfig, target Target) 
 	}
 	h := protocol.CreateTopicRequestHeader{
 		Topic:           tc.Topic,
-		DefaultTopic:    "TBW102",
+		DefaultTopic:    names.TopicAutoCreate,
 		ReadQueueNums:   int32(tc.ReadQueues),
 		WriteQueueNums:  int32(tc.WriteQueues),
 		Perm:            int32(tc.Perm),

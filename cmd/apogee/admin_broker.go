@@ -18,6 +18,7 @@ import (
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 func init() {
@@ -228,7 +229,7 @@ func cmdStatsAll(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 			rows := []statsAllRow{}
 			for _, t := range topics {
-				if strings.HasPrefix(t, "%RETRY%") || strings.HasPrefix(t, "%DLQ%") {
+				if names.IsRetryTopic(t) || names.IsDLQTopic(t) {
 					continue // as mqadmin: their groups show under the real topics
 				}
 				rs, err := statsOfTopic(ctx, a, t)

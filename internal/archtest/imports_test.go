@@ -36,6 +36,8 @@ var rules = []rule{
 	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},
 	// The goroutine-group helper is a leaf every component imports.
 	{"internal/run", []string{"internal/", "client", "net"}},
+	// RocketMQ's reserved names and naming rules: a leaf client, broker and store share.
+	{"internal/names", []string{"internal/", "client", "net"}},
 }
 
 type listed struct {

@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
-	"github.com/apogeemq/apogee/internal/store"
 )
 
 // maxQueryConsumeQueueCount bounds one QUERY_CONSUME_QUEUE answer (each
@@ -101,7 +101,7 @@ func (b *Broker) consumeQueueUnit(topic string, q int32, off int64) (consumeQueu
 	}
 	d.PhysicSize = m.StoreSize
 	d.TagsCode = message.TagsHashCode(m.Tags())
-	if topic == store.ScheduleTopic {
+	if topic == names.TopicSchedule {
 		if lvl, err := strconv.Atoi(m.Property(message.PropertyDelayTimeLevel)); err == nil && lvl > 0 {
 			if levels, err := parseStoreDelayLevels(&b.cfg); err == nil && len(levels) > 0 {
 				d.TagsCode = m.StoreTimestamp + levels[min(lvl, len(levels))-1].Milliseconds()

@@ -3,8 +3,8 @@ package broker
 import (
 	"context"
 	"strconv"
-	"strings"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 )
@@ -38,8 +38,8 @@ func (b *Broker) processUpdateGroupList(_ context.Context, _ *remoting.Conn, req
 }
 
 func (b *Broker) updateGroup(cfg protocol.SubscriptionGroupConfig) error {
-	if err := ValidateGroup(cfg.GroupName); err != nil {
-		return protocol.Errorf(protocol.InvalidParameter, "%s", strings.TrimPrefix(err.Error(), ErrInvalidName.Error()+": "))
+	if err := names.ValidateGroup(cfg.GroupName); err != nil {
+		return protocol.Errorf(protocol.InvalidParameter, "%s", err)
 	}
 	if err := b.Groups.Update(cfg); err != nil {
 		return protocol.Errorf(protocol.SystemError, "persist subscription group: %v", err)
@@ -93,7 +93,7 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *pr
 	}
 	if h.CleanOffset {
 		b.Offsets.RemoveGroup(h.GroupName)
-		topics := []string{RetryTopic(h.GroupName), DLQTopic(h.GroupName)}
+		topics := []string{names.RetryTopic(h.GroupName), names.DLQTopic(h.GroupName)}
 		if err := b.deleteTopics(topics); err != nil {
 			return nil, protocol.Errorf(protocol.SystemError, "%v", err)
 		}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
-	"github.com/apogeemq/apogee/internal/timer"
 )
 
 func adminReq(code protocol.RequestCode, ext map[string]string) *protocol.Command {
@@ -268,7 +268,7 @@ func TestTimerCheckPointAndMetrics(t *testing.T) {
 		mustCode(t, invoke(t, c, b.Addr(), sendReq("Later", 0, []byte("x"), map[string]string{"TIMER_DELAY_SEC": "3600"})), protocol.Success)
 	}
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("Later2", 0, []byte("x"), map[string]string{"TIMER_DELAY_SEC": "3600"})), protocol.Success)
-	waitDispatched(t, b, timer.TopicTimer, 0, 3)
+	waitDispatched(t, b, names.TopicTimerWheel, 0, 3)
 	testutil.Eventually(t, 5*time.Second, func() bool { st, _ := b.TimerStats(); return st.QueueOffset == 3 }, "timers not enqueued")
 
 	resp := invoke(t, c, b.Addr(), adminReq(protocol.GetTimerCheckPoint, nil))

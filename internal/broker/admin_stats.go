@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 )
@@ -206,7 +207,7 @@ func (b *Broker) processQueryTopicsByConsumer(_ context.Context, _ *remoting.Con
 func (b *Broker) processSystemTopicList(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var topics []string
 	for _, t := range b.Topics.Names() {
-		if IsSystemTopic(t) || t == b.cfg.BrokerClusterName || t == b.cfg.BrokerName {
+		if names.IsSystemTopic(t) || t == b.cfg.BrokerClusterName || t == b.cfg.BrokerName {
 			topics = append(topics, t)
 		}
 	}

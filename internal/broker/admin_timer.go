@@ -6,9 +6,9 @@ import (
 	"strconv"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
-	"github.com/apogeemq/apogee/internal/timer"
 )
 
 // timerCheckpointSize is Java's TimerCheckpoint.encode length: seven
@@ -59,9 +59,9 @@ func (b *Broker) processGetTimerMetrics(_ context.Context, _ *remoting.Conn, req
 	}
 	now := b.now().UnixMilli()
 	counts := map[string]timerMetric{}
-	from := max(b.Store.MinOffsetInQueue(timer.TopicTimer, 0), st.QueueOffset-timerMetricsScanLimit, 0)
+	from := max(b.Store.MinOffsetInQueue(names.TopicTimerWheel, 0), st.QueueOffset-timerMetricsScanLimit, 0)
 	for off := from; off < st.QueueOffset; {
-		res := b.Store.GetMessage("rmq_sys_timer_metrics", timer.TopicTimer, 0, off, 256, 0, nil)
+		res := b.Store.GetMessage("rmq_sys_timer_metrics", names.TopicTimerWheel, 0, off, 256, 0, nil)
 		if res == nil || len(res.Messages) == 0 || res.NextBeginOffset <= off {
 			break
 		}

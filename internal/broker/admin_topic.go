@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 )
@@ -59,10 +60,10 @@ func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req
 }
 
 func (b *Broker) updateTopic(tc protocol.TopicConfig) error {
-	if err := ValidateTopic(tc.TopicName); err != nil {
-		return protocol.Errorf(protocol.InvalidParameter, "%s", strings.TrimPrefix(err.Error(), ErrInvalidName.Error()+": "))
+	if err := names.ValidateTopic(tc.TopicName); err != nil {
+		return protocol.Errorf(protocol.InvalidParameter, "%s", err)
 	}
-	if IsSystemTopic(tc.TopicName) && tc.TopicName != TopicAutoCreate && !b.Topics.Contains(tc.TopicName) {
+	if names.IsSystemTopic(tc.TopicName) && tc.TopicName != names.TopicAutoCreate && !b.Topics.Contains(tc.TopicName) {
 		return protocol.Errorf(protocol.InvalidParameter, "The topic[%s] is conflict with system topic.", tc.TopicName)
 	}
 	if tc.ReadQueueNums <= 0 || tc.WriteQueueNums <= 0 || tc.ReadQueueNums > 65535 || tc.WriteQueueNums > 65535 {
@@ -167,7 +168,7 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *pr
 	if strings.TrimSpace(h.Topic) == "" {
 		return nil, protocol.Errorf(protocol.InvalidParameter, "The specified topic is blank.")
 	}
-	if IsSystemTopic(h.Topic) {
+	if names.IsSystemTopic(h.Topic) {
 		return nil, protocol.Errorf(protocol.InvalidParameter, "The topic[%s] is conflict with system topic.", h.Topic)
 	}
 	if err := b.deleteTopics([]string{h.Topic}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -28,7 +29,7 @@ func BenchmarkSendCPU(b *testing.B) {
 	}
 	defer c.Close()
 	body := make([]byte, 1024)
-	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchCPU", DefaultTopic: TopicAutoCreate,
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchCPU", DefaultTopic: names.TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: -1, BornTimestamp: time.Now().UnixMilli(),
 		Properties: "TAGS\x01t\x02UNIQ_KEY\x01AC1100010000000000000000000000\x02WAIT\x01true\x02"}
 	send := func() error {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -60,7 +61,7 @@ func runSend(b *testing.B, addr string, body []byte) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "Bench", DefaultTopic: TopicAutoCreate,
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "Bench", DefaultTopic: names.TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: -1, BornTimestamp: time.Now().UnixMilli(), Properties: "TAGS\x01t\x02"}
 	ext := protocol.EncodeHeader(&h, false)
 	send := func() error {
@@ -130,7 +131,7 @@ func fillBenchQueue(b *testing.B, c *remoting.Client, br *Broker, topic string, 
 	b.Helper()
 	body := make([]byte, 1024)
 	for range n {
-		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate,
+		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: names.TopicAutoCreate,
 			DefaultTopicQueueNums: 1, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
 		resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body))
 		if err != nil || resp.Code != 0 {

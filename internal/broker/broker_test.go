@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -70,7 +71,7 @@ func invoke(t *testing.T, c *remoting.Client, addr string, req *protocol.Command
 
 func sendReq(topic string, queueID int32, body []byte, props map[string]string) *protocol.Command {
 	h := protocol.SendMessageRequestHeader{
-		ProducerGroup: "pg", Topic: topic, DefaultTopic: TopicAutoCreate, DefaultTopicQueueNums: 4,
+		ProducerGroup: "pg", Topic: topic, DefaultTopic: names.TopicAutoCreate, DefaultTopicQueueNums: 4,
 		QueueID: queueID, BornTimestamp: time.Now().UnixMilli(), Properties: message.EncodeProperties(props),
 	}
 	return protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), body)
@@ -154,7 +155,7 @@ func TestSendRejections(t *testing.T) {
 	}{
 		{"body over maxMessageSize", sendReq("Big", 0, make([]byte, cfg.Store.MaxMessageSize+1), nil), protocol.MessageIllegal},
 		{"illegal topic name", sendReq("bad topic!", 0, []byte("x"), nil), protocol.InvalidParameter},
-		{"system topic", sendReq(TopicSchedule, 0, []byte("x"), nil), protocol.NoPermission},
+		{"system topic", sendReq(names.TopicSchedule, 0, []byte("x"), nil), protocol.NoPermission},
 		{"queue out of range", sendReq("Small", 99, []byte("x"), nil), protocol.InvalidParameter},
 		{"no template", protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&protocol.SendMessageRequestHeader{
 			ProducerGroup: "pg", Topic: "NoTemplate", BornTimestamp: 1}, false), []byte("x")), protocol.TopicNotExist},
@@ -320,7 +321,7 @@ func TestHeartbeatNotifiesGroup(t *testing.T) {
 	hb(0)
 	hb(1)
 	testutil.Eventually(t, 5*time.Second, func() bool { return notified.Load() >= 2 }, "members not notified")
-	if !b.Topics.Contains(RetryTopic("cg")) {
+	if !b.Topics.Contains(names.RetryTopic("cg")) {
 		t.Fatal("retry topic not created at heartbeat")
 	}
 	h := protocol.ConsumerGroupHeader{ConsumerGroup: "cg"}
@@ -387,14 +388,14 @@ func TestTopicAndGroupAdmin(t *testing.T) {
 	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetAllTopicConfig, nil, nil))
 	mustCode(t, resp, protocol.Success)
 	w, err := protocol.DecodeTopicConfigSerializeWrapper(resp.Body)
-	if err != nil || w.TopicConfigTable["Admin"].WriteQueueNums != 2 || w.TopicConfigTable[TopicAutoCreate].Perm != 7 {
+	if err != nil || w.TopicConfigTable["Admin"].WriteQueueNums != 2 || w.TopicConfigTable[names.TopicAutoCreate].Perm != 7 {
 		t.Fatalf("wrapper = %+v, %v", w, err)
 	}
 	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.DeleteTopicInBroker, map[string]string{"topic": "Admin"}, nil)), protocol.Success)
 	if b.Topics.Contains("Admin") {
 		t.Fatal("topic not deleted")
 	}
-	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.DeleteTopicInBroker, map[string]string{"topic": TopicAutoCreate}, nil)), protocol.InvalidParameter)
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.DeleteTopicInBroker, map[string]string{"topic": names.TopicAutoCreate}, nil)), protocol.InvalidParameter)
 
 	g := protocol.NewSubscriptionGroupConfig("admin_group")
 	g.RetryMaxTimes = 3
@@ -641,7 +642,7 @@ func TestSlavePullRules(t *testing.T) {
 	cfg.Store.BrokerRole = "SLAVE"
 	b := startBroker(t, cfg)
 	c := newClient(t)
-	resp := invoke(t, c, b.Addr(), pullReq("g", TopicSelfTest, 0, 5, protocol.PullFlagSubscription, 0, "*"))
+	resp := invoke(t, c, b.Addr(), pullReq("g", names.TopicSelfTest, 0, 5, protocol.PullFlagSubscription, 0, "*"))
 	mustCode(t, resp, protocol.PullRetryImmediately)
 	if resp.Ext("suggestWhichBrokerId") != "0" {
 		t.Fatalf("suggest = %q", resp.Ext("suggestWhichBrokerId"))

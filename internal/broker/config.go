@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/config"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/store"
 )
@@ -115,7 +116,7 @@ type Config struct {
 func DefaultConfig() Config {
 	cores := runtime.NumCPU()
 	name, err := os.Hostname()
-	if err != nil || name == "" || !validName(name) {
+	if err != nil || name == "" || names.ValidateTopic(name) != nil {
 		name = "DEFAULT_BROKER"
 	}
 	return Config{
@@ -229,10 +230,10 @@ func (c *Config) Validate() error {
 	bad := func(key string, v any, why string) {
 		errs = append(errs, fmt.Errorf("broker: config %s=%v: %s", key, v, why))
 	}
-	if err := ValidateTopic(c.BrokerClusterName); err != nil {
+	if err := names.ValidateTopic(c.BrokerClusterName); err != nil {
 		bad("brokerClusterName", c.BrokerClusterName, err.Error())
 	}
-	if err := ValidateTopic(c.BrokerName); err != nil {
+	if err := names.ValidateTopic(c.BrokerName); err != nil {
 		bad("brokerName", c.BrokerName, err.Error())
 	}
 	if c.BrokerID < 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 )
@@ -39,7 +40,7 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *p
 			continue
 		}
 		if gc.RetryQueueNums > 0 {
-			if _, err := b.Topics.CreateIfAbsent(RetryTopic(data.GroupName), gc.RetryQueueNums,
+			if _, err := b.Topics.CreateIfAbsent(names.RetryTopic(data.GroupName), gc.RetryQueueNums,
 				protocol.PermRead|protocol.PermWrite, 0); err != nil {
 				b.logger.Error("persist retry topic", "group", data.GroupName, "err", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/config"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
@@ -108,12 +109,12 @@ func TestTopicManagerAutoCreateRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	v0 := m.DataVersion()
-	for _, name := range []string{TopicAutoCreate, TopicSelfTest, TopicSchedule, "DefaultCluster", "broker-a", TopicTransHalf} {
+	for _, name := range []string{names.TopicAutoCreate, names.TopicSelfTest, names.TopicSchedule, "DefaultCluster", "broker-a", names.TopicTransHalf} {
 		if !m.Contains(name) {
 			t.Errorf("system topic %s missing", name)
 		}
 	}
-	if tc, _ := m.Get(TopicSchedule); tc.WriteQueueNums != 18 {
+	if tc, _ := m.Get(names.TopicSchedule); tc.WriteQueueNums != 18 {
 		t.Errorf("schedule topic queues = %d, want one per delay level", tc.WriteQueueNums)
 	}
 	tests := []struct {
@@ -123,10 +124,10 @@ func TestTopicManagerAutoCreateRules(t *testing.T) {
 		wantOK                bool
 		wantQueues            int32
 	}{
-		{"capped by client", "A", TopicAutoCreate, 4, true, true, 4},
-		{"capped by template", "B", TopicAutoCreate, 100, true, true, 8},
-		{"auto-create disabled", "C", TopicAutoCreate, 4, false, false, 0},
-		{"template without inherit", "D", TopicSelfTest, 4, true, false, 0},
+		{"capped by client", "A", names.TopicAutoCreate, 4, true, true, 4},
+		{"capped by template", "B", names.TopicAutoCreate, 100, true, true, 8},
+		{"auto-create disabled", "C", names.TopicAutoCreate, 4, false, false, 0},
+		{"template without inherit", "D", names.TopicSelfTest, 4, true, false, 0},
 		{"unknown template", "E", "NoSuchTopic", 4, true, false, 0},
 	}
 	for _, tc := range tests {
@@ -159,7 +160,7 @@ func TestTopicManagerAutoCreateRules(t *testing.T) {
 	if err := m2.ensureSystemTopics(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	if tc, _ := m2.Get(TopicAutoCreate); tc.Perm&protocol.PermInherit != 0 {
+	if tc, _ := m2.Get(names.TopicAutoCreate); tc.Perm&protocol.PermInherit != 0 {
 		t.Fatalf("TBW102 perm = %d after disabling auto-creation", tc.Perm)
 	}
 }
@@ -191,7 +192,7 @@ func TestSubscriptionGroupManager(t *testing.T) {
 	if g2, ok := m2.Get("new_group"); !ok || g2.ConsumeEnable {
 		t.Fatalf("reloaded = %+v, %v", g2, ok)
 	}
-	if _, ok := m2.Get(GroupToolsConsumer); !ok {
+	if _, ok := m2.Get(names.GroupToolsConsumer); !ok {
 		t.Fatal("system group not persisted")
 	}
 }
@@ -214,16 +215,16 @@ func TestValidateNames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := ValidateTopic(tc.topic)
+			err := names.ValidateTopic(tc.topic)
 			if (err == nil) != tc.wantOK {
 				t.Fatalf("ValidateTopic(%q) = %v", tc.topic, err)
 			}
-			if err != nil && !errors.Is(err, ErrInvalidName) {
-				t.Fatalf("error %v does not wrap ErrInvalidName", err)
+			if err != nil && !errors.Is(err, names.ErrInvalid) {
+				t.Fatalf("error %v does not wrap names.ErrInvalid", err)
 			}
 		})
 	}
-	if ValidateGroup(strings.Repeat("g", 121)) == nil || ValidateGroup("group_a") != nil {
+	if names.ValidateGroup(strings.Repeat("g", 121)) == nil || names.ValidateGroup("group_a") != nil {
 		t.Fatal("group length limit")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -54,12 +55,12 @@ func (s *scheduleService) deliverLevel(level int32) {
 	b := s.b
 	queueID := level - 1
 	offset := b.DelayOffsets.Get(level)
-	if offset >= b.Store.MaxOffsetInQueue(store.ScheduleTopic, queueID) {
+	if offset >= b.Store.MaxOffsetInQueue(names.TopicSchedule, queueID) {
 		return
 	}
 	delay := s.levels[level-1]
 	for range 64 { // bounded work per round and level
-		res := b.Store.GetMessage(scheduleGroup, store.ScheduleTopic, queueID, offset, 32, 0, nil)
+		res := b.Store.GetMessage(scheduleGroup, names.TopicSchedule, queueID, offset, 32, 0, nil)
 		switch res.Status {
 		case store.Found:
 		case store.OffsetTooSmall, store.OffsetOverflowBadly, store.NoMatchedMessage:
@@ -107,7 +108,7 @@ func (s *scheduleService) deliver(m *message.Ext) bool {
 	b := s.b
 	props := maps.Clone(m.Properties)
 	realTopic := props[message.PropertyRealTopic]
-	if realTopic == "" || realTopic == TopicTransHalf {
+	if realTopic == "" || realTopic == names.TopicTransHalf {
 		b.logger.Warn("schedule: message without a real topic discarded", "offset", m.QueueOffset)
 		return true
 	}

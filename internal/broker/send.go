@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
@@ -50,7 +51,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	}
 
 	reply := code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2
-	if !reply && !strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+	if !reply && !strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 		if uniq, ok := plainSendProperties(h.Properties); ok {
 			b.sendPlain(conn, req, &h, uniq, sysFlag, bornHost) // send_raw.go: no map round trip
 			return nil, nil
@@ -59,7 +60,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	props := message.DecodeProperties(h.Properties)
 	delete(props, message.PropertyPopCK)
 	topic, queueID := h.Topic, h.QueueID
-	if strings.HasPrefix(topic, RetryGroupTopicPrefix) {
+	if strings.HasPrefix(topic, names.RetryGroupTopicPrefix) {
 		var perr error
 		topic, queueID, perr = b.retryTopicCheck(&h, req, props)
 		if perr != nil {
@@ -82,7 +83,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 		props[message.PropertyRealQueueID] = strconv.Itoa(int(queueID))
 		props[message.PropertyTransactionID] = props[message.PropertyUniqClientMessageIDKeyidx]
 		sysFlag = message.SetTransactionType(sysFlag, message.SysFlagTransactionNotType)
-		topic, queueID = TopicTransHalf, 0
+		topic, queueID = names.TopicTransHalf, 0
 	}
 	ext := &message.Ext{
 		Message: message.Message{
@@ -128,10 +129,10 @@ func bornHostOf(conn *remoting.Conn) netip.AddrPort {
 // or CLUSTER is added (remoting.md §3.3.1 batch specifics).
 func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
 	tc protocol.TopicConfig, sysFlag int32, bornHost netip.AddrPort) (*protocol.Command, error) {
-	if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+	if strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "batch request does not support retry group %s", h.Topic)
 	}
-	if len(h.Topic) > maxTopicLength {
+	if len(h.Topic) > names.MaxTopicLength {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "message topic length too long %d", len(h.Topic))
 	}
 	msgs, err := message.DecodeBatch(req.Body)
@@ -248,17 +249,17 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
 			"the broker[%s] sending message is forbidden", b.addr)
 	}
-	if err := ValidateTopic(h.Topic); err != nil {
-		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter, "%s", strings.TrimPrefix(err.Error(), ErrInvalidName.Error()+": "))
+	if err := names.ValidateTopic(h.Topic); err != nil {
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter, "%s", err)
 	}
-	if notAllowedToSend(h.Topic) {
+	if names.NotAllowedToSend(h.Topic) {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
 			"Sending message to topic[%s] is forbidden.", h.Topic)
 	}
 	tc, ok := b.Topics.Get(h.Topic)
 	if !ok {
 		var err error
-		if strings.HasPrefix(h.Topic, RetryGroupTopicPrefix) {
+		if strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 			tc, err = b.Topics.CreateIfAbsent(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
 			ok = err == nil
 		} else if h.DefaultTopic != "" {
@@ -288,7 +289,7 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 // the group must exist; a message past its retry limit, or sent while the
 // group holds ordered-consumption locks, goes to the DLQ without delay.
 func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command, props map[string]string) (string, int32, error) {
-	group := strings.TrimPrefix(h.Topic, RetryGroupTopicPrefix)
+	group := strings.TrimPrefix(h.Topic, names.RetryGroupTopicPrefix)
 	gc, ok, err := b.Groups.FindOrCreate(group, b.dyn.autoCreateGroup.Load())
 	if err != nil {
 		b.logger.Error("persist auto-created group", "group", group, "err", err)
@@ -303,7 +304,7 @@ func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *prot
 	if h.ReconsumeTimes <= maxTimes && !b.Locks.HasActiveLocks(group) {
 		return h.Topic, h.QueueID, nil
 	}
-	dlq := DLQTopic(group)
+	dlq := names.DLQTopic(group)
 	if _, err := b.Topics.CreateIfAbsent(dlq, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
 		b.logger.Error("persist DLQ topic", "topic", dlq, "err", err)
 	}

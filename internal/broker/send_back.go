@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
@@ -38,7 +39,7 @@ func (b *Broker) processSendBack(_ context.Context, conn *remoting.Conn, req *pr
 	if gc.RetryQueueNums <= 0 {
 		return protocol.NewResponse(req, protocol.Success, ""), nil
 	}
-	retryTopic := RetryTopic(h.Group)
+	retryTopic := names.RetryTopic(h.Group)
 	tc, err := b.Topics.CreateIfAbsent(retryTopic, gc.RetryQueueNums, protocol.PermRead|protocol.PermWrite, 0)
 	if err != nil {
 		b.logger.Error("persist retry topic", "topic", retryTopic, "err", err)
@@ -80,7 +81,7 @@ func (b *Broker) processSendBack(_ context.Context, conn *remoting.Conn, req *pr
 	queueID := rand.Int32N(max(tc.WriteQueueNums, 1))
 	delay := h.DelayLevel
 	if orig.ReconsumeTimes >= maxTimes || delay < 0 {
-		topic, queueID = DLQTopic(h.Group), 0
+		topic, queueID = names.DLQTopic(h.Group), 0
 		dlq, err := b.Topics.CreateIfAbsent(topic, 1, protocol.PermRead|protocol.PermWrite, 0)
 		if err != nil {
 			b.logger.Error("persist DLQ topic", "topic", topic, "err", err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -76,11 +77,11 @@ func (m *SubscriptionGroupManager) load() error {
 func (m *SubscriptionGroupManager) ensureSystemGroups() error {
 	created := false
 	m.mu.Lock()
-	for _, g := range []string{GroupToolsConsumer, GroupFilterSrv, GroupSelfTest, "CID_ONS-HTTP-PROXY",
-		"CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", GroupTransCheck, GroupReviveConsumer} {
+	for _, g := range []string{names.GroupToolsConsumer, names.GroupFilterSrv, names.GroupSelfTest, "CID_ONS-HTTP-PROXY",
+		"CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", names.GroupTransCheck, names.GroupReviveConsumer} {
 		if _, ok := m.groups[g]; !ok {
 			c := protocol.NewSubscriptionGroupConfig(g)
-			if g == GroupToolsConsumer || g == GroupFilterSrv || g == GroupSelfTest {
+			if g == names.GroupToolsConsumer || g == names.GroupFilterSrv || g == names.GroupSelfTest {
 				c.ConsumeBroadcastEnable = true
 			}
 			m.groups[g] = &c
@@ -144,7 +145,7 @@ func (m *SubscriptionGroupManager) FindOrCreate(group string, autoCreate bool) (
 	if cfg, ok := m.Get(group); ok {
 		return cfg, true, nil
 	}
-	if !autoCreate || ValidateGroup(group) != nil {
+	if !autoCreate || names.ValidateGroup(group) != nil {
 		return protocol.SubscriptionGroupConfig{}, false, nil
 	}
 	m.mu.Lock()

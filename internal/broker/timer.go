@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/store"
 	"github.com/apogeemq/apogee/internal/timer"
@@ -62,7 +63,7 @@ func (b *Broker) TimerStats() (timer.Stats, bool) {
 // counts from the commit). Refusals: wheel disabled -> SYSTEM_ERROR; unparsable or
 // beyond timerMaxDelaySec -> MESSAGE_ILLEGAL.
 func (b *Broker) interceptTimer(m *message.Ext) error {
-	if !timer.IsTimerMessage(&m.Message) || m.Topic == TopicTransHalf {
+	if !timer.IsTimerMessage(&m.Message) || m.Topic == names.TopicTransHalf {
 		return nil
 	}
 	if !b.cfg.TimerWheelEnable || b.timerStore == nil {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/apogeemq/apogee/internal/config"
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
-	"github.com/apogeemq/apogee/internal/timer"
 )
 
 // TestTimerMessage follows storage-and-broker.md §8.9: a send with
@@ -29,7 +29,7 @@ func TestTimerMessage(t *testing.T) {
 	if resp.Ext("queueId") != "2" {
 		t.Fatalf("queueId = %s, want the real queue 2", resp.Ext("queueId"))
 	}
-	waitDispatched(t, b, timer.TopicTimer, 0, 1)
+	waitDispatched(t, b, names.TopicTimerWheel, 0, 1)
 	if n := b.Store.MaxOffsetInQueue("TimerTopic", 2); n > 0 {
 		t.Fatalf("timer message visible at once (%d)", n)
 	}

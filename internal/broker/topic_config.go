@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -222,7 +223,7 @@ func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, cli
 		return cloneTopicConfig(tc), true, nil
 	}
 	tmpl, ok := m.topics[defaultTopic]
-	if !ok || (defaultTopic == TopicAutoCreate && !autoCreateEnable) || tmpl.Perm&protocol.PermInherit == 0 {
+	if !ok || (defaultTopic == names.TopicAutoCreate && !autoCreateEnable) || tmpl.Perm&protocol.PermInherit == 0 {
 		m.mu.Unlock()
 		return protocol.TopicConfig{}, false, nil
 	}
@@ -278,19 +279,19 @@ func (m *TopicConfigManager) ensureSystemTopics(cfg *Config) error {
 		perm   int32
 	}
 	topics := []sys{
-		{TopicSelfTest, 1, protocol.PermRead | protocol.PermWrite},
-		{TopicBenchmark, 1024, protocol.PermRead | protocol.PermWrite},
-		{TopicOffsetMoved, 1, protocol.PermRead | protocol.PermWrite},
-		{TopicSchedule, 18, protocol.PermRead | protocol.PermWrite},
-		{TopicTransHalf, 1, protocol.PermRead | protocol.PermWrite},
-		{TopicTransOpHalf, 1, protocol.PermRead | protocol.PermWrite},
-		{cfg.BrokerClusterName + ReplyTopicSuffix, 1, protocol.PermRead | protocol.PermWrite},
+		{names.TopicSelfTest, 1, protocol.PermRead | protocol.PermWrite},
+		{names.TopicBenchmark, 1024, protocol.PermRead | protocol.PermWrite},
+		{names.TopicOffsetMoved, 1, protocol.PermRead | protocol.PermWrite},
+		{names.TopicSchedule, 18, protocol.PermRead | protocol.PermWrite},
+		{names.TopicTransHalf, 1, protocol.PermRead | protocol.PermWrite},
+		{names.TopicTransOpHalf, 1, protocol.PermRead | protocol.PermWrite},
+		{cfg.BrokerClusterName + names.ReplyTopicSuffix, 1, protocol.PermRead | protocol.PermWrite},
 	}
 	if levels, err := parseStoreDelayLevels(cfg); err == nil {
 		topics[3].queues = int32(len(levels))
 	}
 	if cfg.AutoCreateTopicEnable {
-		topics = append(topics, sys{TopicAutoCreate, int32(cfg.DefaultTopicQueueNums), protocol.PermInherit | protocol.PermRead | protocol.PermWrite})
+		topics = append(topics, sys{names.TopicAutoCreate, int32(cfg.DefaultTopicQueueNums), protocol.PermInherit | protocol.PermRead | protocol.PermWrite})
 	}
 	clusterPerm, brokerPerm := int32(protocol.PermInherit), int32(protocol.PermInherit)
 	if cfg.ClusterTopicEnable {
@@ -315,10 +316,10 @@ func (m *TopicConfigManager) ensureSystemTopics(cfg *Config) error {
 	}
 	if !cfg.AutoCreateTopicEnable {
 		// A template left from an earlier run must not keep inheriting.
-		if tc, ok := m.topics[TopicAutoCreate]; ok && tc.Perm&protocol.PermInherit != 0 {
+		if tc, ok := m.topics[names.TopicAutoCreate]; ok && tc.Perm&protocol.PermInherit != 0 {
 			c := cloneTopicConfig(tc)
 			c.Perm = protocol.PermRead | protocol.PermWrite
-			m.topics[TopicAutoCreate] = &c
+			m.topics[names.TopicAutoCreate] = &c
 			m.nextVersionLocked()
 			created++
 		}

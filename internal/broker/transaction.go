@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
@@ -98,7 +99,7 @@ func (b *Broker) processEndTransaction(_ context.Context, conn *remoting.Conn, r
 func (b *Broker) writeOpRecord(halfQueueOffset int64) {
 	op := &message.Ext{
 		Message: message.Message{
-			Topic: TopicTransOpHalf,
+			Topic: names.TopicTransOpHalf,
 			Body:  []byte(strconv.FormatInt(halfQueueOffset, 10) + ","),
 			Properties: map[string]string{
 				message.PropertyTags:           opTag,
@@ -137,16 +138,16 @@ func (b *Broker) transactionCheckLoop() {
 // bounded to 1000 half messages.
 func (b *Broker) checkTransactions() {
 	st := b.Store
-	halfMin := st.MinOffsetInQueue(TopicTransHalf, 0)
-	halfOffset, ok := b.Offsets.Query(GroupTransCheck, TopicTransHalf, 0)
+	halfMin := st.MinOffsetInQueue(names.TopicTransHalf, 0)
+	halfOffset, ok := b.Offsets.Query(names.GroupTransCheck, names.TopicTransHalf, 0)
 	if !ok || halfOffset < halfMin {
 		halfOffset = max(halfMin, 0)
 	}
-	opOffset, ok := b.Offsets.Query(GroupTransCheck, TopicTransOpHalf, 0)
+	opOffset, ok := b.Offsets.Query(names.GroupTransCheck, names.TopicTransOpHalf, 0)
 	if !ok {
-		opOffset = max(st.MinOffsetInQueue(TopicTransOpHalf, 0), 0)
+		opOffset = max(st.MinOffsetInQueue(names.TopicTransOpHalf, 0), 0)
 	}
-	halfMax := st.MaxOffsetInQueue(TopicTransHalf, 0)
+	halfMax := st.MaxOffsetInQueue(names.TopicTransHalf, 0)
 	if halfOffset >= halfMax {
 		return
 	}
@@ -157,8 +158,8 @@ func (b *Broker) checkTransactions() {
 		refs   []int64
 	}
 	var ops []opRec
-	for off := opOffset; off < st.MaxOffsetInQueue(TopicTransOpHalf, 0) && len(ops) < 10000; {
-		res := st.GetMessage(GroupTransCheck, TopicTransOpHalf, 0, off, 32, 0, nil)
+	for off := opOffset; off < st.MaxOffsetInQueue(names.TopicTransOpHalf, 0) && len(ops) < 10000; {
+		res := st.GetMessage(names.GroupTransCheck, names.TopicTransOpHalf, 0, off, 32, 0, nil)
 		if res.Status != store.Found {
 			break
 		}
@@ -183,7 +184,7 @@ func (b *Broker) checkTransactions() {
 	newHalf := halfOffset
 walk:
 	for off := halfOffset; off < halfMax && off < halfOffset+1000; {
-		res := st.GetMessage(GroupTransCheck, TopicTransHalf, 0, off, 32, 0, nil)
+		res := st.GetMessage(names.GroupTransCheck, names.TopicTransHalf, 0, off, 32, 0, nil)
 		if res.Status != store.Found {
 			break
 		}
@@ -235,20 +236,20 @@ walk:
 		}
 		newOp = rec.offset + 1
 	}
-	b.Offsets.Commit(GroupTransCheck, TopicTransHalf, 0, newHalf)
-	b.Offsets.Commit(GroupTransCheck, TopicTransOpHalf, 0, newOp)
+	b.Offsets.Commit(names.GroupTransCheck, names.TopicTransHalf, 0, newHalf)
+	b.Offsets.Commit(names.GroupTransCheck, names.TopicTransOpHalf, 0, newOp)
 }
 
 // discardHalf moves a half message that exhausted its checks to
 // TRANS_CHECK_MAX_TIME_TOPIC (it counts as rolled back).
 func (b *Broker) discardHalf(m *message.Ext) {
-	if _, err := b.Topics.CreateIfAbsent(TopicTransCheckMax, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
-		b.logger.Error("persist topic", "topic", TopicTransCheckMax, "err", err)
+	if _, err := b.Topics.CreateIfAbsent(names.TopicTransCheckMax, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
+		b.logger.Error("persist topic", "topic", names.TopicTransCheckMax, "err", err)
 	}
 	props := maps.Clone(m.Properties)
 	props[message.PropertyWaitStoreMsgOK] = "false"
 	out := &message.Ext{
-		Message:       message.Message{Topic: TopicTransCheckMax, Flag: m.Flag, Body: m.Body, Properties: props},
+		Message:       message.Message{Topic: names.TopicTransCheckMax, Flag: m.Flag, Body: m.Body, Properties: props},
 		SysFlag:       m.SysFlag,
 		BornTimestamp: m.BornTimestamp,
 		BornHost:      m.BornHost,
@@ -267,7 +268,7 @@ func (b *Broker) recheckHalf(m *message.Ext, checks int) bool {
 	props[message.PropertyTransactionCheckTimes] = strconv.Itoa(checks)
 	props[message.PropertyWaitStoreMsgOK] = "false"
 	cp := &message.Ext{
-		Message:        message.Message{Topic: TopicTransHalf, Flag: m.Flag, Body: m.Body, Properties: props},
+		Message:        message.Message{Topic: names.TopicTransHalf, Flag: m.Flag, Body: m.Body, Properties: props},
 		SysFlag:        m.SysFlag,
 		BornTimestamp:  m.BornTimestamp,
 		BornHost:       m.BornHost,

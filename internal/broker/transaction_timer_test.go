@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
-	"github.com/apogeemq/apogee/internal/timer"
 )
 
 // sendHalfAndCommit sends a prepared message to topic/queue 1 with props and
@@ -20,8 +20,8 @@ func sendHalfAndCommit(t *testing.T, b *Broker, c *remoting.Client, topic string
 		p[k] = v
 	}
 	mustCode(t, invoke(t, c, b.Addr(), sendReq(topic, 1, []byte("txn"), p)), protocol.Success)
-	waitDispatched(t, b, TopicTransHalf, 0, 1)
-	res := b.Store.GetMessage("g", TopicTransHalf, 0, 0, 1, 0, nil)
+	waitDispatched(t, b, names.TopicTransHalf, 0, 1)
+	res := b.Store.GetMessage("g", names.TopicTransHalf, 0, 0, 1, 0, nil)
 	if len(res.Messages) != 1 {
 		t.Fatalf("half message not readable: %v", res.Status)
 	}
@@ -54,7 +54,7 @@ func TestCommittedTransactionHonoursTimer(t *testing.T) {
 	committed := time.Now()
 	resp := sendHalfAndCommit(t, b, c, "TxTimer", map[string]string{"TIMER_DELAY_MS": "1500", "TAGS": "t"})
 	mustCode(t, resp, protocol.Success)
-	waitDispatched(t, b, timer.TopicTimer, 0, 1)
+	waitDispatched(t, b, names.TopicTimerWheel, 0, 1)
 	if n := b.Store.MaxOffsetInQueue("TxTimer", 1); n != 0 {
 		t.Fatalf("committed timer message delivered at once (%d in TxTimer/1)", n)
 	}
@@ -77,7 +77,7 @@ func TestCommittedTransactionHonoursTimer(t *testing.T) {
 	if tt := message.TransactionType(m.SysFlag); tt != message.SysFlagTransactionCommitType {
 		t.Fatalf("delivered message transaction type %#x, want commit", tt)
 	}
-	waitDispatched(t, b, TopicTransOpHalf, 0, 1) // the half message is resolved
+	waitDispatched(t, b, names.TopicTransOpHalf, 0, 1) // the half message is resolved
 }
 
 // TestCommittedTransactionTimerRefused: with the timer wheel disabled the
@@ -94,7 +94,7 @@ func TestCommittedTransactionTimerRefused(t *testing.T) {
 	if n := b.Store.MaxOffsetInQueue("TxTimerOff", 1); n != 0 {
 		t.Fatalf("refused commit delivered (%d)", n)
 	}
-	if n := b.Store.MaxOffsetInQueue(TopicTransOpHalf, 0); n != 0 {
+	if n := b.Store.MaxOffsetInQueue(names.TopicTransOpHalf, 0); n != 0 {
 		t.Fatalf("refused commit wrote %d op records", n)
 	}
 }

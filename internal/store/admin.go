@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // CommitLogOffsetInQueue returns the commit-log offset of the message at a
@@ -38,7 +39,7 @@ func (s *Store) CleanExpiredConsumeQueues() int {
 	minPhy := s.commitLog.minOffset()
 	removed := 0
 	for _, cq := range s.allQueues() {
-		if isSystemTopic(cq.topic) {
+		if names.IsSystemTopic(cq.topic) {
 			continue
 		}
 		if cq.maxPhysicOffset.Load() < 0 || cq.maxPhysicOffset.Load() > minPhy {
@@ -62,10 +63,4 @@ func (s *Store) CleanExpiredConsumeQueues() int {
 		removed++
 	}
 	return removed
-}
-
-// isSystemTopic matches the topics RocketMQ never cleans up.
-func isSystemTopic(topic string) bool {
-	return topic == ScheduleTopic || strings.HasPrefix(topic, "rmq_sys_") || strings.HasPrefix(topic, "RMQ_SYS_") ||
-		topic == "TBW102" || topic == "SELF_TEST_TOPIC" || topic == "OFFSET_MOVED_EVENT"
 }

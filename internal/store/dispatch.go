@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // dispatchRequest is what the dispatchers need from one record. Byte
@@ -192,7 +193,7 @@ func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
 // tagsCode is the consume-queue tag field: the tag hash, or for the
 // schedule topic the delivery time (8.8).
 func (s *Store) tagsCode(r *dispatchRequest) int64 {
-	if string(r.topic) == ScheduleTopic {
+	if string(r.topic) == names.TopicSchedule {
 		if lvl, _ := r.view.Property(message.PropertyDelayTimeLevel); len(lvl) > 0 && len(s.delayLevels) > 0 {
 			if n := atoiSafe(lvl); n > 0 {
 				n = min(n, len(s.delayLevels))

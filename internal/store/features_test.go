@@ -14,6 +14,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/config"
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -70,8 +71,8 @@ func TestDelayLevelRewrite(t *testing.T) {
 	s := openStore(t, testConfig(t.TempDir()))
 	m := newMsg("Orders", 3, "later", map[string]string{message.PropertyDelayTimeLevel: "3", "TAGS": "x"})
 	r := mustPut(t, s, m)
-	waitDispatched(t, s, ScheduleTopic, 2, 1)
-	got := s.GetMessage("g", ScheduleTopic, 2, 0, 1, 1<<20, nil)
+	waitDispatched(t, s, names.TopicSchedule, 2, 1)
+	got := s.GetMessage("g", names.TopicSchedule, 2, 0, 1, 1<<20, nil)
 	if got.Status != Found {
 		t.Fatalf("schedule queue: %v", got.Status)
 	}
@@ -79,7 +80,7 @@ func TestDelayLevelRewrite(t *testing.T) {
 	if ext.Properties[message.PropertyRealTopic] != "Orders" || ext.Properties[message.PropertyRealQueueID] != "3" {
 		t.Fatalf("real topic/queue not kept: %v", ext.Properties)
 	}
-	u, _ := s.getQueue(ScheduleTopic, 2).unitAt(0)
+	u, _ := s.getQueue(names.TopicSchedule, 2).unitAt(0)
 	if want := r.StoreTimestamp + 10_000; u.TagsCode != want {
 		t.Fatalf("tags code %d, want delivery time %d", u.TagsCode, want)
 	}
@@ -88,7 +89,7 @@ func TestDelayLevelRewrite(t *testing.T) {
 	}
 	// A level above the max is clamped.
 	mustPut(t, s, newMsg("Orders", 0, "x", map[string]string{message.PropertyDelayTimeLevel: "99"}))
-	waitDispatched(t, s, ScheduleTopic, 17, 1)
+	waitDispatched(t, s, names.TopicSchedule, 17, 1)
 }
 
 // TestPutMessagesBatch covers 2.4 batch puts: consecutive queue offsets,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // PutStatus is the outcome of a put, as RocketMQ's PutMessageStatus. The
@@ -66,9 +67,6 @@ type PutResult struct {
 	// Remark explains a failure (disk full, sticky flush error ...).
 	Remark string
 }
-
-// ScheduleTopic is the delay-level topic (storage-and-broker.md 8.8).
-const ScheduleTopic = "SCHEDULE_TOPIC_XXXX"
 
 // Record positions the append path patches in place (stored layout,
 // storage-and-broker.md 2.3). Part of the on-disk format; never change.
@@ -269,7 +267,7 @@ func (s *Store) checkMessage(m *message.Message) PutStatus {
 	if m.Body == nil || len(m.Body) > s.cfg.MaxMessageSize {
 		return MessageIllegal
 	}
-	if len(m.Topic) == 0 || len(m.Topic) > 255 || !safeTopicPath(m.Topic) {
+	if len(m.Topic) == 0 || len(m.Topic) > names.MaxRetryTopicLength || !safeTopicPath(m.Topic) {
 		return MessageIllegal
 	}
 	return PutOK
@@ -320,7 +318,7 @@ func (s *Store) applyDelayLevel(m *message.Ext) {
 	}
 	m.SetProperty(message.PropertyRealTopic, m.Topic)
 	m.SetProperty(message.PropertyRealQueueID, itoa32(m.QueueID))
-	m.Topic = ScheduleTopic
+	m.Topic = names.TopicSchedule
 	m.QueueID = int32(level - 1)
 }
 

@@ -6,9 +6,6 @@ import (
 	"time"
 )
 
-// TopicTimer is the topic timer messages are parked in.
-const TopicTimer = "rmq_sys_wheel_timer"
-
 // Config configures a Timer; the broker fills it from its timer* keys.
 type Config struct {
 	// Dir holds the timer log files (<storePathRootDir>/timerlog).

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // ErrIllegal marks a timer message RocketMQ refuses with MESSAGE_ILLEGAL
@@ -68,7 +69,7 @@ func DeliverTime(m *message.Message, nowMs int64) (int64, error) {
 // its real topic; a delay beyond maxDelayMs is ErrIllegal. A parked
 // message gets TIMER_OUT_MS (its aligned slot), REAL_TOPIC and REAL_QID, a
 // relative TIMER_DELAY_SEC/TIMER_DELAY_MS is replaced by the absolute
-// TIMER_DELIVER_MS, and the message moves to TopicTimer queue 0.
+// TIMER_DELIVER_MS, and the message moves to names.TopicTimerWheel queue 0.
 func Rewrite(m *message.Ext, nowMs, precisionMs, maxDelayMs int64) (bool, error) {
 	if !IsTimerMessage(&m.Message) {
 		return false, nil
@@ -100,7 +101,7 @@ func Rewrite(m *message.Ext, nowMs, precisionMs, maxDelayMs int64) (bool, error)
 	m.Properties[message.PropertyTimerOutMS] = strconv.FormatInt(Align(deliver, precisionMs), 10)
 	m.Properties[message.PropertyRealTopic] = m.Topic
 	m.Properties[message.PropertyRealQueueID] = strconv.Itoa(int(m.QueueID))
-	m.Topic = TopicTimer
+	m.Topic = names.TopicTimerWheel
 	m.QueueID = 0
 	return true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 func TestAlign(t *testing.T) {
@@ -75,7 +76,7 @@ func TestRewrite(t *testing.T) {
 				return
 			}
 			p := m.Properties
-			if m.Topic != TopicTimer || m.QueueID != 0 || p["REAL_TOPIC"] != "T" || p["REAL_QID"] != "3" || p["TIMER_OUT_MS"] != tc.timerOut {
+			if m.Topic != names.TopicTimerWheel || m.QueueID != 0 || p["REAL_TOPIC"] != "T" || p["REAL_QID"] != "3" || p["TIMER_OUT_MS"] != tc.timerOut {
 				t.Fatalf("parked as %s/%d props %v", m.Topic, m.QueueID, p)
 			}
 			if p["TIMER_DELIVER_MS"] == "" || p["TIMER_DELAY_SEC"] != "" || p["TIMER_DELAY_MS"] != "" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -140,7 +141,7 @@ func (t *Timer) Start() error {
 	t.logger.Info("timer started", "pending", t.pending, "slots", len(t.wheel), "doneMs", cp.doneMs,
 		"queueOffset", cp.queueOffset, "logBytes", l.diskBytes(), "rebuild", time.Since(start))
 	t.st.AddArrivalListener(func(topic string, _ int32, _ int64, _ int64, _ int64, _ map[string]string) {
-		if topic == TopicTimer {
+		if topic == names.TopicTimerWheel {
 			select {
 			case t.wake <- struct{}{}:
 			default:
@@ -216,7 +217,7 @@ func (t *Timer) enqueueBatch() bool {
 	t.mu.Lock()
 	offset := t.queueOffset
 	t.mu.Unlock()
-	res := t.st.GetMessage(consumerGroup, TopicTimer, 0, offset, 64, 0, nil)
+	res := t.st.GetMessage(consumerGroup, names.TopicTimerWheel, 0, offset, 64, 0, nil)
 	if res.Release != nil {
 		defer res.Release()
 	}
@@ -607,7 +608,7 @@ func (t *Timer) Stats() Stats {
 	t.mu.Unlock()
 	s.Enqueued, s.Delivered, s.Dropped, s.Cancelled = t.enqueued.Load(), t.delivered.Load(), t.dropped.Load(), t.cancelled.Load()
 	if t.state.Load() == 1 {
-		s.QueueBehind = max(0, t.st.MaxOffsetInQueue(TopicTimer, 0)-s.QueueOffset)
+		s.QueueBehind = max(0, t.st.MaxOffsetInQueue(names.TopicTimerWheel, 0)-s.QueueOffset)
 	}
 	return s
 }
