@@ -1,9 +1,12 @@
 package store
 
 import (
+	"context"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // flushWaiter is one SYNC_FLUSH put waiting for durability.
@@ -233,15 +236,8 @@ func (s *Store) releaseFlushed(buf []flushWaiter) []flushWaiter {
 // FLUSH_DISK_TIMEOUT even while the flusher is stuck in msync.
 func (s *Store) runFlushWatchdog() {
 	period := min(max(s.cfg.SyncFlushTimeout/10, time.Millisecond), 100*time.Millisecond)
-	t := time.NewTicker(period)
-	defer t.Stop()
 	var expired []flushWaiter
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-		}
+	run.Every(s.routines.Context(), period, func(context.Context) {
 		now := time.Now().UnixNano()
 		expired = s.group.take(expired[:0], func(w *flushWaiter) bool { return now > w.deadline })
 		for i := range expired {
@@ -250,7 +246,7 @@ func (s *Store) runFlushWatchdog() {
 			s.replicate(expired[i].res, true, expired[i].done)
 			expired[i] = flushWaiter{}
 		}
-	}
+	})
 }
 
 // runAsyncFlush is FlushRealTimeService (3.2).
@@ -325,15 +321,8 @@ func (s *Store) runCommit() {
 // runLogicsFlush is FlushConsumeQueueService plus the once-a-second
 // checkpoint write.
 func (s *Store) runLogicsFlush() {
-	t := time.NewTicker(s.cfg.FlushIntervalConsumeQueue)
-	defer t.Stop()
 	lastThorough := time.Now()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-		}
+	run.Every(s.routines.Context(), s.cfg.FlushIntervalConsumeQueue, func(context.Context) {
 		least := s.cfg.FlushConsumeQueueLeastPages
 		thorough := time.Since(lastThorough) >= s.cfg.FlushConsumeQueueThoroughInterval
 		logicsTs := s.cp.logicsMsgTimestamp.Load()
@@ -348,7 +337,7 @@ func (s *Store) runLogicsFlush() {
 		if err := s.cp.persist(); err != nil {
 			s.log.Warn("checkpoint write failed", "err", err)
 		}
-	}
+	})
 }
 
 func (s *Store) flushConsumeQueues(least int) {

@@ -7,13 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // stageRingSize is the staged-append ring of writeWithoutMmap under
@@ -39,8 +40,10 @@ type Store struct {
 	totalMemory int64
 
 	state atomic.Int32
-	quit  chan struct{}
-	wg    sync.WaitGroup
+	// routines owns every store goroutine (services, background jobs);
+	// quit is its Done channel, closed when Close stops the services.
+	routines *run.Group
+	quit     <-chan struct{}
 	// inflight counts puts between their state check and the hand-off of
 	// their completion; Close waits for it to drain.
 	inflight atomic.Int64
@@ -121,7 +124,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 		cfg:             cfg,
 		log:             logger.With("component", "store"),
 		delayLevels:     levels,
-		quit:            make(chan struct{}),
+		routines:        run.NewGroup("store"),
 		topicQueueTable: make(map[tqKey]int64),
 		queues:          make(map[string]map[int32]*consumeQueue),
 		wakeDispatch:    make(chan struct{}, 1),
@@ -129,6 +132,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 		wakeCommit:      make(chan struct{}, 1),
 		wakePrefault:    make(chan struct{}, 1),
 	}
+	s.quit = s.routines.Done()
 	s.prefault.ahead = cfg.PrefaultAheadBytes
 	s.confirmOffset.Store(-1)
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
@@ -156,6 +160,7 @@ func (s *Store) Start() error {
 	}
 	if err := s.open(); err != nil {
 		s.state.Store(stateClosed)
+		s.routines.Close() // jobs recovery started (index flush) end before the unmap
 		s.releaseResources()
 		return err
 	}
@@ -276,11 +281,12 @@ func (s *Store) Close() error {
 	for {
 		st := s.state.Load()
 		if st == stateClosing || st == stateClosed {
-			s.wg.Wait()
+			s.routines.Wait()
 			return nil
 		}
 		if st == stateNew {
 			if s.state.CompareAndSwap(stateNew, stateClosed) {
+				s.routines.Stop()
 				return nil
 			}
 			continue
@@ -302,8 +308,7 @@ func (s *Store) Close() error {
 		wake(s.wakeDispatch)
 		time.Sleep(time.Millisecond)
 	}
-	close(s.quit)
-	s.wg.Wait()
+	s.routines.Close()
 	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load()
 	if !s.flushFailed.Load() {
 		for i := 0; i < 10; i++ {
@@ -357,41 +362,25 @@ func (s *Store) releaseResources() {
 	}
 }
 
-// goFunc starts a service goroutine owned by the store: counted in wg and
-// labelled for pprof.
+// goFunc starts a service goroutine owned by the store (Start only: the
+// group is open until Close).
 func (s *Store) goFunc(name string, fn func()) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("store", name), func(context.Context) { fn() })
-	}()
+	s.routines.Go(name, func(context.Context) { fn() })
 }
 
 // spawn runs a background job (index flush); Close waits for it. While the
 // store is closing or not started the job runs inline.
 func (s *Store) spawn(fn func()) {
-	if s.state.Load() != stateRunning || s.quitClosed() {
+	if s.state.Load() != stateRunning || !s.routines.Go("store-job", func(context.Context) { fn() }) {
 		fn()
-		return
 	}
-	s.goFunc("store-job", fn)
 }
 
 // spawnOptional runs an optional background job (warm-up), skipped while
 // the store is closing.
 func (s *Store) spawnOptional(fn func()) {
-	if s.state.Load() != stateRunning || s.quitClosed() {
-		return
-	}
-	s.goFunc("store-job", fn)
-}
-
-func (s *Store) quitClosed() bool {
-	select {
-	case <-s.quit:
-		return true
-	default:
-		return false
+	if s.state.Load() == stateRunning {
+		s.routines.Go("store-job", func(context.Context) { fn() })
 	}
 }
 
