@@ -131,6 +131,11 @@ type Config struct {
 	// write position faulted in (0 disables; ignored with
 	// warmMapedFileEnable, which warms whole files). Not a RocketMQ key.
 	PrefaultAheadBytes int64 `conf:"storePrefaultAheadBytes"`
+	// MaxMappedConsumeQueueFiles bounds how many consume-queue files are
+	// mapped at once; colder ones are unmapped and mapped again on use
+	// (0 = half of vm.max_map_count less 1024: 31741 with the default
+	// 65530). Not a RocketMQ key.
+	MaxMappedConsumeQueueFiles int `conf:"maxMappedConsumeQueueFiles"`
 }
 
 // DefaultConfig returns RocketMQ 5.x defaults (storage-and-broker.md 2.10,

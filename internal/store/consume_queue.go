@@ -67,10 +67,12 @@ type consumeQueue struct {
 	minLogicOffset atomic.Int64
 }
 
-func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slog.Logger) *consumeQueue {
+// newConsumeQueue builds the queue; its files are sparse and mapped
+// lazily through m (lazy_map.go).
+func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slog.Logger, m *mapper) *consumeQueue {
 	dir := filepath.Join(root, consumeQueueDirName, topic, strconv.Itoa(int(queueID)))
 	cq := &consumeQueue{topic: topic, queueID: queueID, log: log}
-	cq.files = newMappedFileQueue(dir, fileSize, nil)
+	cq.files = newMappedFileQueueLazy(dir, fileSize, nil, m)
 	cq.maxPhysicOffset.Store(-1)
 	return cq
 }
@@ -83,19 +85,27 @@ func (cq *consumeQueue) minOffset() int64 { return cq.minLogicOffset.Load() / CQ
 
 // recover implements 6.5: scan from the third-last file, stop at the first
 // invalid unit, truncate after it.
-func (cq *consumeQueue) recover() {
+func (cq *consumeQueue) recover() error {
 	files := cq.files.snapshot()
 	if len(files) == 0 {
-		return
+		return nil
 	}
 	idx := max(0, len(files)-3)
 	end := files[idx].fromOffset
 	maxPhy := int64(-1)
 	for ; idx < len(files); idx++ {
 		f := files[idx]
+		if !f.hold() {
+			break
+		}
+		d, err := f.view()
+		if err != nil {
+			f.release()
+			return fmt.Errorf("store: recover consume queue %s: %w", cq, err)
+		}
 		var pos int64
 		for pos = 0; pos+CQUnitSize <= f.size; pos += CQUnitSize {
-			u := decodeCQUnit(f.data[pos:])
+			u := decodeCQUnit(d[pos:])
 			if !u.valid() {
 				break
 			}
@@ -103,6 +113,7 @@ func (cq *consumeQueue) recover() {
 				maxPhy = u.PhyOffset + int64(u.Size)
 			}
 		}
+		f.release()
 		end = f.fromOffset + pos
 		if pos < f.size {
 			break
@@ -115,6 +126,7 @@ func (cq *consumeQueue) recover() {
 	if first := cq.files.first(); first != nil && cq.minLogicOffset.Load() < first.fromOffset {
 		cq.minLogicOffset.Store(first.fromOffset)
 	}
+	return nil
 }
 
 // putUnit appends the unit for queueOffset (4.1 putMessagePositionInfo).
@@ -131,12 +143,27 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
 	if err != nil {
 		return err
 	}
+	if !f.hold() {
+		return nil // the file is being deleted with its topic
+	}
+	defer f.release()
+	d, err := f.view()
+	if err != nil {
+		if empty {
+			cq.files.removeLastIfEmpty(f)
+		}
+		return err
+	}
 	if empty && expected > f.fromOffset {
 		// Pre-blank: a rebuilt queue whose first message is not offset 0.
+		if err := f.reserve(expected - f.fromOffset); err != nil {
+			cq.files.removeLastIfEmpty(f)
+			return err
+		}
 		var blank [CQUnitSize]byte
 		encodeCQUnit(blank[:], cqUnit{PhyOffset: 0, Size: cqBlankUnitSize})
 		for pos := int64(0); pos < expected-f.fromOffset; pos += CQUnitSize {
-			copy(f.data[pos:], blank[:])
+			copy(d[pos:], blank[:])
 		}
 		f.setPositions(expected - f.fromOffset)
 		cq.files.flushedWhere.Store(f.fromOffset)
@@ -151,11 +178,12 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
 		cq.log.Warn("consume queue gap: unit appended at current end", "topic", cq.topic,
 			"queueId", cq.queueID, "expected", expected/CQUnitSize, "actual", cur/CQUnitSize)
 	}
-	var b [CQUnitSize]byte
-	encodeCQUnit(b[:], u)
-	if err := f.appendBytes(b[:]); err != nil {
+	pos := f.wrote.Load()
+	if err := f.reserve(pos + CQUnitSize); err != nil {
 		return err
 	}
+	encodeCQUnit(d[pos:], u)
+	f.wrote.Store(pos + CQUnitSize)
 	cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
 	return nil
 }
@@ -180,10 +208,15 @@ func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) b
 		return 0
 	}
 	defer f.release()
+	d, err := f.view()
+	if err != nil {
+		cq.log.Warn("consume queue unreadable", "queue", cq.String(), "err", err)
+		return 0
+	}
 	readPos := f.readPosition()
 	n := 0
 	for pos := off - f.fromOffset; pos+CQUnitSize <= readPos && n < maxUnits; pos += CQUnitSize {
-		u := decodeCQUnit(f.data[pos:])
+		u := decodeCQUnit(d[pos:])
 		n++
 		if !fn(q, u) {
 			break
@@ -206,11 +239,18 @@ func (cq *consumeQueue) truncateDirtyLogic(phyOffset int64) int64 {
 		}
 		wrote := f.wrote.Load()
 		cut := int64(-1)
-		for pos := int64(0); pos+CQUnitSize <= wrote; pos += CQUnitSize {
-			u := decodeCQUnit(f.data[pos:])
-			if !u.blank() && u.PhyOffset >= phyOffset {
-				cut = pos
-				break
+		if f.hold() {
+			d, err := f.view()
+			for pos := int64(0); err == nil && pos+CQUnitSize <= wrote; pos += CQUnitSize {
+				u := decodeCQUnit(d[pos:])
+				if !u.blank() && u.PhyOffset >= phyOffset {
+					cut = pos
+					break
+				}
+			}
+			f.release()
+			if err != nil {
+				cq.log.Warn("consume queue truncation skipped a file it cannot map", "queue", cq.String(), "err", err)
 			}
 		}
 		if cut < 0 {
@@ -227,11 +267,8 @@ func (cq *consumeQueue) truncateDirtyLogic(phyOffset int64) int64 {
 	}
 	cq.maxPhysicOffset.Store(-1)
 	if f := cq.files.last(); f != nil {
-		if w := f.wrote.Load(); w >= CQUnitSize {
-			u := decodeCQUnit(f.data[w-CQUnitSize:])
-			if !u.blank() {
-				cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
-			}
+		if u, ok := lastUnitOfFile(f); ok && !u.blank() {
+			cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
 		}
 	}
 	return removed
@@ -248,13 +285,18 @@ func (cq *consumeQueue) flush(leastPages int) error {
 	return nil
 }
 
-// lastUnitOfFile reads the last unit of a full file.
+// lastUnitOfFile reads the last unit written to a file.
 func lastUnitOfFile(f *mappedFile) (cqUnit, bool) {
 	w := f.wrote.Load()
-	if w < CQUnitSize {
+	if w < CQUnitSize || !f.hold() {
 		return cqUnit{}, false
 	}
-	return decodeCQUnit(f.data[w-CQUnitSize:]), true
+	defer f.release()
+	d, err := f.view()
+	if err != nil {
+		return cqUnit{}, false
+	}
+	return decodeCQUnit(d[w-CQUnitSize:]), true
 }
 
 // deleteExpired deletes files (never the last) whose last unit points below
@@ -305,10 +347,14 @@ func (cq *consumeQueue) correctMinOffset(minPhy int64) {
 		return
 	}
 	defer f.release()
+	d, err := f.view()
+	if err != nil {
+		return
+	}
 	// Linear scan is bounded by one file (units are ascending in phyOffset).
 	w := f.readPosition()
 	for pos := start - f.fromOffset; pos+CQUnitSize <= w; pos += CQUnitSize {
-		u := decodeCQUnit(f.data[pos:])
+		u := decodeCQUnit(d[pos:])
 		if !u.blank() && u.PhyOffset >= minPhy {
 			cq.minLogicOffset.Store(f.fromOffset + pos)
 			return

@@ -50,6 +50,9 @@ func crashConfig(dir string, mode string) Config {
 	cfg.TransientStorePoolSize = 2
 	cfg.MappedFileSizeCommitLog = 128 << 10
 	cfg.MappedFileSizeConsumeQueue = 64 * CQUnitSize
+	// Fewer mappings than queues: consume-queue files are unmapped and
+	// mapped again while the child writes (lazy_map.go).
+	cfg.MaxMappedConsumeQueueFiles = 4
 	return cfg
 }
 
@@ -60,7 +63,10 @@ func crashBody(id string) []byte {
 	return bytes.Repeat(sum[:], n/32+1)[:n]
 }
 
-const crashWriters = 4
+const (
+	crashWriters = 4
+	crashQueues  = 12 // more than MaxMappedConsumeQueueFiles
+)
 
 func crashChildMain() {
 	dir := os.Getenv(crashChildEnv)
@@ -84,7 +90,7 @@ func crashChildMain() {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("r%s-w%d-%d", round, w, i)
-				qid := int32(i % 3)
+				qid := int32((i*crashWriters + w) % crashQueues)
 				m := &message.Ext{QueueID: qid, BornTimestamp: time.Now().UnixMilli()}
 				m.Topic = "Crash"
 				m.Body = crashBody(id)
@@ -258,7 +264,7 @@ func verifyCrashStore(t *testing.T, dir string, mode string, acked, lastRound []
 		}
 	}
 	// Every message any queue returns is whole and CRC-valid.
-	for q := int32(0); q < 3; q++ {
+	for q := int32(0); q < crashQueues; q++ {
 		for off := s.MinOffsetInQueue("Crash", q); off < s.MaxOffsetInQueue("Crash", q); {
 			res := s.GetMessage("g", "Crash", q, off, 32, 1<<20, nil)
 			if res.Status != Found {

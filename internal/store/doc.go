@@ -66,6 +66,10 @@
 //	|        |      |                 | SCHEDULE_TOPIC_XXXX                       |
 //	+--------+------+-----------------+------------------------------------------+
 //
+// Consume-queue files have their full size (mappedFileSizeConsumeQueue) but
+// are sparse: blocks are allocated ahead of the writer in steps of 4 KiB
+// doubling to 1 MiB, and a hole reads as zero units (the end of the queue).
+//
 // Index file: header | hashSlotNum x 4-byte slots | indexNum x 20-byte items
 //
 //	header                          item

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"golang.org/x/sys/unix"
 )
 
 // Sentinels callers branch on (errors.Is).
@@ -15,7 +17,38 @@ var (
 	// ErrFlushFailed marks a failed msync/fsync; it is sticky: the store
 	// refuses writes from then on (a retried sync can silently lose data).
 	ErrFlushFailed = errors.New("store: flush failed")
+
+	// Resource limits. A file operation that hits one wraps the OS error
+	// with the sentinel, so the broker can say what is short.
+	ErrTooManyOpenFiles = errors.New("open files limit reached (raise ulimit -n / LimitNOFILE)")
+	ErrMapLimit         = errors.New("memory map limit reached (vm.max_map_count, or address space)")
+	ErrNoSpace          = errors.New("no space left on device")
 )
+
+// openErr marks descriptor exhaustion (EMFILE, ENFILE).
+func openErr(err error) error {
+	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+		return fmt.Errorf("%w: %w", ErrTooManyOpenFiles, err)
+	}
+	return diskErr(err)
+}
+
+// mapErr marks mmap's ENOMEM: the process reached vm.max_map_count (or its
+// address space limit).
+func mapErr(err error) error {
+	if errors.Is(err, unix.ENOMEM) {
+		return fmt.Errorf("%w: %w", ErrMapLimit, err)
+	}
+	return err
+}
+
+// diskErr marks ENOSPC and EDQUOT.
+func diskErr(err error) error {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
+}
 
 // CorruptError describes damage found on disk.
 type CorruptError struct {

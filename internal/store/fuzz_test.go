@@ -42,7 +42,7 @@ func FuzzConsumeQueueReader(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		cq := newConsumeQueue(dir, "T", 0, fileSize, testutil.DiscardLogger())
+		cq := newConsumeQueue(dir, "T", 0, fileSize, testutil.DiscardLogger(), newMapper(4))
 		if err := cq.files.load(); err != nil {
 			t.Fatal(err)
 		}

@@ -38,8 +38,18 @@ type mappedFile struct {
 	fromOffset int64 // first offset of the address space covered by this file
 	size       int64
 
-	file *os.File
-	data []byte // the mapping, len == size
+	// data is the mapping (len == size) of an eagerly mapped file (commit
+	// log, index); nil for a lazy file (consume queue), whose mapping comes
+	// and goes (lazy_map.go).
+	data []byte
+	lazy *lazyState
+
+	// No descriptor is kept for a mapped file: a mapping does not need one.
+	// fh is opened on demand for the syscalls that do (pwrite and fdatasync
+	// of writeWithoutMmap) and closed once the file is complete and
+	// flushed, so open files do not grow with the number of files.
+	fhMu sync.Mutex
+	fh   *os.File // guarded by fhMu
 
 	// writeBuf is the transient-pool buffer (nil without the pool); it is
 	// given back through returnBuf once the file is fully committed.
@@ -113,7 +123,7 @@ func openMappedPath(path string, fromOffset, size int64, create bool) (*mappedFi
 	}
 	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: %w", path, openErr(err))
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -133,18 +143,18 @@ func openMappedPath(path string, fromOffset, size int64, create bool) (*mappedFi
 		if err != nil {
 			f.Close()
 			os.Remove(path)
-			return nil, fmt.Errorf("store: size %s: %w", path, err)
+			return nil, fmt.Errorf("store: size %s: %w", path, diskErr(err))
 		}
 	default:
 		f.Close()
 		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size(), size, ErrBadFileSize)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	f.Close() // the mapping keeps the file; no descriptor per mapped file
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("store: mmap %s: %w", path, err)
+		return nil, fmt.Errorf("store: mmap %s: %w", path, mapErr(err))
 	}
-	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, file: f, data: data}
+	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, data: data}
 	mf.refs.Store(1)
 	mf.available.Store(true)
 	mf.lastModified.Store(st.ModTime().UnixMilli())
@@ -195,7 +205,7 @@ func (mf *mappedFile) warmFrom(from int64, quit <-chan struct{}) bool {
 // REQUIRES: a reference held (or the file not yet published).
 func (mf *mappedFile) adviseAppend(from int64) {
 	from &^= pageSize - 1
-	if from < 0 || from >= mf.size || mf.writeThrough {
+	if from < 0 || from >= mf.size || mf.writeThrough || mf.lazy != nil {
 		return
 	}
 	if unix.Madvise(mf.data[from:], unix.MADV_RANDOM) == nil {
@@ -206,6 +216,10 @@ func (mf *mappedFile) adviseAppend(from int64) {
 // adviseReads restores normal readahead for a file that is fully written,
 // so cold reads of it are read ahead again. REQUIRES: a reference held.
 func (mf *mappedFile) adviseReads() {
+	if mf.lazy != nil {
+		mf.adviseLazyReads()
+		return
+	}
 	if mf.appendAdvised.CompareAndSwap(true, false) {
 		_ = unix.Madvise(mf.data, unix.MADV_NORMAL)
 	}
@@ -241,13 +255,35 @@ func (mf *mappedFile) appendBytes(b []byte) error {
 	if mf.stage != nil {
 		return mf.appendStaged(b, pos)
 	}
+	if mf.lazy != nil {
+		return mf.appendLazy(b, pos)
+	}
 	if mf.writeThrough {
-		if _, err := mf.file.WriteAt(b, pos); err != nil {
-			return fmt.Errorf("store: write %s at %d: %w", mf.path, pos, err)
+		if err := mf.writeAt(b, pos); err != nil {
+			return err
 		}
 	} else {
 		copy(mf.appendTarget()[pos:], b)
 	}
+	mf.wrote.Store(pos + int64(len(b)))
+	return nil
+}
+
+// appendLazy copies b into a lazily mapped file at pos, reserving its
+// blocks first. REQUIRES: the file's writer.
+func (mf *mappedFile) appendLazy(b []byte, pos int64) error {
+	if !mf.hold() {
+		return fmt.Errorf("store: append %s: %w", mf.path, ErrClosed)
+	}
+	defer mf.release()
+	d, err := mf.view()
+	if err != nil {
+		return err
+	}
+	if err := mf.reserve(pos + int64(len(b))); err != nil {
+		return err
+	}
+	copy(d[pos:], b)
 	mf.wrote.Store(pos + int64(len(b)))
 	return nil
 }
@@ -265,8 +301,8 @@ func (mf *mappedFile) appendStaged(b []byte, pos int64) error {
 			return err
 		}
 		if n > ring {
-			if _, err := mf.file.WriteAt(b, pos); err != nil {
-				return fmt.Errorf("store: write %s at %d: %w", mf.path, pos, err)
+			if err := mf.writeAt(b, pos); err != nil {
+				return err
 			}
 			mf.wrote.Store(pos + n)
 			mf.committed.Store(pos + n)
@@ -297,8 +333,8 @@ func (mf *mappedFile) commitStagedLocked() error {
 	for c < w {
 		i := c % ring
 		n := min(w-c, ring-i)
-		if _, err := mf.file.WriteAt(mf.stage[i:i+n], c); err != nil {
-			return fmt.Errorf("store: write %s at %d: %w", mf.path, c, err)
+		if err := mf.writeAt(mf.stage[i:i+n], c); err != nil {
+			return err
 		}
 		c += n
 		mf.committed.Store(c)
@@ -317,21 +353,15 @@ func (mf *mappedFile) fillToEnd(blank []byte) error {
 		defer mf.stageMu.Unlock()
 		err := mf.commitStagedLocked()
 		if err == nil {
-			_, err = mf.file.WriteAt(blank, w)
+			err = mf.writeAt(blank, w)
 		}
 		mf.wrote.Store(mf.size)
 		mf.committed.Store(mf.size)
-		if err != nil {
-			return fmt.Errorf("store: write %s at %d: %w", mf.path, w, err)
-		}
-		return nil
+		return err
 	case mf.writeThrough:
-		_, err := mf.file.WriteAt(blank, w)
+		err := mf.writeAt(blank, w)
 		mf.wrote.Store(mf.size)
-		if err != nil {
-			return fmt.Errorf("store: write %s at %d: %w", mf.path, w, err)
-		}
-		return nil
+		return err
 	}
 	copy(mf.appendTarget()[w:], blank)
 	mf.wrote.Store(mf.size)
@@ -363,8 +393,48 @@ func (mf *mappedFile) cleanup() {
 		return
 	}
 	mf.returnWriteBuf()
-	_ = unix.Munmap(mf.data)
-	_ = mf.file.Close()
+	if mf.lazy != nil {
+		mf.unmapLazy()
+	} else {
+		_ = unix.Munmap(mf.data)
+	}
+	mf.closeHandle()
+}
+
+// handle returns the file's descriptor, opening it on first use (see fh).
+func (mf *mappedFile) handle() (*os.File, error) {
+	mf.fhMu.Lock()
+	defer mf.fhMu.Unlock()
+	if mf.fh != nil {
+		return mf.fh, nil
+	}
+	f, err := os.OpenFile(mf.path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+	}
+	mf.fh = f
+	return f, nil
+}
+
+func (mf *mappedFile) closeHandle() {
+	mf.fhMu.Lock()
+	defer mf.fhMu.Unlock()
+	if mf.fh != nil {
+		_ = mf.fh.Close()
+		mf.fh = nil
+	}
+}
+
+// writeAt is pwrite through the on-demand descriptor.
+func (mf *mappedFile) writeAt(b []byte, pos int64) error {
+	f, err := mf.handle()
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, pos); err != nil {
+		return fmt.Errorf("store: write %s at %d: %w", mf.path, pos, diskErr(err))
+	}
+	return nil
 }
 
 // shutdown marks the file unavailable and drops the initial reference. If
@@ -417,11 +487,20 @@ func (mf *mappedFile) flush(leastPages int) (int64, error) {
 		return flushed, nil
 	}
 	defer mf.release()
-	if mf.writeThrough {
-		if err := unix.Fdatasync(int(mf.file.Fd())); err != nil {
+	switch {
+	case mf.writeThrough:
+		f, err := mf.handle()
+		if err != nil {
+			return flushed, err
+		}
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return flushed, fmt.Errorf("store: fdatasync %s: %w", mf.path, err)
 		}
-	} else {
+	case mf.lazy != nil:
+		if err := mf.syncLazy(flushed, readPos); err != nil {
+			return flushed, err
+		}
+	default:
 		start := flushed &^ (pageSize - 1)
 		if err := unix.Msync(mf.data[start:readPos], unix.MS_SYNC); err != nil {
 			return flushed, fmt.Errorf("store: msync %s: %w", mf.path, err)
@@ -430,6 +509,7 @@ func (mf *mappedFile) flush(leastPages int) (int64, error) {
 	mf.flushed.Store(readPos)
 	if readPos == mf.size {
 		mf.adviseReads()
+		mf.closeHandle() // complete and durable: no syscall needs it again
 	}
 	return readPos, nil
 }

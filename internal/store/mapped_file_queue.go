@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,9 @@ type mappedFileQueue struct {
 	fileSize int64
 	// alloc creates (or takes a pre-allocated) file starting at an offset.
 	alloc func(fromOffset int64) (*mappedFile, error)
+	// lazy, when set, makes the files lazily mapped and sparse
+	// (consume queues; lazy_map.go).
+	lazy *mapper
 
 	mu    sync.RWMutex
 	files []*mappedFile // ascending fromOffset, contiguous; guarded by mu
@@ -37,7 +41,21 @@ type mappedFileQueue struct {
 }
 
 func newMappedFileQueue(dir string, fileSize int64, alloc func(int64) (*mappedFile, error)) *mappedFileQueue {
-	q := &mappedFileQueue{dir: dir, fileSize: fileSize, alloc: alloc}
+	return newMappedFileQueueLazy(dir, fileSize, alloc, nil)
+}
+
+// newMappedFileQueueLazy is newMappedFileQueue whose files are mapped
+// lazily through m (when m is not nil).
+func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mappedFile, error), m *mapper) *mappedFileQueue {
+	q := &mappedFileQueue{dir: dir, fileSize: fileSize, alloc: alloc, lazy: m}
+	if q.alloc == nil && m != nil {
+		q.alloc = func(off int64) (*mappedFile, error) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("store: create %s: %w", dir, openErr(err))
+			}
+			return openLazyPath(filepath.Join(dir, fileName(off)), off, fileSize, true, m)
+		}
+	}
 	if q.alloc == nil {
 		q.alloc = func(off int64) (*mappedFile, error) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -84,7 +102,12 @@ func (q *mappedFileQueue) load() error {
 				continue
 			}
 		}
-		mf, err := openMappedFile(q.dir, n.off, q.fileSize, false)
+		var mf *mappedFile
+		if q.lazy != nil {
+			mf, err = openLazyPath(filepath.Join(q.dir, n.name), n.off, q.fileSize, false, q.lazy)
+		} else {
+			mf, err = openMappedFile(q.dir, n.off, q.fileSize, false)
+		}
 		if err != nil {
 			return err
 		}

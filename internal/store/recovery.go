@@ -91,7 +91,9 @@ func (s *Store) recover(lastExitOK bool) error {
 	queues := s.allQueues()
 	dispatchFrom := int64(-1)
 	for _, cq := range queues {
-		cq.recover()
+		if err := cq.recover(); err != nil {
+			return err
+		}
 		dispatchFrom = max(dispatchFrom, cq.maxPhysicOffset.Load())
 	}
 	files := s.commitLog.snapshot()

@@ -67,6 +67,8 @@ type Store struct {
 
 	queuesMu sync.RWMutex
 	queues   map[string]map[int32]*consumeQueue // guarded by queuesMu
+	// mapper bounds the consume-queue mappings (lazy_map.go).
+	mapper *mapper
 
 	index *indexService
 
@@ -134,6 +136,11 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 	}
 	s.quit = s.routines.Done()
 	s.prefault.ahead = cfg.PrefaultAheadBytes
+	limit := cfg.MaxMappedConsumeQueueFiles
+	if limit <= 0 {
+		limit = defaultMappedLimit()
+	}
+	s.mapper = newMapper(limit)
 	s.confirmOffset.Store(-1)
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	var si unix.Sysinfo_t
@@ -253,16 +260,12 @@ func (s *Store) open() error {
 		return err
 	}
 	// The files appended from now on get one-page folios (adviseAppend):
-	// consume queues always, the commit log under SYNC_FLUSH (ASYNC_FLUSH
-	// puts measured ~35% slower with one-page folios, and its flushes are
-	// rare enough that rewriting a large folio costs little).
+	// the commit log under SYNC_FLUSH (ASYNC_FLUSH puts measured ~35%
+	// slower with one-page folios, and its flushes are rare enough that
+	// rewriting a large folio costs little); consume-queue files get
+	// MADV_RANDOM whenever they are mapped while not full (lazy_map.go).
 	if f := s.commitLog.last(); f != nil && !f.isFull() && s.cfg.syncFlush() {
 		f.adviseAppend(f.wrote.Load())
-	}
-	for _, cq := range s.allQueues() {
-		if f := cq.files.last(); f != nil && !f.isFull() {
-			f.adviseAppend(f.wrote.Load())
-		}
 	}
 	if err := os.WriteFile(abortPath, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return fmt.Errorf("store: create abort file: %w", err)
@@ -416,7 +419,7 @@ func (s *Store) loadConsumeQueues() error {
 			if err != nil || !q.IsDir() {
 				continue
 			}
-			cq := newConsumeQueue(s.cfg.StorePathRootDir, t.Name(), int32(id), s.cfg.MappedFileSizeConsumeQueue, s.log)
+			cq := newConsumeQueue(s.cfg.StorePathRootDir, t.Name(), int32(id), s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
 			if err := cq.files.load(); err != nil {
 				return err
 			}
@@ -471,7 +474,7 @@ func (s *Store) findOrCreateQueue(topic string, queueID int32) *consumeQueue {
 	if cq := m[queueID]; cq != nil {
 		return cq
 	}
-	cq := newConsumeQueue(s.cfg.StorePathRootDir, topic, queueID, s.cfg.MappedFileSizeConsumeQueue, s.log)
+	cq := newConsumeQueue(s.cfg.StorePathRootDir, topic, queueID, s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
 	m[queueID] = cq
 	return cq
 }
