@@ -22,19 +22,29 @@ type cleaner struct {
 	cleanImmediate bool
 }
 
+// diskCheckInterval is how often the disk-full flag is refreshed between
+// cleanup passes: one statfs a second, so writes are refused within about
+// a second of the disk filling (not only at the next 10 s cleanup pass, or
+// a minute after start).
+const diskCheckInterval = time.Second
+
 // runCleanup runs the cleanup services every cleanResourceInterval after
-// the initial delay.
+// the initial delay, and the disk-full check every diskCheckInterval.
 func (s *Store) runCleanup() {
 	t := time.NewTimer(s.cfg.CleanupInitialDelay)
 	defer t.Stop()
+	check := time.NewTicker(diskCheckInterval)
+	defer check.Stop()
 	for {
 		select {
 		case <-s.quit:
 			return
+		case <-check.C:
+			s.checkDiskSpace()
 		case <-t.C:
+			s.CleanupOnce()
+			t.Reset(s.cfg.CleanResourceInterval)
 		}
-		s.CleanupOnce()
-		t.Reset(s.cfg.CleanResourceInterval)
 	}
 }
 
