@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
+	"github.com/apogeemq/apogee/internal/run"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -59,11 +59,14 @@ type Timer struct {
 	dropped   atomic.Int64
 	cancelled atomic.Int64
 
-	wake   chan struct{} // capacity 1: a unit arrived in the timer topic
-	quit   chan struct{}
-	wg     sync.WaitGroup
-	state  atomic.Int32 // 0 new, 1 running, 2 closed
-	closed sync.Once
+	wake chan struct{} // capacity 1: a unit arrived in the timer topic
+	// routines owns the enqueue, dequeue and flush goroutines; quit is its
+	// Done channel. A Close racing Start stops it first, so Start's Go
+	// refuses instead of adding to a group being waited on.
+	routines *run.Group
+	quit     <-chan struct{}
+	state    atomic.Int32 // 0 new, 1 running, 2 closed
+	closed   sync.Once
 }
 
 // New validates cfg; it opens nothing.
@@ -77,13 +80,15 @@ func New(cfg Config, st *store.Store, logger *slog.Logger) (*Timer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	routines := run.NewGroup("timer")
 	return &Timer{
-		cfg:    cfg,
-		st:     st,
-		logger: logger.With("component", "timer"),
-		wheel:  make(map[int64]slot),
-		wake:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
+		cfg:      cfg,
+		st:       st,
+		logger:   logger.With("component", "timer"),
+		wheel:    make(map[int64]slot),
+		wake:     make(chan struct{}, 1),
+		routines: routines,
+		quit:     routines.Done(),
 	}, nil
 }
 
@@ -148,18 +153,14 @@ func (t *Timer) Start() error {
 			}
 		}
 	})
-	t.goFunc("timer-enqueue", t.runEnqueue)
-	t.goFunc("timer-dequeue", t.runDequeue)
-	t.goFunc("timer-flush", t.runFlush)
+	t.routines.Go("timer-enqueue", func(context.Context) { t.runEnqueue() })
+	t.routines.Go("timer-dequeue", func(context.Context) { t.runDequeue() })
+	t.routines.Every("timer-flush", t.cfg.FlushInterval, func(context.Context) {
+		if err := t.flush(); err != nil {
+			t.logger.Error("timer: flush failed", "err", err)
+		}
+	})
 	return nil
-}
-
-func (t *Timer) goFunc(name string, f func()) {
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("timer", name), func(context.Context) { f() })
-	}()
 }
 
 // Close stops the services, syncs the log and writes the checkpoint. It is
@@ -168,10 +169,10 @@ func (t *Timer) Close() error {
 	var err error
 	t.closed.Do(func() {
 		if t.state.Swap(2) != 1 {
+			t.routines.Stop()
 			return
 		}
-		close(t.quit)
-		t.wg.Wait()
+		t.routines.Close()
 		if t.log == nil { // Start failed before opening the log
 			return
 		}
@@ -319,22 +320,10 @@ func (t *Timer) addLocked(nowMs, slotMs int64, magic int32, phyOffset int64, siz
 func (t *Timer) runDequeue() {
 	period := min(100*time.Millisecond, time.Duration(t.cfg.PrecisionMs)*time.Millisecond/4)
 	period = max(period, 5*time.Millisecond)
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.quit:
-			return
-		case <-tick.C:
+	run.Every(t.routines.Context(), period, func(ctx context.Context) {
+		for ctx.Err() == nil && t.fireNext() {
 		}
-		for t.fireNext() {
-			select {
-			case <-t.quit:
-				return
-			default:
-			}
-		}
-	}
+	})
 }
 
 // fireNext delivers the next due slot; it reports whether one was due.
@@ -530,22 +519,6 @@ func (t *Timer) convert(r *record, nowMs int64) (*message.Ext, error) {
 		ReconsumeTimes:            m.ReconsumeTimes,
 		PreparedTransactionOffset: m.PreparedTransactionOffset,
 	}, nil
-}
-
-// runFlush syncs the log and writes the checkpoint every FlushInterval.
-func (t *Timer) runFlush() {
-	tick := time.NewTicker(t.cfg.FlushInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.quit:
-			return
-		case <-tick.C:
-			if err := t.flush(); err != nil {
-				t.logger.Error("timer: flush failed", "err", err)
-			}
-		}
-	}
 }
 
 // flush captures a consistent (doneMs, flushPos, queueOffset), syncs the
