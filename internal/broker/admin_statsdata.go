@@ -7,6 +7,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // VIEW_BROKER_STATS_DATA (315) statistics. RocketMQ's BrokerStatsManager
@@ -230,16 +231,7 @@ func (b *Broker) startStatsSampler() {
 
 // statsSampleLoop samples every statsSampleInterval until the broker closes.
 func (b *Broker) statsSampleLoop() {
-	t := time.NewTicker(statsSampleInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.quit:
-			return
-		case <-t.C:
-			b.sampleStats()
-		}
-	}
+	run.Every(b.baseCtx, statsSampleInterval, func(context.Context) { b.sampleStats() })
 }
 
 // viewStats answers one statistic from the live value and the rings.

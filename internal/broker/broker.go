@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/run"
 	"github.com/apogeemq/apogee/internal/store"
 	"github.com/apogeemq/apogee/internal/timer"
 )
@@ -63,14 +63,15 @@ type Broker struct {
 	// topic change). Capacity 1, non-blocking send.
 	registerWake chan struct{}
 
-	// baseCtx is cancelled when Close begins; background calls derive from it.
-	baseCtx    context.Context
-	cancelBase context.CancelFunc
+	// routines owns every background goroutine. baseCtx is its context
+	// and quit its Done channel: both end when shutdown stops the group,
+	// after the unregistration; background calls derive from baseCtx.
+	routines *run.Group
+	baseCtx  context.Context
+	quit     <-chan struct{}
 
 	// state: 0 new, 1 starting, 2 running, 3 closing, 4 closed.
 	state   atomic.Int32
-	quit    chan struct{}
-	wg      sync.WaitGroup
 	closeMu sync.Mutex // serialises Close
 }
 
@@ -97,15 +98,15 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	logger = logger.With("component", "broker", "brokerName", cfg.BrokerName)
-	baseCtx, cancelBase := context.WithCancel(context.Background())
+	routines := run.NewGroup("broker")
 	b := &Broker{
-		baseCtx:      baseCtx,
-		cancelBase:   cancelBase,
+		routines:     routines,
+		baseCtx:      routines.Context(),
+		quit:         routines.Done(),
 		cfg:          cfg,
 		logger:       logger,
 		now:          time.Now,
 		registerWake: make(chan struct{}, 1),
-		quit:         make(chan struct{}),
 	}
 	dir := b.configDir()
 	b.Topics = newTopicConfigManager(filepath.Join(dir, "topics.json"), logger, b.now)
@@ -257,17 +258,13 @@ func (b *Broker) newServer(port int) *remoting.Server {
 	return s
 }
 
-// goFunc starts a counted background goroutine with a pprof label; it
-// refuses once the broker is closing.
+// goFunc starts a background goroutine owned by b.routines; it refuses
+// once the broker is closing.
 func (b *Broker) goFunc(name string, f func()) {
 	if b.state.Load() >= stateClosing {
 		return
 	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("broker", name), func(context.Context) { f() })
-	}()
+	b.routines.Go(name, func(context.Context) { f() })
 }
 
 // Close shuts the broker down, startup in reverse: refuse new requests,
@@ -282,7 +279,7 @@ func (b *Broker) Close() error {
 	}
 	if b.state.Load() == stateNew {
 		b.state.Store(stateClosed)
-		b.cancelBase()
+		b.routines.Stop()
 		return nil
 	}
 	return b.shutdown()
@@ -294,9 +291,7 @@ func (b *Broker) shutdown() error {
 	if wasRunning && len(b.cfg.NamesrvAddr) > 0 && b.nsClient != nil {
 		b.unregisterAll()
 	}
-	b.cancelBase()
-	close(b.quit)
-	b.wg.Wait()
+	b.routines.Close()
 	for _, s := range []*remoting.Server{b.vipServer, b.server} {
 		if s != nil {
 			if err := s.Close(); err != nil {
@@ -361,18 +356,11 @@ func (b *Broker) persistLoop() {
 // clientScanLoop drops client channels without a heartbeat for
 // channelExpiredTimeout, every 10 s.
 func (b *Broker) clientScanLoop() {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.quit:
-			return
-		case <-t.C:
-			if n := b.Clients.ScanExpired(b.now(), b.cfg.ChannelExpiredTimeout); n > 0 {
-				b.logger.Info("expired idle client channels", "count", n)
-			}
+	run.Every(b.baseCtx, 10*time.Second, func(context.Context) {
+		if n := b.Clients.ScanExpired(b.now(), b.cfg.ChannelExpiredTimeout); n > 0 {
+			b.logger.Info("expired idle client channels", "count", n)
 		}
-	}
+	})
 }
 
 // gateHook answers SYSTEM_BUSY while the broker is not running (starting or

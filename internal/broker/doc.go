@@ -77,7 +77,8 @@
 // Extending: a new request family adds a file with its processors
 // (func (b *Broker) processXxx(ctx, conn, req) (*protocol.Command, error))
 // and one line in registerProcessors; a new background service adds a run
-// method started with b.goFunc in start() that returns on <-b.quit.
+// method started with b.goFunc in start() that returns on <-b.quit (a
+// periodic one is a run.Every over b.baseCtx).
 //
 // Lifecycle: New validates and builds managers (opens nothing). Start loads
 // metadata, creates system topics/groups, listens, creates and starts the
@@ -87,7 +88,8 @@
 // UNREGISTER_BROKER is sent, background goroutines stop, servers close
 // (draining pools), the store closes (flush), offsets are persisted.
 //
-// Goroutines (all started by goFunc, counted in wg, stopped by quit):
+// Goroutines (all started by goFunc into the run.Group b.routines, which
+// refuses once closing and which Close stops and waits for):
 // send workers (sendMessageThreadPoolNums), pull-hold, schedule,
 // transaction-check, persist, client-scan, register, and short-lived
 // conn-closed clean-ups.

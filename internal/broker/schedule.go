@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"maps"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
+	"github.com/apogeemq/apogee/internal/run"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -32,21 +34,14 @@ func newScheduleService(b *Broker) *scheduleService {
 }
 
 func (s *scheduleService) run() {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.b.quit:
-			return
-		case <-t.C:
-		}
+	run.Every(s.b.baseCtx, 100*time.Millisecond, func(context.Context) {
 		if s.b.cfg.Store.BrokerRole == store.RoleSlave {
-			continue
+			return
 		}
 		for level := 1; level <= len(s.levels); level++ {
 			s.deliverLevel(int32(level))
 		}
-	}
+	})
 }
 
 // deliverLevel delivers the due messages of one level, stopping at the

@@ -11,6 +11,7 @@ import (
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/run"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -120,18 +121,11 @@ func (b *Broker) writeOpRecord(halfQueueOffset int64) {
 // transactionCheckLoop runs the check service every transactionCheckInterval
 // on a master.
 func (b *Broker) transactionCheckLoop() {
-	t := time.NewTicker(b.cfg.TransactionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-b.quit:
-			return
-		case <-t.C:
-			if b.cfg.Store.BrokerRole != store.RoleSlave {
-				b.checkTransactions()
-			}
+	run.Every(b.baseCtx, b.cfg.TransactionCheckInterval, func(context.Context) {
+		if b.cfg.Store.BrokerRole != store.RoleSlave {
+			b.checkTransactions()
 		}
-	}
+	})
 }
 
 // checkTransactions is one run of the check service (§8.11 steps 1-4),
