@@ -145,6 +145,10 @@ const (
 	CleanBrokerData                      RequestCode = 1011
 	ControllerGetNextBrokerID            RequestCode = 1012
 	ControllerApplyBrokerID              RequestCode = 1013
+	BrokerCloseChannelRequest            RequestCode = 1014
+	CheckNotActiveBrokerRequest          RequestCode = 1015
+	GetBrokerLiveInfoRequest             RequestCode = 1016
+	GetSyncStateDataRequest              RequestCode = 1017
 	UpdateColdDataFlowCtrConfig          RequestCode = 2001
 	RemoveColdDataFlowCtrConfig          RequestCode = 2002
 	GetColdDataFlowCtrInfo               RequestCode = 2003
@@ -249,6 +253,10 @@ var requestNames = map[RequestCode]string{
 	GetControllerConfig: "GET_CONTROLLER_CONFIG", CleanBrokerData: "CLEAN_BROKER_DATA",
 	ControllerGetNextBrokerID:   "CONTROLLER_GET_NEXT_BROKER_ID",
 	ControllerApplyBrokerID:     "CONTROLLER_APPLY_BROKER_ID",
+	BrokerCloseChannelRequest:   "BROKER_CLOSE_CHANNEL_REQUEST",
+	CheckNotActiveBrokerRequest: "CHECK_NOT_ACTIVE_BROKER_REQUEST",
+	GetBrokerLiveInfoRequest:    "GET_BROKER_LIVE_INFO_REQUEST",
+	GetSyncStateDataRequest:     "GET_SYNC_STATE_DATA_REQUEST",
 	UpdateColdDataFlowCtrConfig: "UPDATE_COLD_DATA_FLOW_CTR_CONFIG",
 	RemoveColdDataFlowCtrConfig: "REMOVE_COLD_DATA_FLOW_CTR_CONFIG",
 	GetColdDataFlowCtrInfo:      "GET_COLD_DATA_FLOW_CTR_INFO", SetCommitLogReadMode: "SET_COMMITLOG_READ_MODE",
@@ -319,8 +327,26 @@ const (
 	NotLeaderForQueue          ResponseCode = 501
 	IllegalOperation           ResponseCode = 604
 	GoAway                     ResponseCode = 1500
-	UserNotExist               ResponseCode = 3001
-	PolicyNotExist             ResponseCode = 3002
+	// Controller response codes (RocketMQ 5 controller mode).
+	ControllerFencedMasterEpoch          ResponseCode = 2000
+	ControllerFencedSyncStateSetEpoch    ResponseCode = 2001
+	ControllerInvalidMaster              ResponseCode = 2002
+	ControllerInvalidReplicas            ResponseCode = 2003
+	ControllerMasterNotAvailable         ResponseCode = 2004
+	ControllerInvalidRequest             ResponseCode = 2005
+	ControllerBrokerNotAlive             ResponseCode = 2006
+	ControllerNotLeader                  ResponseCode = 2007
+	ControllerBrokerMetadataNotExist     ResponseCode = 2008
+	ControllerInvalidCleanBrokerMetadata ResponseCode = 2009
+	ControllerBrokerNeedToBeRegistered   ResponseCode = 2010
+	ControllerMasterStillExist           ResponseCode = 2011
+	ControllerElectMasterFailed          ResponseCode = 2012
+	ControllerAlterSyncStateSetFailed    ResponseCode = 2013
+	ControllerBrokerIDInvalid            ResponseCode = 2014
+	ControllerJRaftInternalError         ResponseCode = 2015
+	ControllerBrokerLiveInfoNotExists    ResponseCode = 2016
+	UserNotExist                         ResponseCode = 3001
+	PolicyNotExist                       ResponseCode = 3002
 	// Client-side only; never on the wire.
 	RPCUnknown             ResponseCode = -1000
 	RPCAddrIsNull          ResponseCode = -1002
@@ -380,12 +406,30 @@ var responseTable = map[ResponseCode]responseInfo{
 	NotLeaderForQueue:          {"NOT_LEADER_FOR_QUEUE", false},
 	IllegalOperation:           {"ILLEGAL_OPERATION", false},
 	GoAway:                     {"GO_AWAY", true},
-	UserNotExist:               {"USER_NOT_EXIST", false},
-	PolicyNotExist:             {"POLICY_NOT_EXIST", false},
-	RPCUnknown:                 {"RPC_UNKNOWN", false},
-	RPCAddrIsNull:              {"RPC_ADDR_IS_NULL", false},
-	RPCSendToChannelFailed:     {"RPC_SEND_TO_CHANNEL_FAILED", false},
-	RPCTimeOut:                 {"RPC_TIME_OUT", false},
+
+	ControllerFencedMasterEpoch:          {"CONTROLLER_FENCED_MASTER_EPOCH", false},
+	ControllerFencedSyncStateSetEpoch:    {"CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH", false},
+	ControllerInvalidMaster:              {"CONTROLLER_INVALID_MASTER", false},
+	ControllerInvalidReplicas:            {"CONTROLLER_INVALID_REPLICAS", false},
+	ControllerMasterNotAvailable:         {"CONTROLLER_MASTER_NOT_AVAILABLE", false},
+	ControllerInvalidRequest:             {"CONTROLLER_INVALID_REQUEST", false},
+	ControllerBrokerNotAlive:             {"CONTROLLER_BROKER_NOT_ALIVE", false},
+	ControllerNotLeader:                  {"CONTROLLER_NOT_LEADER", false},
+	ControllerBrokerMetadataNotExist:     {"CONTROLLER_BROKER_METADATA_NOT_EXIST", false},
+	ControllerInvalidCleanBrokerMetadata: {"CONTROLLER_INVALID_CLEAN_BROKER_METADATA", false},
+	ControllerBrokerNeedToBeRegistered:   {"CONTROLLER_BROKER_NEED_TO_BE_REGISTERED", false},
+	ControllerMasterStillExist:           {"CONTROLLER_MASTER_STILL_EXIST", false},
+	ControllerElectMasterFailed:          {"CONTROLLER_ELECT_MASTER_FAILED", false},
+	ControllerAlterSyncStateSetFailed:    {"CONTROLLER_ALTER_SYNC_STATE_SET_FAILED", false},
+	ControllerBrokerIDInvalid:            {"CONTROLLER_BROKER_ID_INVALID", false},
+	ControllerJRaftInternalError:         {"CONTROLLER_JRAFT_INTERNAL_ERROR", false},
+	ControllerBrokerLiveInfoNotExists:    {"CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS", false},
+	UserNotExist:                         {"USER_NOT_EXIST", false},
+	PolicyNotExist:                       {"POLICY_NOT_EXIST", false},
+	RPCUnknown:                           {"RPC_UNKNOWN", false},
+	RPCAddrIsNull:                        {"RPC_ADDR_IS_NULL", false},
+	RPCSendToChannelFailed:               {"RPC_SEND_TO_CHANNEL_FAILED", false},
+	RPCTimeOut:                           {"RPC_TIME_OUT", false},
 }
 
 // String returns RocketMQ's name for the code, e.g. "SYSTEM_BUSY", or
