@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // instance is what RocketMQ calls the MQClientInstance: the connection pool
@@ -56,14 +56,12 @@ type instance struct {
 	routeWake     chan string   // topics to refresh soon (after failures); bounded, sends never block
 
 	state atomic.Int32 // stateCreated -> stateStarted -> stateClosed
-	// ctx is cancelled by close, so background calls (route refresh,
+	// routines owns the instance's goroutines. ctx is its context and quit
+	// its Done channel: close stops it, so background calls (route refresh,
 	// heartbeats, transaction checks) in flight end at once.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	quit    chan struct{}
-	goMu    sync.Mutex
-	closing bool // guarded by goMu; goFunc refuses once set
-	wg      sync.WaitGroup
+	routines *run.Group
+	ctx      context.Context
+	quit     <-chan struct{}
 }
 
 const (
@@ -101,9 +99,9 @@ func newInstance(cfg clientConfig) *instance {
 		brokers:       make(map[string]map[int64]string),
 		heartbeatWake: make(chan struct{}, 1),
 		routeWake:     make(chan string, 64),
-		quit:          make(chan struct{}),
+		routines:      run.NewGroup("apogee"),
 	}
-	in.ctx, in.cancel = context.WithCancel(context.Background())
+	in.ctx, in.quit = in.routines.Context(), in.routines.Done()
 	return in
 }
 
@@ -175,12 +173,7 @@ func (in *instance) close() error {
 	if prev == stateClosed {
 		return nil
 	}
-	in.goMu.Lock()
-	in.closing = true
-	in.goMu.Unlock()
-	close(in.quit)
-	in.cancel()
-	in.wg.Wait()
+	in.routines.Close()
 	if prev == stateStarted {
 		if err := in.remote.Close(); err != nil {
 			return fmt.Errorf("client: close remoting: %w", err)
@@ -201,20 +194,10 @@ func (in *instance) running() error {
 	}
 }
 
-// goFunc runs fn on a goroutine counted in wg, labelled for pprof. It
-// refuses (false) once close has begun.
+// goFunc runs fn on a goroutine of in.routines. It refuses (false) once
+// close has begun.
 func (in *instance) goFunc(name string, fn func()) bool {
-	in.goMu.Lock()
-	defer in.goMu.Unlock()
-	if in.closing {
-		return false
-	}
-	in.wg.Add(1)
-	go func() {
-		defer in.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("apogee", name), func(context.Context) { fn() })
-	}()
-	return true
+	return in.routines.Go(name, func(context.Context) { fn() })
 }
 
 // ---- routes ----

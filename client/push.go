@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // ConsumeResult is what a listener returns for a batch.
@@ -87,12 +87,14 @@ type PushConsumer struct {
 	store      offsetStore
 	wireGroup  string
 
-	quit   chan struct{}
-	wg     sync.WaitGroup
-	wake   chan struct{} // rebalance wake-up, capacity 1
-	tasks  *taskQueue    // consume pool input
-	ctx    context.Context
-	cancel context.CancelFunc
+	// routines owns every goroutine of the consumer (consume pool, pull
+	// loops, rebalance and the periodic loops); ctx is its context and
+	// quit its Done channel, both ended when Close begins.
+	routines *run.Group
+	ctx      context.Context
+	quit     <-chan struct{}
+	wake     chan struct{} // rebalance wake-up, capacity 1
+	tasks    *taskQueue    // consume pool input
 
 	// queuesMu guards queues; never held during I/O or listener calls.
 	queuesMu sync.Mutex
@@ -172,9 +174,9 @@ func NewPushConsumer(group string, opts ...ConsumerOpt) (*PushConsumer, error) {
 		handlers: make(map[string]MessageListener),
 		queues:   make(map[MessageQueue]*queueState),
 		wake:     make(chan struct{}, 1),
-		quit:     make(chan struct{}),
+		routines: run.NewGroup("apogee"),
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ctx, c.quit = c.routines.Context(), c.routines.Done()
 	return c, nil
 }
 
@@ -289,9 +291,7 @@ func (c *PushConsumer) Close() error {
 	c.closed = true
 	started := c.started
 	c.mu.Unlock()
-	c.cancel()
-	close(c.quit)
-	c.wg.Wait()
+	c.routines.Close()
 	closeTracers(c.cfg.hooks) // trace.go: flush the last trace batch
 	if !started {
 		return nil
@@ -398,20 +398,10 @@ func (c *PushConsumer) Stats() ConsumerStats {
 	return s
 }
 
-// goFunc runs fn on a counted goroutine with a pprof label; it refuses
-// once Close has begun.
+// goFunc runs fn on a goroutine of c.routines; it refuses once Close has
+// begun (under the group's lock, so no start races Close's wait).
 func (c *PushConsumer) goFunc(name string, fn func()) bool {
-	select {
-	case <-c.quit:
-		return false
-	default:
-	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("apogee", "consumer-"+name), func(context.Context) { fn() })
-	}()
-	return true
+	return c.routines.Go("consumer-"+name, func(context.Context) { fn() })
 }
 
 // sleep waits d or until the consumer (or ctx) is done; false if done.
@@ -720,14 +710,7 @@ func (c *PushConsumer) consumeConcurrently(qs *queueState, msgs []*MessageExt) {
 // from the cache so the offset moves on (RocketMQ's cleanExpiredMsg; the
 // late listener's result is then ignored).
 func (c *PushConsumer) cleanExpiredLoop() {
-	t := time.NewTicker(c.cfg.consumeTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-t.C:
-		}
+	run.Every(c.ctx, c.cfg.consumeTimeout, func(context.Context) {
 		for _, qs := range c.queueList() {
 			for _, m := range qs.pq.expiredHead(time.Now(), c.cfg.consumeTimeout, 16) {
 				if err := c.api.sendBack(c.ctx, m, 3, c.maxReconsume()); err != nil {
@@ -740,7 +723,7 @@ func (c *PushConsumer) cleanExpiredLoop() {
 				}
 			}
 		}
-	}
+	})
 }
 
 func (c *PushConsumer) maxReconsume() int32 {
@@ -754,14 +737,7 @@ func (c *PushConsumer) maxReconsume() int32 {
 }
 
 func (c *PushConsumer) persistLoop() {
-	t := time.NewTicker(c.cfg.persistInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-t.C:
-		}
+	run.Every(c.ctx, c.cfg.persistInterval, func(context.Context) {
 		var mqs []MessageQueue
 		for _, qs := range c.queueList() {
 			mqs = append(mqs, qs.mq)
@@ -771,7 +747,7 @@ func (c *PushConsumer) persistLoop() {
 			c.logger.Warn("persist offsets", "err", err)
 		}
 		cancel()
-	}
+	})
 }
 
 // Offsets returns the consumer's in-memory consumed offsets.

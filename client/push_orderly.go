@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"time"
+
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // Orderly consumption (remoting.md §7.7): each queue is locked on its
@@ -130,18 +132,11 @@ func (c *PushConsumer) unlockAll(ctx context.Context, mqs []MessageQueue) {
 // lockLoop renews the locks of every assigned queue every 20 s and marks
 // queues whose lock was lost, so they stop being pulled and consumed.
 func (c *PushConsumer) lockLoop() {
-	t := time.NewTicker(lockRenewInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.quit:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	run.Every(c.ctx, lockRenewInterval, func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		c.renewLocks(ctx)
 		cancel()
-	}
+	})
 }
 
 func (c *PushConsumer) renewLocks(ctx context.Context) {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // DefaultTraceTopic is where trace records go unless WithTrace names
@@ -78,8 +78,9 @@ type tracer struct {
 	mu      sync.Mutex
 	started bool // guarded by mu
 	closed  bool // guarded by mu
-	quit    chan struct{}
-	done    chan struct{}
+	// routines owns the run goroutine; quit is its Done channel.
+	routines *run.Group
+	quit     <-chan struct{}
 
 	clientHost string // set at start
 
@@ -97,12 +98,13 @@ func newTracer(topic string, cfg *clientConfig) *tracer {
 	if topic == "" {
 		topic = DefaultTraceTopic
 	}
+	routines := run.NewGroup("client")
 	return &tracer{
-		topic:   topic,
-		cfg:     cfg,
-		records: make(chan TraceRecord, traceQueueSize),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		topic:    topic,
+		cfg:      cfg,
+		records:  make(chan TraceRecord, traceQueueSize),
+		routines: routines,
+		quit:     routines.Done(),
 	}
 }
 
@@ -116,8 +118,8 @@ func (t *tracer) add(r TraceRecord) {
 	if !t.started {
 		t.started = true
 		t.clientHost = resolveClientIP(t.cfg.clientIP).String()
-		// Stopped by closeTrace (done is closed when run returns).
-		go pprof.Do(context.Background(), pprof.Labels("client", "trace"), func(context.Context) { t.run() })
+		// Stopped and waited for by closeTrace.
+		t.routines.Go("trace", func(context.Context) { t.run() })
 	}
 	t.mu.Unlock()
 	if r.ClientHost == "" {
@@ -143,8 +145,7 @@ func (t *tracer) closeTrace() {
 	if !started {
 		return
 	}
-	close(t.quit)
-	<-t.done
+	t.routines.Close()
 }
 
 // closeTracers closes the tracers among a client's hooks; owners call it
@@ -270,7 +271,6 @@ func newTraceRequestID() string {
 
 // run batches queued records into trace messages.
 func (t *tracer) run() {
-	defer close(t.done)
 	p, err := t.newProducer()
 	if err != nil {
 		t.cfg.logger.Warn("trace disabled: cannot start the trace producer", "topic", t.topic, "err", err)
