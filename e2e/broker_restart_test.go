@@ -54,7 +54,7 @@ func TestKillRestartSyncFlush(t *testing.T) {
 	storeDir := t.TempDir()
 	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port), "--store-dir", storeDir,
 		"--broker-name", "broker-k", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
-		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=8388608",
+		"--set", "vipChannelEnable=false", "--set", "metricsPromExporterPort=0", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "messageIndexEnable=false"}
 	start := func() *exec.Cmd { return startApogeeProcess(t, bin, listening, args...) }
 	proc := start()
@@ -121,7 +121,8 @@ func TestStandaloneBinary(t *testing.T) {
 			brokerAddr = line[i+len(" listening on "):]
 		}
 		return nsAddr != "" && brokerAddr != ""
-	}, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--log-level", "warn")
+	}, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--log-level", "warn",
+		"--set", "metricsPromExporterPort=0")
 	rlog.SetLogLevel("error")
 	topic := uniqueName(t, "T")
 	p := newProducer(t, nsAddr)

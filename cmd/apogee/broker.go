@@ -108,8 +108,9 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 		if err := b.Start(); err != nil {
 			return err
 		}
+		closeMetrics := startBrokerMetrics(b, logger) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, b.Addr())
-		return serveUntilDone(cmd.Context(), logger, b.Close)
+		return serveUntilDone(cmd.Context(), logger, closeMetrics, b.Close)
 	})
 	f.register(cmd)
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apogeemq/apogee/internal/config"
+	"github.com/apogeemq/apogee/internal/metrics"
 	"github.com/apogeemq/apogee/internal/namesrv"
 )
 
@@ -20,6 +21,8 @@ type namesrvFlags struct {
 	listen       string
 	kvConfigPath string
 	set          []string
+	// metricsListen is where GET /metrics listens ("" = no endpoint).
+	metricsListen string
 }
 
 func (f *namesrvFlags) register(cmd *cobra.Command) {
@@ -28,6 +31,7 @@ func (f *namesrvFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.listen, "listen", "", "listen address host:port (bindAddress, listenPort; default :9876)")
 	fl.StringVar(&f.kvConfigPath, "kv-config-path", "", "KV config file (kvConfigPath)")
 	fl.StringArrayVar(&f.set, "set", nil, "any namesrv.conf key, key=value (repeatable)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve GET /metrics on host:port (default: no endpoint)")
 }
 
 // load builds the config: defaults -> file -> flags. Unknown file keys are
@@ -77,8 +81,9 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 		if err := ns.Start(); err != nil {
 			return err
 		}
+		closeMetrics := startMetrics(f.metricsListen, false, logger, metrics.NewNamesrvCollector(ns)) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "namesrv listening on %s\n", ns.Addr())
-		return serveUntilDone(cmd.Context(), logger, ns.Close)
+		return serveUntilDone(cmd.Context(), logger, closeMetrics, ns.Close)
 	})
 	f.register(cmd)
 	return cmd

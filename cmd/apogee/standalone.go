@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/metrics"
 	"github.com/apogeemq/apogee/internal/namesrv"
 )
 
@@ -55,9 +56,10 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 			ns.Close()
 			return err
 		}
+		closeMetrics := startBrokerMetrics(b, logger, metrics.NewNamesrvCollector(ns)) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
 		// Startup in reverse: the broker unregisters from the name server first.
-		return serveUntilDone(cmd.Context(), logger, b.Close, ns.Close)
+		return serveUntilDone(cmd.Context(), logger, closeMetrics, b.Close, ns.Close)
 	})
 	f.registerCommon(cmd, f.defaultBrokerName)
 	fl := cmd.Flags()

@@ -49,6 +49,7 @@ type Broker struct {
 	sendQueue *sendQueue
 	schedule  *scheduleService
 	stats     brokerStats
+	meters    *meters       // per-topic/group counters (meters.go); nil when metrics are disabled
 	dyn       dynamicConfig // run-time broker.conf keys (admin_config.go)
 
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
@@ -119,6 +120,9 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.sendQueue = newSendQueue(b)
 	b.dyn.init(&b.cfg)
 	b.Locks = newRebalanceLockManager(b.now, b.cfg.RebalanceLockMaxLiveTime)
+	if cfg.MetricsEnabled() {
+		b.meters = newMeters()
+	}
 	return b, nil
 }
 
@@ -253,6 +257,9 @@ func (b *Broker) newServer(port int) *remoting.Server {
 		Logger:      b.logger.With("component", "broker-remoting"),
 	})
 	s.AddHook(gateHook{b})
+	if b.meters != nil {
+		s.AddHook(rpcHook{b.meters}) // meters_rpc.go: rocketmq_rpc_latency
+	}
 	s.AddConnListener(connListener{b})
 	b.registerProcessors(s)
 	return s

@@ -103,8 +103,9 @@ type Config struct {
 
 	UseServerSideResetOffset bool `conf:"useServerSideResetOffset"`
 
-	TimerConfig // timerWheelEnable, timerMaxDelaySec, ... (config_timer.go)
-	HAConfig    // haMasterAddress, inSyncReplicas, ... (ha_config.go)
+	TimerConfig   // timerWheelEnable, timerMaxDelaySec, ... (config_timer.go)
+	HAConfig      // haMasterAddress, inSyncReplicas, ... (ha_config.go)
+	MetricsConfig // metricsExporterType, metricsPromExporterPort, ... (config_metrics.go)
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -172,8 +173,9 @@ func DefaultConfig() Config {
 
 		UseServerSideResetOffset: true,
 
-		TimerConfig: DefaultTimerConfig(),
-		HAConfig:    DefaultHAConfig(),
+		TimerConfig:   DefaultTimerConfig(),
+		HAConfig:      DefaultHAConfig(),
+		MetricsConfig: DefaultMetricsConfig(),
 
 		Store: store.DefaultConfig(),
 	}
@@ -293,6 +295,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.Store.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateMetrics(); err != nil { // config_metrics.go
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -154,6 +154,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		b.stats.pullFound.Add(1)
 		b.stats.messagesOut.Add(int64(len(res.Messages)))
 		b.stats.bytesOut.Add(int64(len(body)))
+		gm := b.meters.group(h.Topic, h.ConsumerGroup) // meters.go; nil-safe
+		gm.consumed(len(res.Messages), len(body))
+		gm.pulledTo(h.QueueID, rh.NextBeginOffset)
 	}
 	if res.Release != nil {
 		res.Release()

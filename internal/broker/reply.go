@@ -59,8 +59,9 @@ func (b *Broker) sendReply(conn *remoting.Conn, req *protocol.Command, h *protoc
 		return r, nil
 	}
 	queueID := ext.QueueID
+	tm := b.meters.topic(ext.Topic) // meters.go
 	b.Store.PutMessage(ext, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, "")
+		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal)
 	})
 	return nil, nil
 }

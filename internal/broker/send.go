@@ -107,8 +107,9 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 		return b.sendReply(conn, req, &h, ext) // reply.go
 	}
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
+	tm, mt := b.meters.topic(h.Topic), messageTypeOf(props) // meters.go
 	b.Store.PutMessage(ext, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, transactionID)
+		b.writeSendResponse(conn, req, res, queueID, transactionID, tm, mt)
 	})
 	return nil, nil
 }
@@ -161,19 +162,23 @@ func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protoc
 	}
 	queueID := h.QueueID
 	b.stats.sendRequests.Add(1)
+	tm := b.meters.topic(h.Topic) // meters.go
 	b.Store.PutMessages(batch, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, "")
+		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal)
 	})
 	return nil, nil
 }
 
 // writeSendResponse answers a send from the store's completion callback.
-func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string) {
+// tm (nil without metrics) counts the stored messages as type mt.
+func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
+	tm *topicMeter, mt MessageType) {
 	code, remark := putStatusResponse(res, b.Store.DiskUtil)
 	resp := protocol.NewResponse(req, code, remark)
 	if res.Status.Stored() {
 		b.stats.messagesIn.Add(int64(max(res.MsgNum, 1)))
 		b.stats.bytesIn.Add(int64(res.WroteBytes))
+		tm.stored(mt, max(res.MsgNum, 1), res.WroteBytes)
 		msgID := res.MsgID
 		if msgID == "" {
 			msgID = message.OffsetMsgID(b.storeHost, res.WroteOffset)

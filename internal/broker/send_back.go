@@ -112,8 +112,15 @@ func (b *Broker) processSendBack(_ context.Context, conn *remoting.Conn, req *pr
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: orig.ReconsumeTimes + 1,
 	}
+	var dlq *groupMeter
+	if topic != retryTopic {
+		dlq = b.meters.group(props[message.PropertyRetryTopic], h.Group) // meters.go: the original topic
+	}
 	b.Store.PutMessage(ext, func(res store.PutResult) {
 		resp := protocol.NewResponse(req, protocol.Success, "")
+		if res.Status.Stored() && dlq != nil {
+			dlq.dlq.Add(1)
+		}
 		if !res.Status.Stored() {
 			resp.Code, resp.Remark = int32(protocol.SystemError), res.Status.String()
 		}

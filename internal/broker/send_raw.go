@@ -70,7 +70,8 @@ func (b *Broker) sendPlain(conn *remoting.Conn, req *protocol.Command, h *protoc
 	}
 	b.stats.sendRequests.Add(1)
 	queueID := h.QueueID
+	tm, mt := b.meters.topic(h.Topic), plainMessageType(h.Properties) // meters.go
 	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, uniq)
+		b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt)
 	})
 }

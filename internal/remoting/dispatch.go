@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apogeemq/apogee/internal/protocol"
 )
@@ -53,6 +54,15 @@ const (
 type RPCHook interface {
 	Before(conn *Conn, req *protocol.Command) error
 	After(conn *Conn, req *protocol.Command, resp *protocol.Command)
+}
+
+// TimedRPCHook is an RPCHook that also wants the processing time: for it
+// AfterTimed runs instead of After, with the time since the hooks' Before
+// calls began (RocketMQ's rpc latency, request processing without the
+// response write).
+type TimedRPCHook interface {
+	RPCHook
+	AfterTimed(conn *Conn, req *protocol.Command, resp *protocol.Command, elapsed time.Duration)
 }
 
 // ConnListener receives connection events. OnConnect, OnException and
@@ -280,6 +290,10 @@ func (d *dispatcher) call(t task) (resp *protocol.Command) {
 		}
 	}()
 	var err error
+	var start time.Time
+	if len(hooks) > 0 {
+		start = time.Now()
+	}
 	for _, h := range hooks {
 		if err = h.Before(t.conn, t.req); err != nil {
 			break
@@ -292,6 +306,10 @@ func (d *dispatcher) call(t task) (resp *protocol.Command) {
 		resp = errorResponse(t.req, err)
 	}
 	for _, h := range hooks {
+		if th, ok := h.(TimedRPCHook); ok {
+			th.AfterTimed(t.conn, t.req, resp, time.Since(start))
+			continue
+		}
 		h.After(t.conn, t.req, resp)
 	}
 	return resp

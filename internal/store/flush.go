@@ -105,6 +105,9 @@ func (s *Store) runGroupCommit() {
 		dw.synced(s, advanced, now)
 		ready = s.releaseFlushed(ready[:0])
 		released := len(ready)
+		if released > 0 {
+			s.stats.flush.observeGroupCommit(released) // stats_flush.go
+		}
 		clear(ready)
 		if released > 1 {
 			s.gather(released, max(lastSync, 50*time.Microsecond))
@@ -186,6 +189,7 @@ func (s *Store) flushCommitLogOnce(leastPages int) bool {
 		}
 	}
 	before := s.commitLog.flushedWhere.Load()
+	start := time.Now()
 	var err error
 	if leastPages == 0 {
 		err = s.commitLog.flushTo(s.commitLog.writtenOffset())
@@ -201,6 +205,7 @@ func (s *Store) flushCommitLogOnce(leastPages int) bool {
 		return false
 	}
 	s.stats.flushes.Add(1)
+	s.stats.flush.observeFsync(time.Since(start)) // stats_flush.go
 	if ts := s.commitLog.flushedTimestamp.Load(); ts > 0 {
 		s.cp.physicMsgTimestamp.Store(ts)
 	}

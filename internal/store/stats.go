@@ -28,6 +28,7 @@ type statCounters struct {
 	filesDeleted   atomic.Int64
 	forcedMessages atomic.Int64
 	forcedBytes    atomic.Int64
+	flush          flushHistograms // stats_flush.go
 }
 
 func (c *statCounters) observePutLatency(d time.Duration) {

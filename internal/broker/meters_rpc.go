@@ -1,0 +1,106 @@
+package broker
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+// rocketmq_rpc_latency: processing time per request code and response
+// code, RocketMQ's buckets (1, 3, 5, 10, 100, 1000, 3000 ms). Recorded by
+// an RPC hook for requests answered by their processor; sends and held
+// pulls answer later, from the store or the hold service, and are timed
+// where they answer (writeSendResponse has no start time and is not timed).
+
+// RPCLatencyBounds are rocketmq_rpc_latency's bucket upper bounds.
+var RPCLatencyBounds = [...]time.Duration{time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 100 * time.Millisecond, time.Second, 3 * time.Second}
+
+type rpcKey struct{ request, response int32 }
+
+type rpcMeter struct {
+	counts [len(RPCLatencyBounds) + 1]atomic.Int64
+	nanos  atomic.Int64
+}
+
+type rpcMeters struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[rpcKey]*rpcMeter]
+}
+
+func (r *rpcMeters) observe(k rpcKey, d time.Duration) {
+	var m *rpcMeter
+	if p := r.m.Load(); p != nil {
+		m = (*p)[k]
+	}
+	if m == nil {
+		r.mu.Lock()
+		old := r.m.Load()
+		if old != nil {
+			m = (*old)[k]
+		}
+		if m == nil {
+			next := map[rpcKey]*rpcMeter{}
+			if old != nil {
+				for kk, v := range *old {
+					next[kk] = v
+				}
+			}
+			m = &rpcMeter{}
+			next[k] = m
+			r.m.Store(&next)
+		}
+		r.mu.Unlock()
+	}
+	i := 0
+	for i < len(RPCLatencyBounds) && d > RPCLatencyBounds[i] {
+		i++
+	}
+	m.counts[i].Add(1)
+	m.nanos.Add(int64(d))
+}
+
+// RPCLatencySnapshot is one (request code, response code) histogram;
+// Counts are per bucket (not cumulative), the last bucket is +Inf.
+type RPCLatencySnapshot struct {
+	Request  protocol.RequestCode
+	Response protocol.ResponseCode
+	Counts   [len(RPCLatencyBounds) + 1]int64
+	Sum      time.Duration
+}
+
+// RPCLatencies returns every recorded rpc latency histogram.
+func (b *Broker) RPCLatencies() []RPCLatencySnapshot {
+	if b.meters == nil {
+		return nil
+	}
+	p := b.meters.rpc.m.Load()
+	if p == nil {
+		return nil
+	}
+	out := make([]RPCLatencySnapshot, 0, len(*p))
+	for k, m := range *p {
+		s := RPCLatencySnapshot{Request: protocol.RequestCode(k.request), Response: protocol.ResponseCode(k.response),
+			Sum: time.Duration(m.nanos.Load())}
+		for i := range s.Counts {
+			s.Counts[i] = m.counts[i].Load()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// rpcHook times requests answered by their processor.
+type rpcHook struct{ m *meters }
+
+func (h rpcHook) Before(*remoting.Conn, *protocol.Command) error             { return nil }
+func (h rpcHook) After(*remoting.Conn, *protocol.Command, *protocol.Command) {}
+func (h rpcHook) AfterTimed(_ *remoting.Conn, req, resp *protocol.Command, d time.Duration) {
+	if resp == nil {
+		return // answered later (send, held pull) or oneway
+	}
+	h.m.rpc.observe(rpcKey{req.Code, resp.Code}, d)
+}
