@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // CommitLogAppender is what the slave needs from its store.
@@ -42,12 +43,12 @@ type Client struct {
 	closed     bool     // guarded by mu
 
 	addrChanged chan struct{} // capacity 1
-	quit        chan struct{}
-	ctx         context.Context // cancelled by Close: aborts a pending dial
-	cancel      context.CancelFunc
-	wg          sync.WaitGroup
-	started     atomic.Bool
-	closeOnce   sync.Once
+	// routines owns the connection loop; ctx (cancelled by Close: aborts a
+	// pending dial) and quit are its context and Done channel.
+	routines *run.Group
+	ctx      context.Context
+	quit     <-chan struct{}
+	started  atomic.Bool
 
 	// Counters for Stats.
 	connects     atomic.Int64
@@ -65,16 +66,16 @@ func NewClient(cfg ClientConfig, log CommitLogAppender, logger *slog.Logger) (*C
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	routines := run.NewGroup("ha")
 	return &Client{
-		ctx:         ctx,
-		cancel:      cancel,
+		routines:    routines,
+		ctx:         routines.Context(),
+		quit:        routines.Done(),
 		cfg:         cfg,
 		log:         log,
 		logger:      logger.With("component", "ha-client"),
 		masterAddr:  cfg.MasterAddress,
 		addrChanged: make(chan struct{}, 1),
-		quit:        make(chan struct{}),
 	}, nil
 }
 
@@ -109,27 +110,21 @@ func (c *Client) Start() error {
 	if c.closed || !c.started.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("ha", "ha-client"), func(context.Context) { c.run() })
-	}()
+	if !c.routines.Go("ha-client", func(context.Context) { c.run() }) {
+		return ErrClosed
+	}
 	return nil
 }
 
 // Close closes the connection and waits for the loop to exit.
 func (c *Client) Close() error {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		if c.conn != nil {
-			c.conn.Close()
-		}
-		c.mu.Unlock()
-		close(c.quit)
-		c.cancel()
-	})
-	c.wg.Wait()
+	c.mu.Lock()
+	c.closed = true
+	if c.conn != nil {
+		c.conn.Close()
+	}
+	c.mu.Unlock()
+	c.routines.Close()
 	return nil
 }
 

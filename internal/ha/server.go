@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/run"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -48,10 +48,12 @@ type Server struct {
 	// push2SlaveMaxOffset is the highest ack offset any slave reported.
 	push2SlaveMaxOffset atomic.Int64
 
-	state   atomic.Int32
-	quit    chan struct{}
-	wg      sync.WaitGroup
-	closeMu sync.Mutex // serialises Start/Close
+	state atomic.Int32
+	// routines owns the accept loop, the group-transfer loop and each
+	// connection's read and write loops; quit is its Done channel.
+	routines *run.Group
+	quit     <-chan struct{}
+	closeMu  sync.Mutex // serialises Start/Close
 
 	mu    sync.Mutex
 	conns map[*slaveConn]struct{} // guarded by mu
@@ -66,12 +68,13 @@ func NewServer(cfg ServerConfig, log CommitLogReader, logger *slog.Logger) (*Ser
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:    cfg,
-		log:    log,
-		logger: logger.With("component", "ha-server"),
-		quit:   make(chan struct{}),
-		conns:  make(map[*slaveConn]struct{}),
+		cfg:      cfg,
+		log:      log,
+		logger:   logger.With("component", "ha-server"),
+		routines: run.NewGroup("ha"),
+		conns:    make(map[*slaveConn]struct{}),
 	}
+	s.quit = s.routines.Done()
 	s.flow.limit = cfg.MaxTransferBytesPerSecond
 	s.flow.enabled = cfg.FlowControlEnable
 	s.transfer = NewGroupTransfer(cfg.InSyncReplicas, cfg.SlaveTimeout, s.Notify)
@@ -132,11 +135,12 @@ func (s *Server) Close() error {
 		return nil
 	case stateNew:
 		s.state.Store(stateClosed)
+		s.routines.Stop()
 		s.transfer.stop()
 		return nil
 	}
 	s.state.Store(stateClosing)
-	close(s.quit)
+	s.routines.Stop()
 	err := s.ln.Close()
 	s.mu.Lock()
 	for c := range s.conns {
@@ -144,7 +148,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.transfer.stop()
-	s.wg.Wait()
+	s.routines.Wait()
 	s.state.Store(stateClosed)
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
@@ -152,20 +156,10 @@ func (s *Server) Close() error {
 	return err
 }
 
-// goFunc starts a counted goroutine with a pprof label; it refuses once
-// closing. It reports whether the goroutine started.
+// goFunc starts a goroutine of s.routines; it refuses once closing. It
+// reports whether the goroutine started.
 func (s *Server) goFunc(name string, f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.state.Load() >= stateClosing {
-		return false
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("ha", name), func(context.Context) { f() })
-	}()
-	return true
+	return s.routines.Go(name, func(context.Context) { f() })
 }
 
 func (s *Server) acceptLoop() {
