@@ -6,9 +6,9 @@ import (
 	"context"
 	"crypto/tls"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/run"
 	"log/slog"
 	"net"
-	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,16 +44,21 @@ type endpoint struct {
 	opaque     atomic.Int32  // last opaque used for requests we send
 	nextConnID atomic.Uint64 // last Conn id handed out
 
-	// ctx is cancelled by shutdown; processors and handshakes run under it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	quit   chan struct{} // closed by shutdown; stops workers and the scanner
+	// routines owns every goroutine of the endpoint (read and write loops,
+	// workers, accept loop, scanners). ctx is its context (processors and
+	// handshakes run under it) and quit its Done channel (stops workers
+	// and the scanner); shutdown stops the group.
+	routines *run.Group
+	ctx      context.Context
+	quit     <-chan struct{}
 
-	mu      sync.Mutex
-	conns   map[*Conn]struct{} // open connections; guarded by mu
-	closing bool               // no goroutine or connection may start; guarded by mu
+	mu    sync.Mutex
+	conns map[*Conn]struct{} // open connections; guarded by mu
+	// closing: no connection may be registered; guarded by mu. Set under
+	// mu before routines stops, so a startConn holding mu with closing
+	// false always gets its read loop started.
+	closing bool
 
-	wg           sync.WaitGroup
 	shutdownOnce sync.Once
 
 	// onClosed, if set, runs on the read loop after a Conn closed (the
@@ -74,14 +79,14 @@ func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoin
 	case idle < 0:
 		idle = 0
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	routines := run.NewGroup("remoting")
 	ep := &endpoint{
 		logger:     logger,
 		maxFrame:   maxFrame,
 		idle:       idle,
-		ctx:        ctx,
-		cancel:     cancel,
-		quit:       make(chan struct{}),
+		routines:   routines,
+		ctx:        routines.Context(),
+		quit:       routines.Done(),
 		conns:      make(map[*Conn]struct{}),
 		readerTick: readerTick,
 	}
@@ -91,20 +96,10 @@ func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoin
 	return ep
 }
 
-// goFunc starts fn on a goroutine counted in wg and labelled for pprof. It
-// refuses (false) once shutdown has begun.
+// goFunc starts fn on a goroutine of ep.routines. It refuses (false) once
+// shutdown has begun.
 func (ep *endpoint) goFunc(name string, fn func()) bool {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	if ep.closing {
-		return false
-	}
-	ep.wg.Add(1)
-	go func() {
-		defer ep.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("remoting", name), func(context.Context) { fn() })
-	}()
-	return true
+	return ep.routines.Go(name, func(context.Context) { fn() })
 }
 
 // startConn registers a new connection and starts its read loop (which
@@ -123,12 +118,9 @@ func (ep *endpoint) startConn(raw, rw net.Conn, serverTLS *tls.Config) (*Conn, b
 	}
 	ep.conns[c] = struct{}{}
 	ep.connsOpened.Add(1)
-	ep.wg.Add(1)
+	// closing is false under mu, so the group is not stopped: Go succeeds.
+	ep.routines.Go("read", func(context.Context) { c.readLoop(serverTLS) })
 	ep.mu.Unlock()
-	go func() {
-		defer ep.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("remoting", "read"), func(context.Context) { c.readLoop(serverTLS) })
-	}()
 	return c, true
 }
 
@@ -188,31 +180,25 @@ func (ep *endpoint) listenerList() []ConnListener {
 // idleLoop closes connections that neither read nor wrote for ep.idle.
 func (ep *endpoint) idleLoop() {
 	tick := min(ep.idle/4, time.Second)
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ep.quit:
-			return
-		case now := <-t.C:
-			limit := now.Add(-ep.idle).UnixNano()
-			for _, c := range ep.snapshot() {
-				if c.active.Swap(false) {
-					c.lastActive.Store(now.UnixNano())
-					continue
-				}
-				if c.lastActive.Load() >= limit {
-					continue
-				}
-				c.logger.Info("remoting: closing idle connection", "idle", ep.idle)
-				for _, l := range ep.listenerList() {
-					l.OnIdle(c)
-				}
-				ep.idleClosed.Add(1)
-				c.closeWith(errIdle)
+	run.Every(ep.ctx, tick, func(context.Context) {
+		now := time.Now()
+		limit := now.Add(-ep.idle).UnixNano()
+		for _, c := range ep.snapshot() {
+			if c.active.Swap(false) {
+				c.lastActive.Store(now.UnixNano())
+				continue
 			}
+			if c.lastActive.Load() >= limit {
+				continue
+			}
+			c.logger.Info("remoting: closing idle connection", "idle", ep.idle)
+			for _, l := range ep.listenerList() {
+				l.OnIdle(c)
+			}
+			ep.idleClosed.Add(1)
+			c.closeWith(errIdle)
 		}
-	}
+	})
 }
 
 func (ep *endpoint) snapshot() []*Conn {
@@ -246,13 +232,12 @@ func (ep *endpoint) shutdown() {
 			conns = append(conns, c)
 		}
 		ep.mu.Unlock()
-		ep.cancel()
-		close(ep.quit)
+		ep.routines.Stop()
 		for _, c := range conns {
 			c.closeWith(ErrClosed)
 		}
 	})
-	ep.wg.Wait()
+	ep.routines.Wait()
 }
 
 func (ep *endpoint) isClosing() bool {
