@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"runtime/pprof"
 	"sync"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // ErrClosed is returned by Start after Close.
@@ -35,8 +35,7 @@ type Server struct {
 	closed    bool
 	startTime time.Time
 
-	quit chan struct{} // closed by Close; stops the scan goroutine
-	wg   sync.WaitGroup
+	routines *run.Group // the expiry scan; Close stops and waits for it
 }
 
 // New returns an unstarted name server. logger may be nil.
@@ -59,8 +58,8 @@ func New(cfg Config, logger *slog.Logger) *Server {
 			IdleTimeout: idle,
 			Logger:      base,
 		}),
-		cfg:  cfg,
-		quit: make(chan struct{}),
+		cfg:      cfg,
+		routines: run.NewGroup("namesrv"),
 	}
 	s.registerProcessors()
 	s.remoting.AddConnListener(connListener{s})
@@ -90,13 +89,7 @@ func (s *Server) Start() error {
 	}
 	s.started = true
 	s.startTime = time.Now()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		pprof.Do(context.Background(), pprof.Labels("goroutine", "namesrv-scan"), func(context.Context) {
-			s.scanLoop(cfg.ScanNotActiveBrokerInterval)
-		})
-	}()
+	s.routines.Every("namesrv-scan", cfg.ScanNotActiveBrokerInterval, func(context.Context) { s.scanNotActive() })
 	s.logger.Info("namesrv: started", "addr", s.remoting.Addr().String(), "kvConfigPath", cfg.KVConfigPath,
 		"scanNotActiveBrokerInterval", cfg.ScanNotActiveBrokerInterval, "brokerChannelExpiredTime", cfg.BrokerChannelExpiredTime)
 	return nil
@@ -114,11 +107,11 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.quit)
+	s.routines.Stop()
 	s.lifeMu.Unlock()
 
 	err := s.remoting.Close()
-	s.wg.Wait()
+	s.routines.Wait()
 	s.logger.Info("namesrv: closed")
 	if err != nil {
 		return fmt.Errorf("namesrv: close: %w", err)
@@ -141,23 +134,15 @@ func (s *Server) config() Config {
 	return s.cfg
 }
 
-// scanLoop removes expired brokers every interval and closes their
-// connections, outside the registry lock.
-func (s *Server) scanLoop(interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-		}
-		for _, e := range s.routes.ScanNotActiveBroker() {
-			s.logger.Warn("namesrv: broker expired, removed", "clusterName", e.ClusterName, "brokerAddr", e.BrokerAddr,
-				"lastUpdate", e.LastUpdate)
-			if e.Channel != nil {
-				_ = e.Channel.Close()
-			}
+// scanNotActive removes expired brokers and closes their connections,
+// outside the registry lock; Start runs it every
+// scanNotActiveBrokerInterval.
+func (s *Server) scanNotActive() {
+	for _, e := range s.routes.ScanNotActiveBroker() {
+		s.logger.Warn("namesrv: broker expired, removed", "clusterName", e.ClusterName, "brokerAddr", e.BrokerAddr,
+			"lastUpdate", e.LastUpdate)
+		if e.Channel != nil {
+			_ = e.Channel.Close()
 		}
 	}
 }
