@@ -6,7 +6,7 @@ import (
 	"math"
 )
 
-// Batch item layout (remoting.md §6.7), as RocketMQ's
+// Batch item layout (docs/protocol.md §6.7), as RocketMQ's
 // MessageDecoder.encodeMessage writes it. Part of the wire format; never
 // change.
 //

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// batchVector is two items written from the table of remoting.md §6.7.
+// batchVector is two items written from the table of docs/protocol.md §6.7.
 const batchVector = `
 	0000001F 00000000 00000000 00000001 00000002 6869 0007 54414753 01 61 02
 	00000016 00000000 00000000 FFFFFFFF 00000000 0000

@@ -19,7 +19,7 @@ import (
 )
 
 // These tests check our encodings against the official Go client's
-// decoders and encoders (remoting.md §6): what a Go consumer sees in a pull
+// decoders and encoders (docs/protocol.md §6): what a Go consumer sees in a pull
 // body, and what a Go producer sends in a batch.
 
 func TestOfficialGoClientDecodesOurStoredRecords(t *testing.T) {

@@ -10,7 +10,7 @@
 // callers branch on with errors.Is: ErrShortBuffer (a torn tail), ErrBlank
 // (end-of-file filler), ErrBadMagic, ErrBadCRC, ErrCorrupt.
 //
-// # Stored record (storage-and-broker.md §2.3, remoting.md §6.8)
+// # Stored record (docs/storage.md §2.3, docs/protocol.md §6.8)
 //
 // Part of the on-disk format; never change. Integers are big-endian.
 //
@@ -40,19 +40,19 @@
 // adds 12. A blank record (end of a commit-log file) is TOTALSIZE = bytes
 // left in the file, MAGICCODE = 0xCBD43194, nothing else written.
 //
-// # SYSFLAG bits (remoting.md §6.4)
+// # SYSFLAG bits (docs/protocol.md §6.4)
 //
 //	0x001 COMPRESSED     0x002 MULTI_TAGS    0x00C transaction type
 //	                     (0x0 none, 0x4 prepared, 0x8 commit, 0xC rollback)
 //	0x010 BORNHOST_V6    0x020 STOREHOST_V6  0x040 NEED_UNWRAP  0x080 INNER_BATCH
 //	0x700 compression type: 0x100 LZ4, 0x200 ZSTD, 0x300 ZLIB, 0 = ZLIB
 //
-// # Batch body item (remoting.md §6.7)
+// # Batch body item (docs/protocol.md §6.7)
 //
 //	TOTALSIZE int32 | MAGICCODE int32 (0) | BODYCRC int32 (0) | FLAG int32 |
 //	BODYLEN int32 | BODY | PROPERTIESLEN int16 | PROPERTIES
 //
-// # Message ids (remoting.md §6.9), uppercase hex
+// # Message ids (docs/protocol.md §6.9), uppercase hex
 //
 //	offset id  = storeHostIP(4|16) | storePort int32 | commitLogOffset int64   (32|56 chars)
 //	UNIQ_KEY   = clientIP(4|16) | pid int16 | classLoaderHash int32 |

@@ -96,7 +96,7 @@ func (m *Message) SetDelayTimeLevel(level int) {
 }
 
 // WaitStoreMsgOK reports the WAIT property: false only when it is present
-// and not "true" (case-insensitive); absent means true (remoting.md §6.3).
+// and not "true" (case-insensitive); absent means true (docs/protocol.md §6.3).
 func (m *Message) WaitStoreMsgOK() bool {
 	v, ok := m.Properties[PropertyWaitStoreMsgOK]
 	return !ok || strings.EqualFold(v, "true")

@@ -50,7 +50,7 @@ const (
 	OffsetMsgIDLenV6 = 56 // 16-byte address + int32 port + int64 offset
 )
 
-// OffsetMsgID returns the offset message id (remoting.md §6.9): uppercase
+// OffsetMsgID returns the offset message id (docs/protocol.md §6.9): uppercase
 // hex of the store host's address (4 bytes, or 16 for IPv6; IPv4-mapped
 // addresses count as IPv4), its port as int32 and the commit-log offset as
 // int64.
@@ -97,7 +97,7 @@ const (
 )
 
 // UniqIDGenerator makes UNIQ_KEY ids the way RocketMQ's Java client does
-// (MessageClientIDSetter, remoting.md §6.9): uppercase hex of
+// (MessageClientIDSetter, docs/protocol.md §6.9): uppercase hex of
 //
 //	client ip (4 or 16 bytes) | pid int16 | class-loader hash int32 |
 //	ms since the start of the current month (local time) int32 | counter int16

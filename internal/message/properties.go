@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Properties string separators (remoting.md §6.2). Part of the wire and
+// Properties string separators (docs/protocol.md §6.2). Part of the wire and
 // on-disk format; never change.
 const (
 	NameValueSeparator = '\x01'
@@ -15,7 +15,7 @@ const (
 // KeySeparator separates business keys inside the KEYS property.
 const KeySeparator = " "
 
-// Well-known property keys (remoting.md §6.3, storage-and-broker.md §13.5).
+// Well-known property keys (docs/protocol.md §6.3, docs/broker.md §5.5).
 // The values are RocketMQ's spellings; part of the wire format.
 const (
 	PropertyKeys                           = "KEYS"

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestDecodePropertiesJavaRules follows remoting.md §6.2: split on 0x02, the
+// TestDecodePropertiesJavaRules follows docs/protocol.md §6.2: split on 0x02, the
 // name ends at the first 0x01, empty names and values are dropped, a value
 // may contain 0x01.
 func TestDecodePropertiesJavaRules(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"slices"
 )
 
-// Magic codes (storage-and-broker.md §2.3). Part of the on-disk format;
+// Magic codes (docs/storage.md §2.3). Part of the on-disk format;
 // never change.
 const (
 	MagicV1    uint32 = 0xDAA320A7 // topic length is 1 byte
@@ -75,7 +75,7 @@ type Ext struct {
 }
 
 // OffsetMsgID returns the offset message id of the record (STOREHOST and
-// commit-log offset, remoting.md §6.9).
+// commit-log offset, docs/protocol.md §6.9).
 func (m *Ext) OffsetMsgID() string { return OffsetMsgID(m.StoreHost, m.CommitLogOffset) }
 
 // MsgID returns the id users see: UNIQ_KEY when present, else the offset id.
@@ -159,7 +159,7 @@ func StoredSize(m *Ext) int {
 	return StoredSizeOf(HostSysFlag(m.SysFlag, m.BornHost, m.StoreHost), len(m.Body), len(m.Topic), PropertiesLen(m.Properties))
 }
 
-// CheckLimits applies the store's size rules (storage-and-broker.md §2.5) to
+// CheckLimits applies the store's size rules (docs/storage.md §2.5) to
 // a record with these field lengths: ErrPropertiesTooLarge when the
 // properties exceed MaxPropertiesSize, ErrBodyTooLarge when the body exceeds
 // maxMessageSize or the whole record exceeds maxMessageSize + 64 KiB,
@@ -181,7 +181,7 @@ func CheckLimits(bodyLen, topicLen, propertiesLen, storedSize, maxMessageSize in
 	return nil
 }
 
-// AppendStored appends m as one commit-log record (storage-and-broker.md
+// AppendStored appends m as one commit-log record (docs/storage.md
 // §2.3) to dst and returns the extended slice. TOTALSIZE is computed; the
 // magic is MagicV1 unless the topic is longer than 127 bytes; the IPv6 bits
 // of SYSFLAG follow the host addresses (IPv4-mapped addresses are written as

@@ -41,7 +41,7 @@ func sampleExt() *Ext {
 }
 
 // sampleRecord is sampleExt written field by field from the layout table of
-// storage-and-broker.md §2.3 (V1, IPv4 hosts): 91 + 5 + 9 + 10 = 115 bytes.
+// docs/storage.md §2.3 (V1, IPv4 hosts): 91 + 5 + 9 + 10 = 115 bytes.
 const sampleRecord = `
 	00000073                  TOTALSIZE 115
 	DAA320A7                  MAGICCODE V1

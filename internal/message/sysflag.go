@@ -1,6 +1,6 @@
 package message
 
-// Message sysFlag bits (remoting.md §6.4, storage-and-broker.md §13.4). Part
+// Message sysFlag bits (docs/protocol.md §6.4, docs/broker.md §5.4). Part
 // of the wire and on-disk format; never change.
 const (
 	SysFlagCompressed = 0x1

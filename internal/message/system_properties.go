@@ -3,7 +3,7 @@ package message
 import "strings"
 
 // IsSystemProperty reports whether name is reserved for RocketMQ itself
-// (the well-known keys of remoting.md §6.3, as Java's MessageConst
+// (the well-known keys of docs/protocol.md §6.3, as Java's MessageConst
 // STRING_HASH_SET, plus transient names). Java producers refuse such names
 // as user properties; SDKs should too.
 func IsSystemProperty(name string) bool {

@@ -7,7 +7,7 @@ import (
 
 // TagsHashCode returns the consume-queue tag code of a TAGS value: Java's
 // String.hashCode over the UTF-16 code units of the whole string (also for
-// "a||b" multi-tag values), sign-extended to int64 (remoting.md §7.5).
+// "a||b" multi-tag values), sign-extended to int64 (docs/protocol.md §7.5).
 // Untagged messages use 0 (the hash of ""). Invalid UTF-8 bytes count as
 // U+FFFD, as Java's decoder substitutes them.
 func TagsHashCode(tags string) int64 { return tagsHash(tags) }

@@ -6,7 +6,7 @@ import (
 )
 
 // TestTagsHashCodeIsJavaStringHashCode checks values of Java's
-// String.hashCode (UTF-16 code units, int32 overflow) from remoting.md §7.5.
+// String.hashCode (UTF-16 code units, int32 overflow) from docs/protocol.md §7.5.
 func TestTagsHashCodeIsJavaStringHashCode(t *testing.T) {
 	tests := []struct {
 		tags string

@@ -1,6 +1,6 @@
 package protocol
 
-// JSON bodies served by the broker (remoting.md §5.3.7, §5.3.11). Property
+// JSON bodies served by the broker (docs/protocol.md §5.3.7, §5.3.11). Property
 // names follow the Java getters; see §5.1 for the fastjson quirks.
 
 // SubscriptionGroupConfig is one consumer group's broker-side settings
@@ -52,7 +52,7 @@ type CustomizedRetryPolicy struct {
 }
 
 // NewSubscriptionGroupConfig returns a group with RocketMQ's defaults
-// (storage-and-broker.md §8.6).
+// (docs/broker.md §1.6).
 func NewSubscriptionGroupConfig(group string) SubscriptionGroupConfig {
 	return SubscriptionGroupConfig{
 		GroupName:                      group,
@@ -123,7 +123,7 @@ type QueueValue[V any] struct {
 	Value V
 }
 
-// appendQueueMap writes entries as fastjson's object-keyed map (§5.1 #8).
+// appendQueueMap writes entries as fastjson's object-keyed map (docs/protocol.md §5.1 #8).
 func appendQueueMap[V any](dst []byte, entries []QueueValue[V]) ([]byte, error) {
 	fe := make([]FastJSONEntry, len(entries))
 	for i, e := range entries {
@@ -165,7 +165,7 @@ func EncodeConsumeStats(entries []QueueValue[OffsetWrapper], consumeTps float64)
 
 // EncodeResetOffsetBody renders ResetOffsetBody {"offsetTable":{{mq}:offset}}
 // compactly, the layout the Go client's string-splitting parser and Java
-// read (§5.2).
+// read (docs/protocol.md §5.2).
 func EncodeResetOffsetBody(entries []QueueValue[int64]) ([]byte, error) {
 	b, err := appendQueueMap([]byte(`{"offsetTable":`), entries)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 // DefaultMaxFrameSize is the Java default frame limit (16 MiB) including the
 // 4-byte length word, so the largest accepted L is DefaultMaxFrameSize-4
-// (remoting.md §1.7).
+// (docs/protocol.md §1.7).
 const DefaultMaxFrameSize = 16 << 20
 
 // maxHeaderLength is the largest header the 24-bit header-length field holds.

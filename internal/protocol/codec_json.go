@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// The JSON header (remoting.md §1.4) is written by hand: no reflection on the
+// The JSON header (docs/protocol.md §1.4) is written by hand: no reflection on the
 // hot path. Output is compact, properties in fastjson's alphabetical order,
 // ext fields sorted by key (then Command.ExtList in its order):
 //

@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// The ROCKETMQ binary header (remoting.md §1.5), all big-endian:
+// The ROCKETMQ binary header (docs/protocol.md §1.5), all big-endian:
 //
 //	off  size  field
 //	  0     2  code      int16

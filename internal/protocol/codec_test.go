@@ -38,7 +38,7 @@ func equalCommand(a, b *Command) bool {
 	return maps.Equal(a.ExtFields, b.ExtFields)
 }
 
-// TestRocketMQHeaderWorkedExample checks the exact bytes of remoting.md §1.5's
+// TestRocketMQHeaderWorkedExample checks the exact bytes of docs/protocol.md §1.5's
 // worked example, in both directions.
 func TestRocketMQHeaderWorkedExample(t *testing.T) {
 	want := unhex(t, `00 00 00 2d  01 00 00 29
@@ -64,7 +64,7 @@ func TestRocketMQHeaderWorkedExample(t *testing.T) {
 	}
 }
 
-// TestJSONHeaderWorkedExample decodes remoting.md §1.2's frame (Go client
+// TestJSONHeaderWorkedExample decodes docs/protocol.md §1.2's frame (Go client
 // asking for the route of TopicTest, §1.4's sample request header).
 func TestJSONHeaderWorkedExample(t *testing.T) {
 	header := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"TopicTest"}}`
@@ -97,7 +97,7 @@ func TestJSONHeaderWorkedExample(t *testing.T) {
 	}
 }
 
-// TestJSONHeaderJavaPullResponse decodes the Java broker header of §1.4.
+// TestJSONHeaderJavaPullResponse decodes the Java broker header of docs/protocol.md §1.4.
 func TestJSONHeaderJavaPullResponse(t *testing.T) {
 	h := `{"code":0,"extFields":{"groupSysFlag":"0","maxOffset":"100","minOffset":"0","nextBeginOffset":"32",` +
 		`"suggestWhichBrokerId":"0","topicSysFlag":"0"},"flag":1,"language":"JAVA","opaque":42,` +
@@ -117,7 +117,7 @@ func TestJSONHeaderJavaPullResponse(t *testing.T) {
 	}
 }
 
-// TestJSONHeaderLenient covers the parsing rules of remoting.md §1.4.
+// TestJSONHeaderLenient covers the parsing rules of docs/protocol.md §1.4.
 func TestJSONHeaderLenient(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -374,7 +374,7 @@ func TestFrameReaderLimits(t *testing.T) {
 			}
 		})
 	}
-	// The largest accepted L is limit-4 (remoting.md §1.7): L = 16777212 passes
+	// The largest accepted L is limit-4 (docs/protocol.md §1.7): L = 16777212 passes
 	// the check (and then fails only because the bytes are missing).
 	_, err := NewFrameReader(bytes.NewReader([]byte{0x00, 0xff, 0xff, 0xfc}), 0, 0).Next()
 	if err != io.ErrUnexpectedEOF {

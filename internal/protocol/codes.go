@@ -2,12 +2,12 @@ package protocol
 
 import "strconv"
 
-// RequestCode is the code of a request frame (remoting.md §3.1). The names
+// RequestCode is the code of a request frame (docs/protocol.md §3.1). The names
 // are RocketMQ's RequestCode constants in Go casing. Part of the wire
 // protocol; never change a value.
 type RequestCode int32
 
-// Request codes (remoting.md §3.1).
+// Request codes (docs/protocol.md §3.1).
 const (
 	SendMessage                          RequestCode = 10
 	PullMessage                          RequestCode = 11
@@ -278,11 +278,11 @@ func (c RequestCode) String() string {
 	return "RequestCode(" + strconv.Itoa(int(c)) + ")"
 }
 
-// ResponseCode is the code of a response frame (remoting.md §4). Part of the
+// ResponseCode is the code of a response frame (docs/protocol.md §4). Part of the
 // wire protocol; never change a value.
 type ResponseCode int32
 
-// Response codes (remoting.md §4).
+// Response codes (docs/protocol.md §4).
 const (
 	Success                    ResponseCode = 0
 	SystemError                ResponseCode = 1
@@ -355,7 +355,7 @@ const (
 )
 
 // responseInfo is one row of the response-code table: RocketMQ's name and
-// whether the Java producer retries a send that got it (remoting.md §4).
+// whether the Java producer retries a send that got it (docs/protocol.md §4).
 type responseInfo struct {
 	name      string
 	retriable bool
@@ -442,11 +442,11 @@ func (c ResponseCode) String() string {
 }
 
 // Retriable reports whether the Java producer retries a send answered with
-// this code on another queue or broker (remoting.md §4, §9.2 item 18).
+// this code on another queue or broker (docs/protocol.md §4, §9.2 item 18).
 func (c ResponseCode) Retriable() bool { return responseTable[c].retriable }
 
 // LanguageCode identifies the implementation language of a peer
-// (remoting.md §2.2). JSON headers carry the name, ROCKETMQ headers the byte.
+// (docs/protocol.md §2.2). JSON headers carry the name, ROCKETMQ headers the byte.
 type LanguageCode byte
 
 // Language codes. Part of the wire protocol; never change a value.
@@ -497,7 +497,7 @@ func ParseLanguage(name string) (LanguageCode, bool) {
 }
 
 // SerializeType is the header encoding of a frame: the high byte of the
-// header-length word (remoting.md §1.3). Part of the wire protocol.
+// header-length word (docs/protocol.md §1.3). Part of the wire protocol.
 type SerializeType byte
 
 // Serialize types.

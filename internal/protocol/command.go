@@ -6,16 +6,16 @@ import (
 )
 
 // CurrentVersion is the MQVersion ordinal Apogee puts in every command it
-// sends (V5_3_3, what Java 5.3.x sends; remoting.md §2.3).
+// sends (V5_3_3, what Java 5.3.x sends; docs/protocol.md §2.3).
 const CurrentVersion int32 = 479
 
-// Flag bits (remoting.md §2.5). Part of the wire protocol.
+// Flag bits (docs/protocol.md §2.5). Part of the wire protocol.
 const (
 	FlagResponse int32 = 1 // bit 0: 1 = response, 0 = request
 	FlagOneway   int32 = 2 // bit 1: oneway request, the receiver must not answer
 )
 
-// Command is one RemotingCommand: a request or a response (remoting.md §2.1).
+// Command is one RemotingCommand: a request or a response (docs/protocol.md §2.1).
 //
 // A Command handed to an encoder or to remoting for sending must not be
 // modified until the call returns (remoting copies what it needs before
@@ -64,7 +64,7 @@ func NewRequestList(code RequestCode, ext []string, body []byte) *Command {
 }
 
 // NewResponse returns a response to req: same Opaque and SerializeType,
-// FlagResponse set (remoting.md §1.6, §2.5).
+// FlagResponse set (docs/protocol.md §1.6, §2.5).
 func NewResponse(req *Command, code ResponseCode, remark string) *Command {
 	return &Command{
 		Code:          int32(code),

@@ -6,7 +6,7 @@
 // It never does I/O beyond reading frames from an io.Reader (FrameReader);
 // sockets, pools and timeouts belong to internal/remoting.
 //
-// # Frame layout (remoting.md §1.2–1.3)
+// # Frame layout (docs/protocol.md §1.2–1.3)
 //
 // Every request and response is one frame. All integers are big-endian.
 // Part of the wire protocol; never change.
@@ -21,7 +21,7 @@
 // type is the SerializeType (0 JSON, 1 ROCKETMQ). The largest accepted L is
 // DefaultMaxFrameSize-4 = 16777212 (Java's limit counts the length word).
 //
-// # ROCKETMQ header (remoting.md §1.5)
+// # ROCKETMQ header (docs/protocol.md §1.5)
 //
 //	+------+------+---------+--------+------+----------+--------+----------+-----------+
 //	| code | lang | version | opaque | flag | remarkLen| remark | extLen E | ext block |
@@ -29,7 +29,7 @@
 //	+------+------+---------+--------+------+----------+--------+----------+-----------+
 //	ext entry: keyLen i16 | key | valueLen i32 | value
 //
-// # JSON header (remoting.md §1.4)
+// # JSON header (docs/protocol.md §1.4)
 //
 //	{"code":105,"extFields":{"topic":"T"},"flag":0,"language":"GO","opaque":1,
 //	 "remark":"...","serializeTypeCurrentRPC":"JSON","version":479}

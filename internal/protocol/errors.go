@@ -28,7 +28,7 @@ var (
 	// ErrFrameTooLarge: a frame's length word exceeds the configured limit.
 	ErrFrameTooLarge = errors.New("protocol: frame too large")
 	// ErrBadFrame: a frame or header that cannot be decoded. The connection
-	// it came from must be closed (remoting.md §1.1 "Codec errors").
+	// it came from must be closed (docs/protocol.md §1.1 "Codec errors").
 	ErrBadFrame = errors.New("protocol: bad frame")
 	// ErrUnencodable: a Command that cannot be represented on the wire in its
 	// serialize type (e.g. a code above 32767 in a ROCKETMQ header).

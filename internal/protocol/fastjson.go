@@ -1,6 +1,6 @@
 package protocol
 
-// fastjson compatibility (remoting.md §5.1, §5.2).
+// fastjson compatibility (docs/protocol.md §5.1, §5.2).
 //
 // Java RocketMQ writes bodies with fastjson, which is not standard JSON in
 // two ways that matter to us:
@@ -19,7 +19,7 @@ package protocol
 // decode into map[string]X whose keys the caller unmarshals again.
 //
 // Writing: MarshalJSON emits compact standard JSON without HTML escaping
-// (what §5.2 recommends for every body, including quoted numeric keys).
+// (what docs/protocol.md §5.2 recommends for every body, including quoted numeric keys).
 // AppendObjectKeyMap writes fastjson's object-key form, which
 // encoding/json cannot produce and which Java tools need for every
 // Map<MessageQueue,X>; callers assemble the surrounding object by hand

@@ -28,7 +28,7 @@ func seedFrames(t testing.TB) [][]byte {
 	}
 	java := `{"code":0,"extFields":{"groupSysFlag":"0","maxOffset":"100"},"flag":1,"language":"JAVA","opaque":42,"remark":"FOUND","serializeTypeCurrentRPC":"JSON","version":479}`
 	out = append(out, append(binary.BigEndian.AppendUint32(nil, uint32(len(java))), java...))
-	// Exactly what rocketmq-client-go v2 sends (remoting.md §1.4).
+	// Exactly what rocketmq-client-go v2 sends (docs/protocol.md §1.4).
 	goClient := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"TopicTest"}}`
 	out = append(out, append(binary.BigEndian.AppendUint32(nil, uint32(len(goClient))), goClient...))
 	return out

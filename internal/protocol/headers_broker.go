@@ -7,14 +7,14 @@ import (
 	"strings"
 )
 
-// Custom headers of the requests the broker serves (remoting.md §3.3, §3.4,
+// Custom headers of the requests the broker serves (docs/protocol.md §3.3, §3.4,
 // §3.7, §7). Each struct field carries its ext-field name in an `ext` tag;
 // `,req` marks fields the Java header class declares not-null (we reject
 // their absence with a named error) and `v2:"x"` the one-letter alias of
 // SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE. DecodeHeader and EncodeHeader
 // convert between the structs and Command.ExtFields.
 
-// Pull request sysFlag bits (remoting.md §7.2).
+// Pull request sysFlag bits (docs/protocol.md §7.2).
 const (
 	PullFlagCommitOffset = 0x1
 	PullFlagSuspend      = 0x2
@@ -54,7 +54,7 @@ type SendMessageResponseHeader struct {
 }
 
 // PullMessageRequestHeader is PULL_MESSAGE's (11) and LITE_PULL_MESSAGE's
-// (361) header (remoting.md §7.1).
+// (361) header (docs/protocol.md §7.1).
 type PullMessageRequestHeader struct {
 	ConsumerGroup        string `ext:"consumerGroup,req"`
 	Topic                string `ext:"topic,req"`
@@ -356,7 +356,7 @@ func setHeaderField(f reflect.Value, s string) error {
 }
 
 // ConsumerSendMsgBackRequestHeader is CONSUMER_SEND_MSG_BACK's (36) header
-// (remoting.md §3.4, §7.8).
+// (docs/protocol.md §3.4, §7.8).
 type ConsumerSendMsgBackRequestHeader struct {
 	Offset            int64  `ext:"offset,req"` // commit-log offset of the consumed message
 	Group             string `ext:"group,req"`
@@ -388,7 +388,7 @@ type QueryMessageResponseHeader struct {
 	IndexLastUpdatePhyoffset int64 `ext:"indexLastUpdatePhyoffset"`
 }
 
-// EndTransactionRequestHeader is END_TRANSACTION's (37) header (§3.3.2).
+// EndTransactionRequestHeader is END_TRANSACTION's (37) header (docs/protocol.md §3.3.2).
 type EndTransactionRequestHeader struct {
 	ProducerGroup        string `ext:"producerGroup,req"`
 	TranStateTableOffset int64  `ext:"tranStateTableOffset,req"`
@@ -402,7 +402,7 @@ type EndTransactionRequestHeader struct {
 }
 
 // CheckTransactionStateRequestHeader is CHECK_TRANSACTION_STATE's (39)
-// header, broker to producer (§3.6).
+// header, broker to producer (docs/protocol.md §3.6).
 type CheckTransactionStateRequestHeader struct {
 	Topic                string `ext:"topic,omitempty"`
 	TranStateTableOffset int64  `ext:"tranStateTableOffset"`

@@ -88,7 +88,7 @@ func TestEncodePullResponseHeaderAlwaysHasOffsets(t *testing.T) {
 }
 
 // TestHeartbeatFromGoClient decodes the Go client's heartbeat of
-// remoting.md §5.3.4, whose codeSet holds strings.
+// docs/protocol.md §5.3.4, whose codeSet holds strings.
 func TestHeartbeatFromGoClient(t *testing.T) {
 	body := `{"clientID":"10.0.0.5@4711#1718000000000000000","producerDataSet":[],"consumerDataSet":[{"groupName":"cg",` +
 		`"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",` +

@@ -1,6 +1,6 @@
 package protocol
 
-// Custom headers of the name server's requests and responses (remoting.md
+// Custom headers of the name server's requests and responses (docs/protocol.md
 // §3.2, §3.5, §3.8). They use the `ext` tags of DecodeHeader/EncodeHeader
 // (headers_broker.go): `,req` marks fields the Java header class declares
 // not-null; pointer fields are optional and nil when absent.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// HeartbeatData is the HEART_BEAT (34) request body (remoting.md §5.3.4).
+// HeartbeatData is the HEART_BEAT (34) request body (docs/protocol.md §5.3.4).
 type HeartbeatData struct {
 	ClientID        string         `json:"clientID"`
 	ProducerDataSet []ProducerData `json:"producerDataSet"`
@@ -63,7 +63,7 @@ type SubscriptionData struct {
 	TagsSet         []string `json:"tagsSet"`
 	CodeSet         CodeSet  `json:"codeSet"`
 	SubVersion      int64    `json:"subVersion"`
-	// ExpressionType is TAG or SQL92; "" means TAG (remoting.md §9.4 #25).
+	// ExpressionType is TAG or SQL92; "" means TAG (docs/protocol.md §9.4 #25).
 	ExpressionType string `json:"expressionType"`
 }
 

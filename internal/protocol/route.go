@@ -1,11 +1,11 @@
 package protocol
 
 // Route and registration bodies exchanged with the name server
-// (remoting.md §3.2, §3.5, §3.8, §5.3.1–§5.3.3, §5.3.6, §5.3.7).
+// (docs/protocol.md §3.2, §3.5, §3.8, §5.3.1–§5.3.3, §5.3.6, §5.3.7).
 //
 // Every type encodes to compact standard JSON with Java's property names
 // (Encode) and decodes from standard JSON or fastjson's dialect
-// (Decode...). Two rules from §5.2 shape the encoders:
+// (Decode...). Two rules from docs/protocol.md §5.2 shape the encoders:
 //
 //   - BrokerData always carries "brokerAddrs" (as {} when empty): the Go
 //     client slices the raw text of that property and panics without it;
@@ -27,7 +27,7 @@ import (
 	"strings"
 )
 
-// Permission bits of QueueData.Perm and TopicConfig.Perm (§5.3.2).
+// Permission bits of QueueData.Perm and TopicConfig.Perm (docs/protocol.md §5.3.2).
 const (
 	PermPriority int32 = 8
 	PermRead     int32 = 4
@@ -41,7 +41,7 @@ func PermReadable(perm int32) bool { return perm&PermRead != 0 }
 // PermWritable reports whether perm allows producing.
 func PermWritable(perm int32) bool { return perm&PermWrite != 0 }
 
-// Topic system flags (§5.3.2).
+// Topic system flags (docs/protocol.md §5.3.2).
 const (
 	TopicSysFlagUnit    int32 = 1
 	TopicSysFlagUnitSub int32 = 2
@@ -50,7 +50,7 @@ const (
 // MasterID is the broker id of a master; slaves have ids > 0.
 const MasterID int64 = 0
 
-// Version ordinals that change how the name server reads a request (§2.3).
+// Version ordinals that change how the name server reads a request (docs/protocol.md §2.3).
 const (
 	VersionV3_0_11 int32 = 37  // REGISTER_BROKER carries RegisterBrokerBody from here on
 	VersionV4_9_4  int32 = 401 // route data in "standard JSON" from here on
@@ -105,7 +105,7 @@ func (b *BrokerData) Clone() *BrokerData {
 func (b *BrokerData) MasterAddr() string { return b.BrokerAddrs[MasterID] }
 
 // TopicRouteData is the GET_ROUTEINFO_BY_TOPIC (105) response body and the
-// REGISTER_TOPIC_IN_NAMESRV (217) request body (§5.3.1).
+// REGISTER_TOPIC_IN_NAMESRV (217) request body (docs/protocol.md §5.3.1).
 type TopicRouteData struct {
 	OrderTopicConf            string                     `json:"orderTopicConf,omitempty"` // "brokerName:writeQueueNums;..."
 	QueueDatas                []QueueData                `json:"queueDatas"`
@@ -138,7 +138,7 @@ func DecodeTopicRouteData(body []byte) (*TopicRouteData, error) {
 	return &r, nil
 }
 
-// ClusterInfo is the GET_BROKER_CLUSTER_INFO (106) response body (§5.3.3).
+// ClusterInfo is the GET_BROKER_CLUSTER_INFO (106) response body (docs/protocol.md §5.3.3).
 type ClusterInfo struct {
 	BrokerAddrTable  map[string]*BrokerData `json:"brokerAddrTable"`  // brokerName -> broker
 	ClusterAddrTable map[string][]string    `json:"clusterAddrTable"` // clusterName -> broker names
@@ -166,7 +166,7 @@ func DecodeClusterInfo(body []byte) (*ClusterInfo, error) {
 }
 
 // DataVersion identifies a version of a broker's topic configuration
-// (§5.3.6). Two versions are equal when all three fields are.
+// (docs/protocol.md §5.3.6). Two versions are equal when all three fields are.
 type DataVersion struct {
 	StateVersion int64 `json:"stateVersion"`
 	Timestamp    int64 `json:"timestamp"` // ms since the epoch
@@ -247,7 +247,7 @@ func (f *flexInt64) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// TopicFilterType is SINGLE_TAG or MULTI_TAG (§5.3.2).
+// TopicFilterType is SINGLE_TAG or MULTI_TAG (docs/protocol.md §5.3.2).
 type TopicFilterType string
 
 // Topic filter types.
@@ -282,7 +282,7 @@ const (
 	DefaultTopicPerm            = PermRead | PermWrite
 )
 
-// TopicConfig is a broker's configuration of one topic (§5.3.6).
+// TopicConfig is a broker's configuration of one topic (docs/protocol.md §5.3.6).
 type TopicConfig struct {
 	TopicName       string            `json:"topicName"`
 	ReadQueueNums   int32             `json:"readQueueNums"`
@@ -356,7 +356,7 @@ func DecodeTopicConfigSerializeWrapper(body []byte) (*TopicConfigSerializeWrappe
 	return &w, nil
 }
 
-// RegisterBrokerBody is the REGISTER_BROKER (103) request body (§5.3.6).
+// RegisterBrokerBody is the REGISTER_BROKER (103) request body (docs/protocol.md §5.3.6).
 type RegisterBrokerBody struct {
 	TopicConfigSerializeWrapper TopicConfigSerializeWrapper `json:"topicConfigSerializeWrapper"`
 	FilterServerList            []string                    `json:"filterServerList"`
@@ -379,7 +379,7 @@ const maxRegisterBodyInflated = 32 << 20
 // compressed layout.
 var ErrRegisterBody = errors.New("protocol: bad compressed register broker body")
 
-// EncodeCompressed returns the zlib form of §5.3.6 as a broker of version
+// EncodeCompressed returns the zlib form of docs/protocol.md §5.3.6 as a broker of version
 // brokerVersion writes it (mappings only from VersionV5_0_0 on). Topic
 // order, sys flag and mapping detail are not part of that form.
 func (b *RegisterBrokerBody) EncodeCompressed(brokerVersion int32) ([]byte, error) {
@@ -473,7 +473,7 @@ func decodeTopicConfigLine(s string) (TopicConfig, error) {
 
 // DecodeRegisterBrokerBody parses a REGISTER_BROKER body. compressed is the
 // request's header; a body starting with a zlib header (0x78) is inflated
-// even without it (§9.5 item 36: Java brokers compress but send false).
+// even without it (docs/protocol.md §9.5 item 36: Java brokers compress but send false).
 // Brokers older than VersionV3_0_11 send a bare TopicConfigSerializeWrapper.
 func DecodeRegisterBrokerBody(body []byte, compressed bool, brokerVersion int32) (*RegisterBrokerBody, error) {
 	if len(body) == 0 {

@@ -63,7 +63,7 @@ func TestNormalizeFastJSONErrors(t *testing.T) {
 }
 
 // javaRoute is what a Java name server answers a requester older than
-// V4_9_4 (remoting.md §3.2): fastjson, bare numeric broker ids.
+// V4_9_4 (docs/protocol.md §3.2): fastjson, bare numeric broker ids.
 const javaRoute = `{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"broker-a",` +
 	`"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},` +
 	`"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}`

@@ -284,7 +284,7 @@ func selfSigned(t *testing.T) *tls.Config {
 }
 
 // TestTLSPermissive: with TLS configured the server takes both TLS and
-// plain clients (remoting.md §1.1).
+// plain clients (docs/protocol.md §1.1).
 func TestTLSPermissive(t *testing.T) {
 	s := startServer(t, ServerConfig{TLS: selfSigned(t)}, nil)
 	addr := s.Addr().String()

@@ -425,7 +425,7 @@ func frameBuffered(br *bufio.Reader) bool {
 
 // setup returns the reader frames come from. With serverTLS set it peeks at
 // the first byte: 0x16 (a TLS handshake record) means TLS, anything else
-// plain (Java's permissive mode, remoting.md §1.1).
+// plain (Java's permissive mode, docs/protocol.md §1.1).
 func (c *Conn) setup(serverTLS *tls.Config) (io.Reader, error) {
 	if serverTLS == nil {
 		return c.rw, nil

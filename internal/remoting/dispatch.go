@@ -203,7 +203,7 @@ func (d *dispatcher) work(p *pool) {
 	}
 }
 
-// Shutdown answers (remoting.md §2.7).
+// Shutdown answers (docs/protocol.md §2.7).
 const (
 	rejectRemark = "[REJECTREQUEST]system busy, start flow control for a while"
 	goAwayRemark = "please go away"

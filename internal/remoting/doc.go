@@ -10,7 +10,7 @@
 // name server, broker and client packages. Commands and their encoding are
 // internal/protocol's.
 //
-// # Frame layout on the wire (remoting.md §1.2–1.3)
+// # Frame layout on the wire (docs/protocol.md §1.2–1.3)
 //
 //	0               4       5               8                     8+H                  4+L
 //	+---------------+-------+---------------+----------------------+--------------------+
@@ -24,7 +24,7 @@
 // ConnListener.OnException); nothing else is affected, and nothing is
 // allocated for a length above the limit.
 //
-// # Behaviour worth knowing (remoting.md §2, §9.1)
+// # Behaviour worth knowing (docs/protocol.md §2, §9.1)
 //
 //   - A response carries the request's opaque and serialize type, with flag
 //     bit 0 set. Oneway requests (flag bit 1) are never answered.

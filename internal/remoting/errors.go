@@ -23,11 +23,11 @@ var (
 	ErrTooManyRequests = errors.New("remoting: too many requests in flight")
 )
 
-// overloadRemark is Java's remark for a full processor queue (remoting.md §2.7).
+// overloadRemark is Java's remark for a full processor queue (docs/protocol.md §2.7).
 const overloadRemark = "[OVERLOAD]system busy, start flow control for a while"
 
 // notSupportedRemark is Java's remark for an unknown request code, with its
-// leading space (remoting.md §9.1 item 9).
+// leading space (docs/protocol.md §9.1 item 9).
 func notSupportedRemark(code int32) string {
 	return fmt.Sprintf(" request type %d not supported", code)
 }

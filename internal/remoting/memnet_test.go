@@ -79,7 +79,7 @@ func (l *memListener) Addr() net.Addr { return l.addr }
 
 // TestInMemoryNetworkIdleDefault runs server and client over net.Pipe under
 // testing/synctest: calls work, and the default 120 s idle timeout
-// (remoting.md §1.1) closes a quiet connection in virtual time.
+// (docs/protocol.md §1.1) closes a quiet connection in virtual time.
 func TestInMemoryNetworkIdleDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mem memNet

@@ -162,7 +162,7 @@ func (s *Server) acceptLoop() {
 // Shutdown stops gracefully: it stops accepting connections, answers new
 // requests SYSTEM_BUSY "[REJECTREQUEST]system busy, start flow control for
 // a while" (GO_AWAY "please go away" to requesters newer than V5_3_1, as
-// Java does, remoting.md §2.7), waits until the requests already queued or
+// Java does, docs/protocol.md §2.7), waits until the requests already queued or
 // running have been processed or ctx ends, then closes like Close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ep.draining.Store(true)

@@ -34,7 +34,7 @@ func TestInvokeSyncEchoBothEncodings(t *testing.T) {
 				resp.Opaque != req.Opaque || !resp.IsResponse() {
 				t.Fatalf("bad response %+v", resp)
 			}
-			// A response uses the request's serialization (remoting.md §1.6).
+			// A response uses the request's serialization (docs/protocol.md §1.6).
 			if resp.SerializeType != st {
 				t.Fatalf("response serialized as %v, request as %v", resp.SerializeType, st)
 			}
@@ -42,7 +42,7 @@ func TestInvokeSyncEchoBothEncodings(t *testing.T) {
 	}
 }
 
-// TestUnknownCode: remoting.md §2.7 / §9.1 item 9.
+// TestUnknownCode: docs/protocol.md §2.7 / §9.1 item 9.
 func TestUnknownCode(t *testing.T) {
 	s := startServer(t, ServerConfig{}, nil)
 	c := startClient(t, ClientConfig{})
@@ -159,7 +159,7 @@ func TestDeferredResponse(t *testing.T) {
 }
 
 // TestFullPoolSystemBusy: a full queue answers SYSTEM_BUSY at once
-// (remoting.md §2.7).
+// (docs/protocol.md §2.7).
 func TestFullPoolSystemBusy(t *testing.T) {
 	const codeSlow = protocol.RequestCode(9300)
 	release := make(chan struct{})
@@ -242,7 +242,7 @@ func writeFrame(t *testing.T, w io.Writer, c *protocol.Command) {
 	}
 }
 
-// TestOneway: flag bit 1 means no response (remoting.md §2.5), even when
+// TestOneway: flag bit 1 means no response (docs/protocol.md §2.5), even when
 // the processor returns one.
 func TestOneway(t *testing.T) {
 	got := make(chan *protocol.Command, 1)
@@ -285,7 +285,7 @@ func TestOneway(t *testing.T) {
 	}
 }
 
-// TestBadInputClosesOnlyThatConnection: remoting.md §1.1 "Codec errors".
+// TestBadInputClosesOnlyThatConnection: docs/protocol.md §1.1 "Codec errors".
 func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	rec := &recorder{}
 	s := startServer(t, ServerConfig{MaxFrameSize: 1 << 20}, func(s *Server) { s.AddConnListener(rec) })
@@ -384,7 +384,7 @@ func TestIdleClose(t *testing.T) {
 }
 
 // TestServerToClientInvoke: the broker calls back into clients on their own
-// connection (remoting.md §2.8), sync and oneway.
+// connection (docs/protocol.md §2.8), sync and oneway.
 func TestServerToClientInvoke(t *testing.T) {
 	conns := make(chan *Conn, 1)
 	s := startServer(t, ServerConfig{}, func(s *Server) {

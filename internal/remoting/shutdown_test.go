@@ -11,7 +11,7 @@ import (
 
 // TestShutdownDrains: queued and running requests finish; new ones are
 // refused with SYSTEM_BUSY, or GO_AWAY for requesters newer than V5_3_1
-// (remoting.md §2.7).
+// (docs/protocol.md §2.7).
 func TestShutdownDrains(t *testing.T) {
 	s, entered, release := blockingServer(t, ServerConfig{})
 	c := startClient(t, ClientConfig{})
