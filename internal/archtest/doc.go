@@ -1,3 +1,3 @@
 // Package archtest holds tests that keep the package layout honest: who may
-// import what (style.md, "Who may import what"). It has no non-test code.
+// import what (CONTRIBUTING.md, "How we write Go"). It has no non-test code.
 package archtest

@@ -17,7 +17,7 @@ type rule struct {
 	denied []string
 }
 
-// rules mirrors the import table in style.md. Denied entries are package
+// rules mirrors the import table in CONTRIBUTING.md. Denied entries are package
 // path prefixes; third-party prefixes guard against the store learning about
 // sockets or metrics.
 var rules = []rule{
@@ -76,7 +76,7 @@ func TestImportRules(t *testing.T) {
 						target = module + "/" + d
 					}
 					if dep == target || strings.HasPrefix(dep, target+"/") {
-						t.Errorf("%s depends on %s (denied by the layout rules in style.md)", p.ImportPath, dep)
+						t.Errorf("%s depends on %s (denied by the layout rules in CONTRIBUTING.md)", p.ImportPath, dep)
 					}
 				}
 			}

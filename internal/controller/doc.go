@@ -1,5 +1,5 @@
 // Package controller is RocketMQ 5's controller (controller mode,
-// storage-and-broker.md 9.2) on hashicorp/raft: a replicated store of
+// docs/broker.md §2.2) on hashicorp/raft: a replicated store of
 // broker sets (per brokerName: members and their controller-assigned ids,
 // the master, the master epoch, the SyncStateSet and its epoch) and the
 // elector that replaces a dead master.

@@ -1,7 +1,7 @@
 // Package filter is RocketMQ's SQL92 message selector: a lexer, a
 // recursive-descent parser producing an expression tree, and an evaluator
 // that runs the tree against a message's properties
-// (storage-and-broker.md §8.13).
+// (docs/broker.md §1.13).
 //
 // It is pure: no I/O, no goroutines, stdlib only. The broker compiles a
 // subscription's expression once (Compile) and calls Match for every

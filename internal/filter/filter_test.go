@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestMatch covers the grammar of storage-and-broker.md §8.13 against one
+// TestMatch covers the grammar of docs/broker.md §1.13 against one
 // property set.
 func TestMatch(t *testing.T) {
 	props := map[string]string{

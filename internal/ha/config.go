@@ -41,7 +41,7 @@ type ServerConfig struct {
 	IdleWait time.Duration
 }
 
-// DefaultServerConfig returns RocketMQ's defaults (storage-and-broker.md 9.1).
+// DefaultServerConfig returns RocketMQ's defaults (docs/broker.md §2.1).
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
 		ListenAddr:                "127.0.0.1:10912",

@@ -1,5 +1,5 @@
 // Package ha is classic RocketMQ master/slave replication (DefaultHAService,
-// storage-and-broker.md 9.1): a master streams its raw commit log to every
+// docs/broker.md §2.1): a master streams its raw commit log to every
 // slave over a plain TCP port (haListenPort, listenPort+1 by default), each
 // slave appends the bytes at exactly the same offsets and reports how far it
 // got, and SYNC_MASTER puts wait for enough reports (inSyncReplicas).

@@ -7,7 +7,7 @@ import (
 	"io"
 )
 
-// Wire sizes of the classic HA protocol (storage-and-broker.md 9.1). Part of
+// Wire sizes of the classic HA protocol (docs/broker.md §2.1). Part of
 // the wire format shared with Java brokers; never change.
 const (
 	reportSize         = 8  // slave -> master: maxPhyOffset int64

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 )
 
-// Checkpoint file layout (storage-and-broker.md 6.1). Part of the on-disk
+// Checkpoint file layout (docs/storage.md §6.1). Part of the on-disk
 // format; never change. The file is 4096 bytes; only the first 40 are used.
 const (
 	checkpointFileSize            = 4096

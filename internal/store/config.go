@@ -138,8 +138,8 @@ type Config struct {
 	MaxMappedConsumeQueueFiles int `conf:"maxMappedConsumeQueueFiles"`
 }
 
-// DefaultConfig returns RocketMQ 5.x defaults (storage-and-broker.md 2.10,
-// 3.5, 4.2, 5.4, 6.6, 7.5). The root dir defaults to $HOME/store.
+// DefaultConfig returns RocketMQ 5.x defaults (docs/defaults.md §2). The
+// root dir defaults to $HOME/store.
 func DefaultConfig() Config {
 	return Config{
 		StorePathRootDir:                  defaultRoot(),

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Consume-queue unit layout (storage-and-broker.md 4.1). Part of the
+// Consume-queue unit layout (docs/storage.md §4.1). Part of the
 // on-disk format; never change.
 const (
 	CQUnitSize      = 20

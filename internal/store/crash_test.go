@@ -123,7 +123,7 @@ type ackedMsg struct {
 // TestCrashRecovery: every message acknowledged under SYNC_FLUSH (with and
 // without the transient pool) survives a SIGKILL at a random moment,
 // byte-exact, CRC-valid and reachable through its consume queue and by key;
-// no partial message is ever returned (storage-and-broker.md 3.1, 6.4).
+// no partial message is ever returned (docs/storage.md §3.1, 6.4).
 // ASYNC_FLUSH runs too: a killed process leaves the page cache, so its
 // acknowledged messages survive as well. Rounds per mode: -crash.rounds.
 func TestCrashRecovery(t *testing.T) {

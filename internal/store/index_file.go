@@ -17,7 +17,7 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 )
 
-// IndexFile layout (storage-and-broker.md 5.1). Part of the on-disk format;
+// IndexFile layout (docs/storage.md §5.1). Part of the on-disk format;
 // never change.
 //
 //	header (40 bytes) | slot table (hashSlotNum x 4) | items (indexNum x 20)

@@ -12,7 +12,7 @@ import (
 )
 
 // PutStatus is the outcome of a put, as RocketMQ's PutMessageStatus. The
-// broker maps it to a response code (storage-and-broker.md 13.1).
+// broker maps it to a response code (docs/broker.md §5.1).
 type PutStatus int
 
 const (
@@ -69,7 +69,7 @@ type PutResult struct {
 }
 
 // Record positions the append path patches in place (stored layout,
-// storage-and-broker.md 2.3). Part of the on-disk format; never change.
+// docs/storage.md §2.3). Part of the on-disk format; never change.
 const (
 	recTotalSize      = 0
 	recMagic          = 4

@@ -1,5 +1,5 @@
 // Package timer is Apogee's timer-message store (RocketMQ 5.x
-// TimerMessageStore, storage-and-broker.md §8.9): messages sent with
+// TimerMessageStore, docs/broker.md §1.9): messages sent with
 // TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS are parked in topic
 // rmq_sys_wheel_timer and put back to their real topic when their time
 // comes.

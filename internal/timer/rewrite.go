@@ -62,7 +62,7 @@ func DeliverTime(m *message.Message, nowMs int64) (int64, error) {
 	return 0, fmt.Errorf("%w: no timer property", ErrIllegal)
 }
 
-// Rewrite applies the send-side rules of storage-and-broker.md §8.9 to a
+// Rewrite applies the send-side rules of docs/broker.md §1.9 to a
 // message about to be stored. It reports whether the message was parked in
 // the timer topic. A message with a delay level keeps the level and loses
 // its timer properties; a delivery time in the past leaves the message for

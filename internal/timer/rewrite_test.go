@@ -29,7 +29,7 @@ func TestAlign(t *testing.T) {
 	}
 }
 
-// TestRewrite follows storage-and-broker.md §8.9's send-side rules.
+// TestRewrite follows docs/broker.md §1.9's send-side rules.
 func TestRewrite(t *testing.T) {
 	const now, precision, maxDelay = 1_000_000, 1000, 259_200_000
 	tests := []struct {

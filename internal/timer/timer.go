@@ -487,7 +487,7 @@ func (t *Timer) splitCancels(recs []record) ([]record, map[string]bool) {
 
 // convert reads the parked message and builds the message for its real
 // topic: REAL_TOPIC/REAL_QID restored and removed, TIMER_ENQUEUE_MS and
-// TIMER_DEQUEUE_MS added (storage-and-broker.md §8.9).
+// TIMER_DEQUEUE_MS added (docs/broker.md §1.9).
 func (t *Timer) convert(r *record, nowMs int64) (*message.Ext, error) {
 	raw, err := t.st.ReadRawByOffset(r.phyOffset, r.msgSize)
 	if err != nil {

@@ -122,7 +122,7 @@ func (e *env) putTimer(t testing.TB, id string, deliverMs int64, precisionMs int
 
 // TestDeliverWithinPrecision: timer messages reach their real topic no
 // earlier than their delivery time and within about one precision step
-// (storage-and-broker.md §8.9), with the documented properties.
+// (docs/broker.md §1.9), with the documented properties.
 func TestDeliverWithinPrecision(t *testing.T) {
 	const precision = 100
 	d := newDeliveries()
@@ -327,7 +327,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 // TestCancelTimer: a message with TIMER_DEL_UNIQKEY = REAL_TOPIC+UNIQ_KEY
 // and the same delivery time cancels that timer; the cancel message itself
-// is never delivered and other timers of the slot are (§8.9 Cancel).
+// is never delivered and other timers of the slot are (docs/broker.md §1.9 Cancel).
 func TestCancelTimer(t *testing.T) {
 	const precision = 100
 	d := newDeliveries()
