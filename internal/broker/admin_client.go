@@ -14,7 +14,7 @@ import (
 // processRelayToConsumer serves GET_CONSUMER_RUNNING_INFO (307) and
 // CONSUME_MESSAGE_DIRECTLY (309; msgId = offset id): the broker forwards
 // the admin's request to the consumer's connection and returns the
-// client's answer unchanged (remoting.md §3.6). CONSUME_MSG_TIMEOUT when
+// client's answer unchanged (docs/protocol.md §3.6). CONSUME_MSG_TIMEOUT when
 // the client does not answer within 10 s.
 func (b *Broker) processRelayToConsumer(ctx context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	group, clientID := req.Ext("consumerGroup"), req.Ext("clientId")
@@ -67,7 +67,7 @@ func (b *Broker) processRelayToConsumer(ctx context.Context, _ *remoting.Conn, r
 
 // processResetOffset serves INVOKE_BROKER_TO_RESET_OFFSET (222; topic,
 // group, timestamp (-1 = max offset), isForce, queueId, offset): the
-// server-side reset of remoting.md §7.6. Each queue's target offset is
+// server-side reset of docs/protocol.md §7.6. Each queue's target offset is
 // committed and parked; UPDATE_CONSUMER_OFFSET is ignored for it until the
 // group's next pull of the queue, which is answered PULL_OFFSET_MOVED with
 // the target. The body lists the new offsets.

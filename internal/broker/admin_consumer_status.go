@@ -12,11 +12,11 @@ import (
 
 // versionV307Snapshot is MQVersion V3_0_7_SNAPSHOT's ordinal: clients
 // older than this cannot answer GET_CONSUMER_STATUS_FROM_CLIENT
-// (remoting.md §2.3).
+// (docs/protocol.md §2.3).
 const versionV307Snapshot = 28
 
 // consumerStatusTimeout bounds each client's answer to
-// GET_CONSUMER_STATUS_FROM_CLIENT (remoting.md §3.6: sync, 5 s).
+// GET_CONSUMER_STATUS_FROM_CLIENT (docs/protocol.md §3.6: sync, 5 s).
 const consumerStatusTimeout = 5 * time.Second
 
 // processGetConsumerStatus serves INVOKE_BROKER_TO_GET_CONSUMER_STATUS
@@ -24,7 +24,7 @@ const consumerStatusTimeout = 5 * time.Second
 // asks each live consumer of the group (or only the named one) for its
 // offsets of topic with GET_CONSUMER_STATUS_FROM_CLIENT (221) and answers
 // GetConsumerStatusBody {"messageQueueTable":{},"consumerTable":
-// {clientId:{MessageQueue:offset}}} (§5.3.10). A client that fails or
+// {clientId:{MessageQueue:offset}}} (docs/protocol.md §5.3.10). A client that fails or
 // times out is left out, as RocketMQ does; SYSTEM_ERROR when no consumer
 // of the group is online or one is older than V3_0_7_SNAPSHOT.
 func (b *Broker) processGetConsumerStatus(ctx context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
@@ -113,7 +113,7 @@ type consumerStatus struct {
 }
 
 // encodeConsumerStatus writes GetConsumerStatusBody; the per-client maps
-// are keyed by MessageQueue objects, fastjson style (remoting.md §5.1).
+// are keyed by MessageQueue objects, fastjson style (docs/protocol.md §5.1).
 func encodeConsumerStatus(all []consumerStatus) ([]byte, error) {
 	out := []byte(`{"consumerTable":{`)
 	for i, c := range all {

@@ -15,7 +15,7 @@ import (
 // in filterGroups left out and offsets below the queue's min offset
 // (already expired) ignored. A queue where that minimum is beyond
 // compareGroup's own offset answers Long.MAX_VALUE: nothing to correct.
-// Body {"correctionOffsets":{queueId:offset}} (remoting.md §5.3.9).
+// Body {"correctionOffsets":{queueId:offset}} (docs/protocol.md §5.3.9).
 //
 // RocketMQ builds the filtered group list and then, by an oversight, walks
 // the unfiltered table; we honour filterGroups.

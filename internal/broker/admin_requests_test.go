@@ -20,7 +20,7 @@ func adminReq(code protocol.RequestCode, ext map[string]string) *protocol.Comman
 	return protocol.NewRequest(code, ext, nil)
 }
 
-// TestQueryCorrectionOffset: QUERY_CORRECTION_OFFSET (remoting.md §3.7)
+// TestQueryCorrectionOffset: QUERY_CORRECTION_OFFSET (docs/protocol.md §3.7)
 // answers per queue the smallest offset of the topic's groups, without
 // filterGroups, and Long.MAX_VALUE where that is beyond compareGroup.
 func TestQueryCorrectionOffset(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/apogeemq/apogee/internal/remoting"
 )
 
-// Admin queries of mqadmin, the dashboard and the Go admin (remoting.md
+// Admin queries of mqadmin, the dashboard and the Go admin (docs/protocol.md
 // §3.7): statistics, connections, consumer relationships, broker runtime
 // information and configuration.
 

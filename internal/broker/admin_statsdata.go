@@ -13,7 +13,7 @@ import (
 // VIEW_BROKER_STATS_DATA (315) statistics. RocketMQ's BrokerStatsManager
 // counts every put and get per topic and per topic@group on the hot path
 // and samples the counters every 10 s, 10 min and 1 h
-// (storage-and-broker.md §8.16). We keep the hot path untouched: the
+// (docs/broker.md §1.16). We keep the hot path untouched: the
 // counters are values the broker already has — broker-wide message totals
 // (brokerStats), per topic the sum of the queues' max offsets (messages
 // ever put), per topic@group the sum of committed offsets (messages

@@ -82,7 +82,7 @@ func (b *Broker) updateTopic(tc protocol.TopicConfig) error {
 	return nil
 }
 
-// applyAttributes applies "+key=value,-key" to attrs (storage §8.1).
+// applyAttributes applies "+key=value,-key" to attrs (docs/broker.md §1.1).
 func applyAttributes(attrs map[string]string, spec string) error {
 	for _, part := range strings.Split(spec, ",") {
 		part = strings.TrimSpace(part)

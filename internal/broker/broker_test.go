@@ -100,7 +100,7 @@ func mustCode(t *testing.T, resp *protocol.Command, want protocol.ResponseCode) 
 	}
 }
 
-// TestSendAutoCreateAndPull follows remoting.md Appendix B: a send to an
+// TestSendAutoCreateAndPull follows docs/protocol.md Appendix B: a send to an
 // unknown topic with defaultTopic=TBW102 creates it (§8.2) and the stored
 // message comes back byte-exact from a pull with a tag subscription.
 func TestSendAutoCreateAndPull(t *testing.T) {
@@ -174,7 +174,7 @@ func TestSendRejections(t *testing.T) {
 }
 
 // TestSendQueueTimeout: a send that waited longer than
-// waitTimeMillsInSendQueue is answered [TIMEOUT_CLEAN_QUEUE] (§8.17).
+// waitTimeMillsInSendQueue is answered [TIMEOUT_CLEAN_QUEUE] (docs/broker.md §1.17).
 func TestSendQueueTimeout(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.WaitTimeMillsInSendQueue = time.Nanosecond
@@ -190,7 +190,7 @@ func TestSendQueueTimeout(t *testing.T) {
 	}
 }
 
-// TestLongPolling: a pull at the queue's end is held (§8.7) and answered as
+// TestLongPolling: a pull at the queue's end is held (docs/broker.md §1.7) and answered as
 // soon as a message arrives; without arrivals it is answered PULL_NOT_FOUND
 // when its hold time ends.
 func TestLongPolling(t *testing.T) {
@@ -259,7 +259,7 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	c := newClient(t)
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("OT", 0, []byte("x"), nil)), protocol.Success)
 	waitDispatched(t, b, "OT", 0, 1)
-	// No offset yet: a young queue answers 0 (remoting.md §9.4 #33).
+	// No offset yet: a young queue answers 0 (docs/protocol.md §9.4 #33).
 	q := protocol.QueryConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "OT", QueueID: 0}
 	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryConsumerOffset, protocol.EncodeHeader(&q, false), nil))
 	mustCode(t, resp, protocol.Success)
@@ -294,7 +294,7 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 }
 
 // TestHeartbeatNotifiesGroup: a second consumer joining a group makes the
-// broker push NOTIFY_CONSUMER_IDS_CHANGED to the members (§8.6), and
+// broker push NOTIFY_CONSUMER_IDS_CHANGED to the members (docs/broker.md §1.6), and
 // GET_CONSUMER_LIST_BY_GROUP lists both.
 func TestHeartbeatNotifiesGroup(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
@@ -433,7 +433,7 @@ func TestCloseIdempotentAndStartAfterClose(t *testing.T) {
 }
 
 // TestAdminQueries covers the statistics and connection queries tools use
-// (remoting.md §3.7) and the server-side offset reset (§7.6).
+// (docs/protocol.md §3.7) and the server-side offset reset (§7.6).
 func TestAdminQueries(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	c := newClient(t)
@@ -511,7 +511,7 @@ func TestAdminQueries(t *testing.T) {
 
 // TestLongPollingTagFilterAndShortPolling: an arrival whose tag does not
 // match a held pull's subscription leaves it parked; a matching one wakes
-// it (§8.7 wake-up path 1). With longPollingEnable=false the hold is
+// it (docs/broker.md §1.7 wake-up path 1). With longPollingEnable=false the hold is
 // shortPollingTimeMills.
 func TestLongPollingTagFilterAndShortPolling(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
@@ -564,7 +564,7 @@ func TestLongPollingTagFilterAndShortPolling(t *testing.T) {
 }
 
 // TestClientChannelExpiry: a channel without a heartbeat for
-// channelExpiredTimeout is dropped and its connection closed (§8.6).
+// channelExpiredTimeout is dropped and its connection closed (docs/broker.md §1.6).
 func TestClientChannelExpiry(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	c := newClient(t)
@@ -635,7 +635,7 @@ func TestUpdateBrokerConfig(t *testing.T) {
 }
 
 // TestSlavePullRules: a slave without slaveReadEnable answers pulls with
-// PULL_RETRY_IMMEDIATELY suggesting the master (remoting.md §7.3).
+// PULL_RETRY_IMMEDIATELY suggesting the master (docs/protocol.md §7.3).
 func TestSlavePullRules(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.BrokerID = 1
@@ -657,7 +657,7 @@ func TestSlavePullRules(t *testing.T) {
 
 // TestQueryAndViewMessage: QUERY_MESSAGE finds messages by KEYS and by
 // UNIQ_KEY through the index; VIEW_MESSAGE_BY_ID returns the stored record
-// at the offset an offset message id names (remoting.md §3.4).
+// at the offset an offset message id names (docs/protocol.md §3.4).
 func TestQueryAndViewMessage(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.Store.MessageIndexEnable = true

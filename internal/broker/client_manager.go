@@ -42,7 +42,7 @@ type consumerGroup struct {
 }
 
 // ClientManager tracks producer and consumer groups from heartbeats
-// (RocketMQ's ProducerManager + ConsumerManager, storage-and-broker.md §8.6).
+// (RocketMQ's ProducerManager + ConsumerManager, docs/broker.md §1.6).
 // Membership changes of a consumer group are reported through onChange,
 // which the broker turns into NOTIFY_CONSUMER_IDS_CHANGED.
 type ClientManager struct {
@@ -105,7 +105,7 @@ func (m *ClientManager) RegisterConsumer(data *protocol.ConsumerData, ch ClientC
 }
 
 // normalizeSubscription fills TAG defaults and recomputes CodeSet from
-// TagsSet with Java's String.hashCode (remoting.md §9.4 #23, #25).
+// TagsSet with Java's String.hashCode (docs/protocol.md §9.4 #23, #25).
 func normalizeSubscription(s protocol.SubscriptionData) protocol.SubscriptionData {
 	if s.ExpressionType == "" {
 		s.ExpressionType = protocol.ExpressionTag

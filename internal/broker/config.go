@@ -59,7 +59,7 @@ type Config struct {
 	RegionID                    string `conf:"regionId"`
 	TraceOn                     bool   `conf:"traceOn"`
 
-	// Executors (storage-and-broker.md §8.17).
+	// Executors (docs/broker.md §1.17).
 	SendMessageThreadPoolNums    int           `conf:"sendMessageThreadPoolNums"`
 	PullMessageThreadPoolNums    int           `conf:"pullMessageThreadPoolNums"`
 	QueryMessageThreadPoolNums   int           `conf:"queryMessageThreadPoolNums"`
@@ -73,11 +73,11 @@ type Config struct {
 	WaitTimeMillsInPullQueue     time.Duration `conf:"waitTimeMillsInPullQueue"`
 	BrokerFastFailureEnable      bool          `conf:"brokerFastFailureEnable"`
 
-	// Long polling (§8.7).
+	// Long polling (docs/broker.md §1.7).
 	LongPollingEnable     bool          `conf:"longPollingEnable"`
 	ShortPollingTimeMills time.Duration `conf:"shortPollingTimeMills"`
 
-	// Name-server registration (remoting.md §8.1).
+	// Name-server registration (docs/protocol.md §8.1).
 	RegisterNameServerPeriod   time.Duration `conf:"registerNameServerPeriod"`
 	RegisterBrokerTimeoutMills time.Duration `conf:"registerBrokerTimeoutMills"`
 	ForceRegister              bool          `conf:"forceRegister"`
@@ -112,8 +112,8 @@ type Config struct {
 	Store store.Config
 }
 
-// DefaultConfig returns the broker defaults of storage-and-broker.md §12 and
-// remoting.md §8 (brokerIP1 is loopback; see the field).
+// DefaultConfig returns the broker defaults of docs/defaults.md §4 and
+// docs/protocol.md §8 (brokerIP1 is loopback; see the field).
 func DefaultConfig() Config {
 	cores := runtime.NumCPU()
 	name, err := os.Hostname()

@@ -1,7 +1,7 @@
 package broker
 
 // TimerConfig holds the timer-message keys of broker.conf
-// (storage-and-broker.md §8.9); Config embeds it, so the keys apply like
+// (docs/broker.md §1.9); Config embeds it, so the keys apply like
 // every other broker key.
 type TimerConfig struct {
 	// TimerWheelEnable turns timer messages on (default true); when off, a

@@ -13,7 +13,7 @@ import (
 // processQueryConsumerOffset serves QUERY_CONSUMER_OFFSET (14; header
 // consumerGroup, topic, queueId, setZeroIfNotFound). Without a stored offset
 // a young queue (min offset 0) answers 0 so a new group starts at the
-// beginning (remoting.md §9.4 #33); otherwise QUERY_NOT_FOUND.
+// beginning (docs/protocol.md §9.4 #33); otherwise QUERY_NOT_FOUND.
 func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var h protocol.QueryConsumerOffsetRequestHeader
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {

@@ -1,8 +1,8 @@
 // Package broker is Apogee's RocketMQ broker: request processors over a
 // store, metadata managers, long polling and name-server registration.
 //
-// It owns the broker behaviour of storage-and-broker.md §8 and the broker
-// side of remoting.md §3.3–§3.7 and §7. It never parses files other than its
+// It owns the broker behaviour of docs/broker.md §1 and the broker
+// side of docs/protocol.md §3.3–§3.7 and §7. It never parses files other than its
 // own JSON metadata (broker.conf comes in as a Config), never touches the
 // commit log except through the store's API, and never imports the name
 // server or the client SDK.

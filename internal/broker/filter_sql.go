@@ -5,7 +5,7 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// sqlFilter is the SQL92 filter of a pull (storage-and-broker.md §8.13):
+// sqlFilter is the SQL92 filter of a pull (docs/broker.md §1.13):
 // every consume-queue unit passes the tag stage, and the store evaluates
 // the compiled expression against each candidate's properties. NULL,
 // false and evaluation errors are no match.

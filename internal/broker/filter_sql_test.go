@@ -14,7 +14,7 @@ func sqlPullReq(group, topic string, offset int64, expr string) *protocol.Comman
 	return r
 }
 
-// TestPullSQL92 follows storage-and-broker.md §8.13: a pull with a SQL92
+// TestPullSQL92 follows docs/broker.md §1.13: a pull with a SQL92
 // subscription returns only messages whose properties make the expression
 // TRUE; missing properties never match.
 func TestPullSQL92(t *testing.T) {
@@ -64,7 +64,7 @@ func TestPullSQL92(t *testing.T) {
 }
 
 // TestSQL92Disabled: without enablePropertyFilter (the default) SQL92 pulls
-// and CHECK_CLIENT_CONFIG are refused with SYSTEM_ERROR (remoting.md §3.3.5).
+// and CHECK_CLIENT_CONFIG are refused with SYSTEM_ERROR (docs/protocol.md §3.3.5).
 func TestSQL92Disabled(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	c := newClient(t)

@@ -11,7 +11,7 @@ import (
 )
 
 // HAConfig holds the classic replication keys of broker.conf
-// (storage-and-broker.md §9.1). RocketMQ keeps them in MessageStoreConfig;
+// (docs/broker.md §2.1). RocketMQ keeps them in MessageStoreConfig;
 // the store never replicates here, so the broker owns them. Config embeds
 // it. slaveTimeout and brokerRole stay store keys (the store reads the
 // role; both existed before HA).

@@ -36,7 +36,7 @@ func haPair(t *testing.T, inSync int) (master, slave *Broker) {
 	return master, slave
 }
 
-// §9.1: a SYNC_MASTER with inSyncReplicas=2 acknowledges a send only once
+// docs/broker.md §2.1: a SYNC_MASTER with inSyncReplicas=2 acknowledges a send only once
 // the slave has it; the slave copies the master's metadata and serves
 // pulls; without the slave a send gets FLUSH_SLAVE_TIMEOUT (12).
 func TestMasterSlaveSyncReplication(t *testing.T) {
@@ -81,7 +81,7 @@ func TestMasterSlaveSyncReplication(t *testing.T) {
 	mustCode(t, invoke(t, c, master.Addr(), sendReq("HA", 0, []byte("lonely"), nil)), protocol.FlushSlaveTimeout)
 }
 
-// §9.1: inSyncReplicas=1 (the 5.x default) never waits for a slave, even on
+// docs/broker.md §2.1: inSyncReplicas=1 (the 5.x default) never waits for a slave, even on
 // a SYNC_MASTER with none connected.
 func TestSyncMasterDefaultInSyncReplicasDoesNotWait(t *testing.T) {
 	mc := testConfig(t, t.TempDir())

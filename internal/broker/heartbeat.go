@@ -14,7 +14,7 @@ import (
 // subVersion in ns); Java may send heartbeat v2 (withoutSub).
 //
 // Per consumer group: find or auto-create the subscription group (a group
-// that cannot be found is silently skipped, remoting.md §9.5 #38), create
+// that cannot be found is silently skipped, docs/protocol.md §9.5 #38), create
 // %RETRY%<group>, record the channel and subscriptions. Per producer group:
 // record the channel.
 func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {

@@ -22,7 +22,7 @@ type queueLockKey struct {
 
 // RebalanceLockManager keeps the ordered-consumption queue locks: per group,
 // queue -> holder client id. A lock not refreshed for maxLive
-// (rebalanceLockMaxLiveTime, 60 s by default; storage-and-broker.md §8.12)
+// (rebalanceLockMaxLiveTime, 60 s by default; docs/broker.md §1.12)
 // is free.
 type RebalanceLockManager struct {
 	now     func() time.Time
@@ -77,7 +77,7 @@ func (m *RebalanceLockManager) UnlockBatch(group string, mqs []protocol.MessageQ
 }
 
 // HasActiveLocks reports whether the group holds any unexpired lock: its
-// retry messages then go straight to the DLQ (§8.10).
+// retry messages then go straight to the DLQ (docs/broker.md §1.10).
 func (m *RebalanceLockManager) HasActiveLocks(group string) bool {
 	now := m.now()
 	m.mu.Lock()

@@ -8,8 +8,8 @@ import (
 )
 
 // TestRebalanceLockExpiry: a queue lock held by one client is refused to
-// another until it has gone maxLive without a refresh (storage-and-broker.md
-// §8.12); a refresh by the holder restarts the clock.
+// another until it has gone maxLive without a refresh (docs/broker.md
+// §1.12); a refresh by the holder restarts the clock.
 func TestRebalanceLockExpiry(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	m := newRebalanceLockManager(func() time.Time { return now }, 5*time.Second)

@@ -18,7 +18,7 @@ func fixedNow() time.Time { return time.UnixMilli(1700000000000) }
 
 // TestReadJavaConsumerOffsetFile reads consumerOffset.json as a Java broker
 // writes it, with bare numeric queue ids and extra derived keys
-// (storage-and-broker.md §8.4).
+// (docs/storage.md §8).
 func TestReadJavaConsumerOffsetFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "consumerOffset.json")
@@ -274,7 +274,7 @@ func TestConfigApplyProperties(t *testing.T) {
 
 func TestSubscriptionNormalization(t *testing.T) {
 	// Subscriptions are normalised with Java hash codes whatever the client
-	// sent (remoting.md §9.4 #23).
+	// sent (docs/protocol.md §9.4 #23).
 	s := normalizeSubscription(protocol.SubscriptionData{Topic: "T", SubString: "TagA || TagB", CodeSet: protocol.CodeSet{1}})
 	if s.ExpressionType != "TAG" || len(s.CodeSet) != 2 || s.CodeSet[0] != 2598919 {
 		t.Fatalf("normalised = %+v", s)

@@ -15,7 +15,7 @@ import (
 // ConsumerOffsetManager keeps every group's "next offset to consume" per
 // queue, keyed "topic@group" like RocketMQ's ConsumerOffsetManager, and
 // persists it to consumerOffset.json periodically and at shutdown
-// (storage-and-broker.md §8.5).
+// (docs/broker.md §1.5).
 type ConsumerOffsetManager struct {
 	path        string
 	logger      *slog.Logger
@@ -47,7 +47,7 @@ func newConsumerOffsetManager(path string, logger *slog.Logger, now func() time.
 }
 
 // Reset commits target and parks it until TakeReset (server-side reset,
-// remoting.md §7.6).
+// docs/protocol.md §7.6).
 func (m *ConsumerOffsetManager) Reset(group, topic string, queueID int32, target int64) {
 	m.Commit(group, topic, queueID, target)
 	key := offsetKey(topic, group)
@@ -247,7 +247,7 @@ func (m *ConsumerOffsetManager) persist(force bool) error {
 }
 
 // DelayOffsetTable is delayOffset.json: per delay level, the next offset of
-// the schedule queue to deliver (storage-and-broker.md §8.8).
+// the schedule queue to deliver (docs/broker.md §1.8).
 type DelayOffsetTable struct {
 	path string
 

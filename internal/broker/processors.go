@@ -8,7 +8,7 @@ import (
 )
 
 // registerProcessors wires every request family to its processor and pool
-// (storage-and-broker.md §8.17). One line per family: a new family adds its
+// (docs/broker.md §1.17). One line per family: a new family adds its
 // file (admin_xxx.go) and one line here.
 func (b *Broker) registerProcessors(s *remoting.Server) {
 	c := &b.cfg

@@ -12,7 +12,7 @@ import (
 )
 
 // processPull serves PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361)
-// (remoting.md §7). A pull that finds nothing and allows suspension is
+// (docs/protocol.md §7). A pull that finds nothing and allows suspension is
 // parked in the hold service and answered later (returns (nil, nil)).
 //
 // Fields by client: the Go push consumer sends sysFlag 2 (3 with a commit
@@ -105,7 +105,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		msgFilter, filter = f, &tagFilter{all: true}
 	}
 
-	// A pending server-side reset is delivered as an offset move (§7.6).
+	// A pending server-side reset is delivered as an offset move (docs/protocol.md §7.6).
 	if target, ok := b.Offsets.TakeReset(h.ConsumerGroup, h.Topic, h.QueueID); ok {
 		rh.NextBeginOffset = target
 		rh.MinOffset = max(b.Store.MinOffsetInQueue(h.Topic, h.QueueID), 0)
@@ -130,7 +130,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	if b.cfg.Store.BrokerRole == store.RoleSlave {
 		// A slave never moves a consumer's offset (it may lag its master),
 		// and without slaveReadEnable it sends consumers back to the master
-		// (remoting.md §7.3).
+		// (docs/protocol.md §7.3).
 		switch {
 		case !b.cfg.SlaveReadEnable:
 			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, protocol.MasterID
@@ -171,7 +171,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	}
 	resp.ExtList = protocol.AppendPullResponseHeader(nil, &rh)
 
-	// Piggy-backed commit, first execution only (storage-and-broker.md §8.5).
+	// Piggy-backed commit, first execution only (docs/broker.md §1.5).
 	if allowSuspend && h.SysFlag&protocol.PullFlagCommitOffset != 0 && b.cfg.Store.BrokerRole != store.RoleSlave &&
 		!b.Offsets.ResetPending(h.ConsumerGroup, h.Topic, h.QueueID) {
 		b.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
@@ -195,7 +195,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 }
 
 // pullStatusResponse maps a store get status to the pull response code
-// (remoting.md §7.3, master behaviour).
+// (docs/protocol.md §7.3, master behaviour).
 func pullStatusResponse(st store.GetStatus, requestOffset int64) protocol.ResponseCode {
 	switch st {
 	case store.Found:

@@ -9,7 +9,7 @@ import (
 )
 
 // pullRequest is a PULL_MESSAGE parked until a message arrives or its hold
-// time ends (storage-and-broker.md §8.7).
+// time ends (docs/broker.md §1.7).
 type pullRequest struct {
 	conn     *remoting.Conn
 	req      *protocol.Command

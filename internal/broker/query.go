@@ -9,7 +9,7 @@ import (
 
 // processViewMessage serves VIEW_MESSAGE_BY_ID (33; header offset = the
 // commit-log offset decoded from an offset message id, topic): the body is
-// the stored record (remoting.md §6.8).
+// the stored record (docs/protocol.md §6.8).
 func (b *Broker) processViewMessage(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var h protocol.ViewMessageRequestHeader
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {

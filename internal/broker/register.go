@@ -50,7 +50,7 @@ func (b *Broker) haServerAddr() string {
 }
 
 // registerAll sends REGISTER_BROKER with the whole topic table to every name
-// server in parallel (remoting.md §3.5). Failures are logged; the next
+// server in parallel (docs/protocol.md §3.5). Failures are logged; the next
 // period retries.
 func (b *Broker) registerAll(ctx context.Context) {
 	body := protocol.RegisterBrokerBody{

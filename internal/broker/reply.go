@@ -19,7 +19,7 @@ const pushReplyTimeout = 3 * time.Second
 // SEND_REPLY_MESSAGE_V2 (325, letters; Java): the reply is pushed with
 // PUSH_REPLY_MESSAGE_TO_CLIENT (326) to the requester's connection, the
 // producer channel whose client id is the REPLY_TO_CLIENT property
-// (remoting.md §3.3.1 reply specifics, §3.6), and then stored to its topic
+// (docs/protocol.md §3.3.1 reply specifics, §3.6), and then stored to its topic
 // (normally <cluster>_REPLY_TOPIC) when it has a body. A failed push is
 // answered SYSTEM_ERROR with the reason.
 //

@@ -17,7 +17,7 @@ import (
 const scheduleGroup = "SCHEDULE_CONSUMER"
 
 // scheduleService is RocketMQ's ScheduleMessageService
-// (storage-and-broker.md §8.8): it delivers delay-level messages parked by
+// (docs/broker.md §1.8): it delivers delay-level messages parked by
 // the store in SCHEDULE_TOPIC_XXXX (queue = level-1) back to their real
 // topic once storeTimestamp + delay(level) has passed, and keeps each
 // level's progress in delayOffset.json (level -> next schedule-queue

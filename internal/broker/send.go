@@ -78,7 +78,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 			return nil, protocol.Errorf(protocol.NoPermission,
 				"the broker[%s] sending transaction message is forbidden", b.addr)
 		}
-		// Half message: park it in the half topic (storage-and-broker.md §8.11).
+		// Half message: park it in the half topic (docs/broker.md §1.11).
 		props[message.PropertyRealTopic] = topic
 		props[message.PropertyRealQueueID] = strconv.Itoa(int(queueID))
 		props[message.PropertyTransactionID] = props[message.PropertyUniqClientMessageIDKeyidx]
@@ -127,7 +127,7 @@ func bornHostOf(conn *remoting.Conn) netip.AddrPort {
 
 // sendBatch stores a SEND_BATCH_MESSAGE body: every inner message gets the
 // header's topic, queue, sysFlag, born time and reconsume times; no UNIQ_KEY
-// or CLUSTER is added (remoting.md §3.3.1 batch specifics).
+// or CLUSTER is added (docs/protocol.md §3.3.1 batch specifics).
 func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
 	tc protocol.TopicConfig, sysFlag int32, bornHost netip.AddrPort) (*protocol.Command, error) {
 	if strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
@@ -211,7 +211,7 @@ func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, r
 }
 
 // putStatusResponse maps a store put status to the send response code and
-// remark: the one place of storage-and-broker.md §13.1. diskUtil supplies
+// remark: the one place of docs/broker.md §5.1. diskUtil supplies
 // the disk usage figures RocketMQ puts into the SERVICE_NOT_AVAILABLE
 // remark (operators read them from client logs); it is called only then.
 func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.ResponseCode, string) {
@@ -246,7 +246,7 @@ func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.Re
 	}
 }
 
-// sendCheck is RocketMQ's msgCheck (storage-and-broker.md §8.1): broker and
+// sendCheck is RocketMQ's msgCheck (docs/broker.md §1.1): broker and
 // topic permissions, the topic name, system topics, auto-creation and the
 // queue id.
 func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command) (protocol.TopicConfig, error) {
@@ -290,7 +290,7 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 	return tc, nil
 }
 
-// retryTopicCheck applies the %RETRY% rules of remoting.md §3.3.1 step 4:
+// retryTopicCheck applies the %RETRY% rules of docs/protocol.md §3.3.1 step 4:
 // the group must exist; a message past its retry limit, or sent while the
 // group holds ordered-consumption locks, goes to the DLQ without delay.
 func (b *Broker) retryTopicCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command, props map[string]string) (string, int32, error) {

@@ -16,7 +16,7 @@ import (
 
 // processSendBack serves CONSUMER_SEND_MSG_BACK (36; header offset, group,
 // delayLevel, originMsgId, originTopic, maxReconsumeTimes), the retry and
-// dead-letter flow of storage-and-broker.md §8.10: the consumed message is
+// dead-letter flow of docs/broker.md §1.10: the consumed message is
 // re-stored to %RETRY%<group> with a delay level (the store moves it to
 // SCHEDULE_TOPIC_XXXX; the schedule service delivers it back), or to
 // %DLQ%<group> once its retries are used up. Answered from the store's

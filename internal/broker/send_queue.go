@@ -10,7 +10,7 @@ import (
 	"github.com/apogeemq/apogee/internal/store"
 )
 
-// sendQueue is the broker's send executor (storage-and-broker.md §8.17):
+// sendQueue is the broker's send executor (docs/broker.md §1.17):
 // sendMessageThreadPoolNums workers behind a queue of
 // sendThreadPoolQueueCapacity. It exists (instead of using the remoting
 // pool directly) because fast failure needs each request's enqueue time: a

@@ -14,7 +14,7 @@ import (
 )
 
 // SubscriptionGroupManager owns the consumer groups' broker-side settings
-// and subscriptionGroup.json (storage-and-broker.md §8.6). Changes are
+// and subscriptionGroup.json (docs/broker.md §1.6). Changes are
 // persisted at once.
 type SubscriptionGroupManager struct {
 	path   string
@@ -73,7 +73,7 @@ func (m *SubscriptionGroupManager) load() error {
 	return err
 }
 
-// ensureSystemGroups creates the built-in groups (§8.6).
+// ensureSystemGroups creates the built-in groups (docs/broker.md §1.6).
 func (m *SubscriptionGroupManager) ensureSystemGroups() error {
 	created := false
 	m.mu.Lock()

@@ -55,7 +55,7 @@ func (b *Broker) TimerStats() (timer.Stats, bool) {
 	return b.timerStore.Stats(), true
 }
 
-// interceptTimer applies the timer rules of remoting.md §3.3.1 step 7 to a
+// interceptTimer applies the timer rules of docs/protocol.md §3.3.1 step 7 to a
 // single message about to be stored: TIMER_DELIVER_MS / TIMER_DELAY_SEC /
 // TIMER_DELAY_MS park it in rmq_sys_wheel_timer (a DELAY level wins;
 // prepared transaction messages are left alone here: END_TRANSACTION's

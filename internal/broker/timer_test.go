@@ -13,7 +13,7 @@ import (
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
-// TestTimerMessage follows storage-and-broker.md §8.9: a send with
+// TestTimerMessage follows docs/broker.md §1.9: a send with
 // TIMER_DELAY_MS is parked in rmq_sys_wheel_timer and reaches its real
 // topic and queue only after the delay, with TIMER_OUT_MS set.
 func TestTimerMessage(t *testing.T) {
@@ -53,7 +53,7 @@ func TestTimerMessage(t *testing.T) {
 
 // TestTimerRefusals: a delay beyond timerMaxDelaySec or an unparsable
 // timer property is MESSAGE_ILLEGAL; with the wheel disabled a timer
-// message is SYSTEM_ERROR (remoting.md §3.3.1 step 7).
+// message is SYSTEM_ERROR (docs/protocol.md §3.3.1 step 7).
 func TestTimerRefusals(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	b := startBroker(t, cfg)

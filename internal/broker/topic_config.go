@@ -12,7 +12,7 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// topicsFile is topics.json: the RocketMQ layout of storage-and-broker.md §8.4.
+// topicsFile is topics.json: the RocketMQ layout of docs/storage.md §8.
 type topicsFile struct {
 	DataVersion      protocol.DataVersion             `json:"dataVersion"`
 	TopicConfigTable map[string]*protocol.TopicConfig `json:"topicConfigTable"`
@@ -20,7 +20,7 @@ type topicsFile struct {
 
 // TopicConfigManager owns the broker's topic table and topics.json. Every
 // change is persisted at once and bumps the data version, so the next
-// name-server registration ships it (storage-and-broker.md §8.1, §8.4).
+// name-server registration ships it (docs/broker.md §1.1, docs/storage.md §8).
 //
 // Configs handed out are copies; callers may keep and modify them.
 type TopicConfigManager struct {
@@ -213,7 +213,7 @@ func (m *TopicConfigManager) putIfAbsentLocked(tc *protocol.TopicConfig) (*proto
 }
 
 // CreateInSendMessage implements topic auto-creation from a template topic
-// (normally TBW102) as storage-and-broker.md §8.2 describes. It returns the
+// (normally TBW102) as docs/broker.md §1.2 describes. It returns the
 // topic's config and whether it exists now; a missing or non-inheritable
 // template leaves the topic absent.
 func (m *TopicConfigManager) CreateInSendMessage(topic, defaultTopic string, clientQueueNums, topicSysFlag int32, autoCreateEnable bool) (protocol.TopicConfig, bool, error) {
@@ -270,7 +270,7 @@ func (m *TopicConfigManager) CreateIfAbsent(topic string, queueNums, perm, topic
 	return out, err
 }
 
-// ensureSystemTopics creates the system topics of storage-and-broker.md §8.3
+// ensureSystemTopics creates the system topics of docs/broker.md §1.3
 // at start-up (no notification: the first registration ships them).
 func (m *TopicConfigManager) ensureSystemTopics(cfg *Config) error {
 	type sys struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/apogeemq/apogee/internal/store"
 )
 
-// Transactional messages (storage-and-broker.md §8.11). A prepared send is
+// Transactional messages (docs/broker.md §1.11). A prepared send is
 // stored by processSend as a half message in RMQ_SYS_TRANS_HALF_TOPIC queue
 // 0 (REAL_TOPIC/REAL_QID kept). END_TRANSACTION commits it (a copy goes to
 // the real topic) or rolls it back; either way an op record (tag "d", body
@@ -128,7 +128,7 @@ func (b *Broker) transactionCheckLoop() {
 	})
 }
 
-// checkTransactions is one run of the check service (§8.11 steps 1-4),
+// checkTransactions is one run of the check service (docs/broker.md §1.11 steps 1-4),
 // bounded to 1000 half messages.
 func (b *Broker) checkTransactions() {
 	st := b.Store

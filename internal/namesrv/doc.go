@@ -1,5 +1,5 @@
 // Package namesrv is Apogee's name server: the route registry brokers
-// register with and clients query (storage-and-broker.md §10, remoting.md
+// register with and clients query (docs/broker.md §3, docs/protocol.md
 // §3.2, §3.5, §3.8).
 //
 // It owns the route tables, broker liveness (expiry scan and removal on

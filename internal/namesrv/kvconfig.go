@@ -19,7 +19,7 @@ type kvConfigFile struct {
 }
 
 // KVConfigManager holds the name server's namespaced key/value config
-// (storage-and-broker.md §10.5), persisted as JSON at a path.
+// (docs/broker.md §3.5), persisted as JSON at a path.
 type KVConfigManager struct {
 	path string // "" = memory only
 

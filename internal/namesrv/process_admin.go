@@ -1,6 +1,6 @@
 package namesrv
 
-// KV config and name-server config requests (remoting.md §3.8):
+// KV config and name-server config requests (docs/protocol.md §3.8):
 // PUT_KV_CONFIG (100), GET_KV_CONFIG (101), DELETE_KV_CONFIG (102),
 // GET_KVLIST_BY_NAMESPACE (219), UPDATE_NAMESRV_CONFIG (318),
 // GET_NAMESRV_CONFIG (319). Also the processor table.

@@ -1,6 +1,6 @@
 package namesrv
 
-// Requests brokers send (remoting.md §3.5): REGISTER_BROKER (103),
+// Requests brokers send (docs/protocol.md §3.5): REGISTER_BROKER (103),
 // UNREGISTER_BROKER (104), QUERY_DATA_VERSION (322), BROKER_HEARTBEAT (904),
 // REGISTER_TOPIC_IN_NAMESRV (217), GET_BROKER_MEMBER_GROUP (901).
 

@@ -1,6 +1,6 @@
 package namesrv
 
-// Requests clients and admin tools send (remoting.md §3.2, §3.8):
+// Requests clients and admin tools send (docs/protocol.md §3.2, §3.8):
 // GET_ROUTEINFO_BY_TOPIC (105), GET_BROKER_CLUSTER_INFO (106),
 // GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), GET_TOPICS_BY_CLUSTER (224),
 // GET_SYSTEM_TOPIC_LIST_FROM_NS (304), GET_UNIT_TOPIC_LIST (311),
@@ -25,7 +25,7 @@ const topicNotExistRemark = "No topic route info in name server for the topic: %
 // getRouteInfo handles GET_ROUTEINFO_BY_TOPIC (105). Every client sends it
 // (the Go client at version 317 with only "topic"; Java 5.x clients may add
 // acceptStandardJsonOnly). The body is always standard JSON with quoted
-// broker-id keys, which all clients parse (§5.2). With orderMessageEnable
+// broker-id keys, which all clients parse (docs/protocol.md §5.2). With orderMessageEnable
 // the ORDER_TOPIC_CONFIG KV entry of the topic becomes orderTopicConf.
 func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var h protocol.GetRouteInfoRequestHeader
@@ -56,7 +56,7 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *protocol
 // filterByZone keeps, for a requester that asked for its zone
 // (__ZONE_MODE=true, __ZONE_NAME), the broker groups of that zone plus
 // every group without a master (so consumers can still read from slaves),
-// and the queue data of the kept groups (remoting.md §2.6).
+// and the queue data of the kept groups (docs/protocol.md §2.6).
 func filterByZone(route *protocol.TopicRouteData, zone string) {
 	removed := make(map[string]bool)
 	kept := route.BrokerDatas[:0]

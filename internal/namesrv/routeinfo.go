@@ -16,7 +16,7 @@ import (
 // ErrRegisterRefused is returned by RegisterBroker for a registration that
 // carries exactly one topic from a broker id not registered yet: it is an
 // incremental registration that raced ahead of the broker's first full one
-// (storage-and-broker.md §10.2, remoting.md §3.5).
+// (docs/broker.md §3.2, docs/protocol.md §3.5).
 var ErrRegisterRefused = errors.New("namesrv: register broker failed")
 
 // Channel is the connection a broker registered on. *remoting.Conn
@@ -151,12 +151,12 @@ type RegisterBrokerResult struct {
 	NewBroker bool
 }
 
-// RegisterBroker applies a broker registration (storage-and-broker.md
-// §10.2): the broker joins its cluster and group, an address registered
+// RegisterBroker applies a broker registration (docs/broker.md
+// §3.2): the broker joins its cluster and group, an address registered
 // under another id of the group moves to this id, and a master's (or
 // acting-master prime slave's) topics are upserted into the queue table when
 // this is its first registration, its data version changed, or the topic has
-// no entry for the broker yet. Topics not listed are kept (§9.5 item 42)
+// no entry for the broker yet. Topics not listed are kept (docs/protocol.md §9.5 item 42)
 // unless DeleteTopicWithBrokerRegistration is on. A topic deleted by
 // DeleteTopic is not re-added from a registration whose data version
 // timestamp is older than the deletion (a snapshot taken before the broker
@@ -555,7 +555,7 @@ type ExpiredBroker struct {
 }
 
 // ScanNotActiveBroker removes brokers whose last registration or heartbeat
-// is older than their timeout (storage-and-broker.md §10.3) and returns
+// is older than their timeout (docs/broker.md §3.3) and returns
 // them; the caller closes their channels, outside the registry's lock.
 func (m *RouteInfoManager) ScanNotActiveBroker() []ExpiredBroker {
 	now := m.now()
@@ -575,8 +575,8 @@ func (m *RouteInfoManager) ScanNotActiveBroker() []ExpiredBroker {
 	return expired
 }
 
-// PickupTopicRouteData assembles the route of topic (storage-and-broker.md
-// §10.4), or returns nil when no live broker serves it. The result is a
+// PickupTopicRouteData assembles the route of topic (docs/broker.md
+// §3.4), or returns nil when no live broker serves it. The result is a
 // copy, sorted by broker name. OrderTopicConf is left to the caller.
 func (m *RouteInfoManager) PickupTopicRouteData(topic string) *protocol.TopicRouteData {
 	m.mu.RLock()

@@ -69,7 +69,7 @@ func queues(m *RouteInfoManager, topic string) map[string]int32 {
 	return out
 }
 
-// TestRegisterBrokerTopicSemantics covers §10.2 / remoting.md §3.5: upsert,
+// TestRegisterBrokerTopicSemantics covers docs/broker.md §3.2 / docs/protocol.md §3.5: upsert,
 // not replacement, and re-reading topic configs only on a version change.
 func TestRegisterBrokerTopicSemantics(t *testing.T) {
 	tests := []struct {
@@ -246,7 +246,7 @@ func TestOnChannelDestroy(t *testing.T) {
 		t.Fatalf("removed %v, want the master", got)
 	}
 	// The group keeps its slave; the queue data stays, with no master
-	// producers skip it (§10.3).
+	// producers skip it (docs/broker.md §3.3).
 	r := m.PickupTopicRouteData("T")
 	if r == nil || r.BrokerDatas[0].MasterAddr() != "" || r.BrokerDatas[0].BrokerAddrs[1] != "a:2" {
 		t.Fatalf("route after master channel closed: %+v", r)

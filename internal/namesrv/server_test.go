@@ -179,7 +179,7 @@ func TestServerRegisterBodyChecks(t *testing.T) {
 		t.Fatalf("one-topic registration of an unknown broker answered %d %q", resp.Code, resp.Remark)
 	}
 
-	// Compressed body, with and without the header flag (§9.5 item 36).
+	// Compressed body, with and without the header flag (docs/protocol.md §9.5 item 36).
 	for _, flag := range []string{"true", "false"} {
 		reg := protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: *topics(int64(len(flag)), map[string]int32{"Z" + flag: 2, "U": 1})}
 		zbody, err := reg.EncodeCompressed(protocol.CurrentVersion)
