@@ -54,6 +54,7 @@ type Broker struct {
 
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
 	ha         haState      // replication (ha_config.go, slave_sync.go)
+	auth       authState    // ACL 2.0 (auth.go, admin_auth.go)
 
 	addr      string         // brokerIP1:port, as advertised; set in Start
 	storeHost netip.AddrPort // same address, for ids
@@ -177,6 +178,10 @@ func (b *Broker) start() error {
 		return err
 	}
 
+	if err := b.startAuth(); err != nil { // auth.go
+		return err
+	}
+
 	// Listen first: the store needs the real port for STOREHOST. The gate
 	// hook answers SYSTEM_BUSY until the broker is running.
 	configured := b.cfg.ListenPort
@@ -218,7 +223,8 @@ func (b *Broker) start() error {
 		st.AddArrivalListener(b.pullHold.onArrival)
 	}
 
-	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-nsclient")})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-nsclient"),
+		Sign: b.signInner})
 	if err := b.nsClient.Start(); err != nil {
 		return fmt.Errorf("broker: name-server client: %w", err)
 	}
@@ -257,6 +263,9 @@ func (b *Broker) newServer(port int) *remoting.Server {
 		Logger:      b.logger.With("component", "broker-remoting"),
 	})
 	s.AddHook(gateHook{b})
+	if b.auth.guard != nil {
+		s.AddHook(authHook{b.auth.guard}) // auth.go
+	}
 	if b.meters != nil {
 		s.AddHook(rpcHook{b.meters}) // meters_rpc.go: rocketmq_rpc_latency
 	}

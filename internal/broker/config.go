@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/auth"
 	"github.com/apogeemq/apogee/internal/config"
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
@@ -106,6 +107,8 @@ type Config struct {
 	TimerConfig   // timerWheelEnable, timerMaxDelaySec, ... (config_timer.go)
 	HAConfig      // haMasterAddress, inSyncReplicas, ... (ha_config.go)
 	MetricsConfig // metricsExporterType, metricsPromExporterPort, ... (config_metrics.go)
+	// AuthConfig: authenticationEnabled, authorizationEnabled, ... (auth.go)
+	auth.AuthConfig
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -218,10 +221,12 @@ func (c *Config) SetKey(key, value string) (bool, error) {
 }
 
 // ToMap renders every key (broker and store) as broker.conf strings, for the
-// start-up log and GET_BROKER_CONFIG.
+// start-up log and GET_BROKER_CONFIG. Secrets (the init user's password,
+// the inner credentials) are masked.
 func (c *Config) ToMap() map[string]string {
 	out := config.ToMap(&c.Store)
 	maps.Copy(out, config.ToMap(c))
+	auth.MaskSecrets(out)
 	return out
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"maps"
 
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
@@ -100,6 +101,7 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.GetTimerCheckPoint:                   b.processGetTimerCheckPoint,
 		protocol.GetTimerMetrics:                      b.processGetTimerMetrics,
 	}
+	maps.Copy(admin, b.authProcessors()) // admin_auth.go: AUTH_* 3001-3010
 	codes := make([]protocol.RequestCode, 0, len(admin))
 	for code := range admin {
 		codes = append(codes, code)

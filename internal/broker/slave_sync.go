@@ -110,15 +110,20 @@ func (b *Broker) slaveSyncLoop() {
 // Each part is independent; the first error is returned after all ran.
 func (b *Broker) SyncFromMaster(ctx context.Context, addr string) error {
 	var first error
-	for _, step := range []struct {
+	type syncStep struct {
 		code  protocol.RequestCode
 		apply func([]byte) error
-	}{
+	}
+	steps := []syncStep{
 		{protocol.GetAllTopicConfig, b.applyMasterTopics},
 		{protocol.GetAllConsumerOffset, b.applyMasterOffsets},
 		{protocol.GetAllDelayOffset, b.applyMasterDelayOffsets},
 		{protocol.GetAllSubscriptionGroupConfig, b.applyMasterGroups},
-	} {
+	}
+	if b.auth.inner != nil { // users and ACLs need the inner credentials (auth.go)
+		steps = append(steps, syncStep{AuthExportCode, b.applyMasterAuth})
+	}
+	for _, step := range steps {
 		resp, err := b.nsClient.InvokeSync(ctx, addr, protocol.NewRequest(step.code, nil, nil))
 		if err == nil && resp.Code != int32(protocol.Success) {
 			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)

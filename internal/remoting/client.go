@@ -30,6 +30,10 @@ type ClientConfig struct {
 	// Dial opens connections; default a net.Dialer with DialTimeout. Tests
 	// inject in-memory connections through it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Sign, when set, is called on every request before it is sent
+	// (InvokeSync, InvokeAsync, InvokeOneway): ACL request signing. It may
+	// set ext fields; it runs on the caller's goroutine.
+	Sign func(*protocol.Command)
 }
 
 // Client keeps one connection per server address (dialled on demand,
@@ -287,6 +291,9 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *protocol.Comm
 	if err != nil {
 		return nil, err
 	}
+	if c.cfg.Sign != nil {
+		c.cfg.Sign(req)
+	}
 	return conn.invokeSync(ctx, req, c.ep.opaque.Add(1))
 }
 
@@ -313,6 +320,9 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 		return err
 	}
 	f.opaque = c.ep.opaque.Add(1)
+	if c.cfg.Sign != nil {
+		c.cfg.Sign(req)
+	}
 	prepareRequest(req, f.opaque, false)
 	if _, _, err := conn.addFuture(f, false); err != nil {
 		f.release()
@@ -376,6 +386,9 @@ func (c *Client) InvokeOneway(ctx context.Context, addr string, req *protocol.Co
 	if err != nil {
 		<-c.onewaySem
 		return err
+	}
+	if c.cfg.Sign != nil {
+		c.cfg.Sign(req)
 	}
 	if err := conn.invokeOneway(req, c.ep.opaque.Add(1), func(error) { <-c.onewaySem }); err != nil {
 		<-c.onewaySem
