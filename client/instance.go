@@ -39,7 +39,7 @@ type instance struct {
 	remote   *remoting.Client
 	idGen    *message.UniqIDGenerator
 
-	nsNext atomic.Uint32 // round-robin start index into cfg.nameServers
+	ns     remoting.RoundRobin // spreads name-server requests over cfg.nameServers
 
 	mu sync.RWMutex
 	// routes maps wire topic -> current route; guarded by mu.
@@ -378,24 +378,11 @@ func (in *instance) invokeNameServer(ctx context.Context, req *protocol.Command)
 	if err := in.running(); err != nil {
 		return nil, "", err
 	}
-	ns := in.cfg.nameServers
-	start := int(in.nsNext.Add(1))
-	var lastErr error
-	for i := range ns {
-		addr := ns[(start+i)%len(ns)]
-		actx, cancel := context.WithTimeout(ctx, nameServerTimeout)
-		r := *req // each attempt gets its own opaque
-		resp, err := in.remote.InvokeSync(actx, addr, &r)
-		cancel()
-		if err == nil {
-			return resp, addr, nil
-		}
-		lastErr = fmt.Errorf("client: name server %s: %w", addr, err)
-		if ctx.Err() != nil {
-			break
-		}
+	resp, addr, err := in.ns.InvokeSync(ctx, in.remote, in.cfg.nameServers, nameServerTimeout, req)
+	if err != nil {
+		return nil, "", fmt.Errorf("client: name server %s: %w", addr, err)
 	}
-	return nil, "", lastErr
+	return resp, addr, nil
 }
 
 // masterAddr returns the master address of a broker group, "" if unknown.

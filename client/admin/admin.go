@@ -57,7 +57,7 @@ func WithLogger(l *slog.Logger) Option {
 type Admin struct {
 	cfg    config
 	remote *remoting.Client
-	nsNext atomic.Uint32
+	ns     remoting.RoundRobin // spreads name-server requests over cfg.nameServers
 	state  atomic.Int32 // 0 new, 1 started, 2 closed
 }
 
@@ -138,22 +138,14 @@ func (a *Admin) invokeOK(ctx context.Context, addr, topic string, req *protocol.
 // invokeNameServer tries the name servers in round-robin order, moving on
 // after network errors.
 func (a *Admin) invokeNameServer(ctx context.Context, req *protocol.Command) (*protocol.Command, string, error) {
-	ns := a.cfg.nameServers
-	start := int(a.nsNext.Add(1))
-	var lastErr error
-	for i := range ns {
-		addr := ns[(start+i)%len(ns)]
-		r := *req
-		resp, err := a.invoke(ctx, addr, &r)
-		if err == nil {
-			return resp, addr, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
+	if err := a.running(); err != nil {
+		return nil, "", err
 	}
-	return nil, "", lastErr
+	resp, addr, err := a.ns.InvokeSync(ctx, a.remote, a.cfg.nameServers, a.cfg.timeout, req)
+	if err != nil {
+		return nil, "", fmt.Errorf("admin: %s to %s: %w", protocol.RequestCode(req.Code), addr, err)
+	}
+	return resp, addr, nil
 }
 
 // nameServerOK is invokeNameServer that turns a non-SUCCESS answer into a
