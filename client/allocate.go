@@ -10,7 +10,7 @@ import (
 )
 
 // AllocateStrategy decides which of a topic's queues a consumer of a
-// clustering group consumes (storage-and-broker.md §11.5). Every member of a
+// clustering group consumes (docs/broker.md §4.5). Every member of a
 // group runs the same strategy over the same sorted inputs, so the members
 // agree on a partition without talking to each other.
 //

@@ -22,7 +22,7 @@ func ids(mqs []MessageQueue) []int {
 	return out
 }
 
-// TestAllocateAveragely checks the AVG ranges of storage-and-broker.md §11.5.
+// TestAllocateAveragely checks the AVG ranges of docs/broker.md §4.5.
 func TestAllocateAveragely(t *testing.T) {
 	cases := []struct {
 		name    string

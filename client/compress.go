@@ -4,8 +4,8 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 )
 
-// Compression of single-message bodies (storage-and-broker.md §11.4,
-// remoting.md §6.5): bodies of at least compressOver bytes are zlib-
+// Compression of single-message bodies (docs/broker.md §4.4,
+// docs/protocol.md §6.5): bodies of at least compressOver bytes are zlib-
 // compressed at compressLevel and flagged COMPRESSED | ZLIB (0x301), as the
 // Java producer does; every consumer (Java, Go, ours) inflates them.
 // Batch bodies are never compressed.

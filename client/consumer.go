@@ -33,7 +33,7 @@ func TagSelector(expr string) Selector { return Selector{Expression: expr} }
 // SQL92Selector matches messages whose properties satisfy expr.
 func SQL92Selector(expr string) Selector { return Selector{SQL92: true, Expression: expr} }
 
-// subscription is one topic's parsed selector (remoting.md §7.5).
+// subscription is one topic's parsed selector (docs/protocol.md §7.5).
 type subscription struct {
 	topic   string // wire name
 	expr    string
@@ -107,7 +107,7 @@ type offsetReader interface {
 }
 
 // startOffset computes where a newly assigned queue is consumed from
-// (storage-and-broker.md §11.7): the stored offset when there is one,
+// (docs/broker.md §4.7): the stored offset when there is one,
 // otherwise per ConsumeFromWhere; retry topics start at 0 (last offset) or
 // their end (timestamp).
 func startOffset(ctx context.Context, store offsetStore, api offsetReader, mq MessageQueue, from ConsumeFromWhere, ts time.Time) (int64, error) {

@@ -52,7 +52,7 @@ type consumerInner interface {
 	rebalanceNow()
 }
 
-// consumerAPI issues the consumer's broker requests (remoting.md §3.4, §7).
+// consumerAPI issues the consumer's broker requests (docs/protocol.md §3.4, §7).
 type consumerAPI struct {
 	env   consumerEnv
 	group string // wire name
@@ -310,11 +310,11 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 	)
 	slave := a.env.brokerAddrByID(r.mq.BrokerName, r.brokerID)
 	if r.brokerID != 0 && slave != "" {
-		// Reading from a slave: it must not store our offset (§7.2 bit 0).
+		// Reading from a slave: it must not store our offset (docs/protocol.md §7.2 bit 0).
 		h.SysFlag &^= protocol.PullFlagCommitOffset
 	}
 	req := protocol.NewRequestList(code, protocol.AppendHeader(nil, &h, false), nil)
-	// The binary ROCKETMQ header (remoting.md §1.5), as for sends: cheaper
+	// The binary ROCKETMQ header (docs/protocol.md §1.5), as for sends: cheaper
 	// to encode and decode than JSON on both sides, for the request and
 	// for the response, which brokers answer in kind.
 	req.SerializeType = protocol.SerializeRocketMQ
@@ -362,7 +362,7 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 }
 
 // sendBack returns a message the listener failed on to the broker
-// (CONSUMER_SEND_MSG_BACK 36, remoting.md §7.8). delayLevel 0 lets the
+// (CONSUMER_SEND_MSG_BACK 36, docs/protocol.md §7.8). delayLevel 0 lets the
 // broker choose (3 + reconsume times); -1 sends it to the DLQ. When the
 // call fails it falls back to a plain send to %RETRY%<group>.
 func (a *consumerAPI) sendBack(ctx context.Context, m *MessageExt, delayLevel int, maxReconsume int32) error {
@@ -397,7 +397,7 @@ func (a *consumerAPI) sendBack(ctx context.Context, m *MessageExt, delayLevel in
 }
 
 // sendToRetryTopic is the fallback of sendBack: a normal send of a copy to
-// %RETRY%<group> with the retry properties set (remoting.md §7.8 step 4).
+// %RETRY%<group> with the retry properties set (docs/protocol.md §7.8 step 4).
 func (a *consumerAPI) sendToRetryTopic(ctx context.Context, m *MessageExt, delayLevel int, maxReconsume int32) error {
 	retryTopic := names.RetryGroupTopicPrefix + a.group
 	props := make(map[string]string, len(m.Properties)+3)

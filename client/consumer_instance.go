@@ -173,7 +173,7 @@ func (e *instanceEnv) onNotify(_ context.Context, _ *remoting.Conn, req *protoco
 }
 
 // processQueueInfo is one queue's entry of ConsumerRunningInfo.mqTable
-// (remoting.md §5.3.12), with Java's property names ("droped" sic).
+// (docs/protocol.md §5.3.12), with Java's property names ("droped" sic).
 type processQueueInfo struct {
 	CommitOffset         int64 `json:"commitOffset"`
 	CachedMsgMinOffset   int64 `json:"cachedMsgMinOffset"`

@@ -27,7 +27,7 @@ func (m MessageModel) String() string {
 }
 
 // ConsumeFromWhere says where a group starts on a queue it has no offset
-// for (storage-and-broker.md §11.7).
+// for (docs/broker.md §4.7).
 type ConsumeFromWhere int
 
 const (
@@ -53,7 +53,7 @@ func (w ConsumeFromWhere) String() string {
 }
 
 // consumerConfig holds the settings of push, pull and lite pull consumers.
-// Defaults are RocketMQ's (storage-and-broker.md §11.6).
+// Defaults are RocketMQ's (docs/broker.md §4.6).
 type consumerConfig struct {
 	clientConfig
 

@@ -10,7 +10,7 @@ import (
 	"github.com/apogeemq/apogee/internal/remoting"
 )
 
-// Broker-initiated offset requests of the legacy reset path (remoting.md
+// Broker-initiated offset requests of the legacy reset path (docs/protocol.md
 // §3.6): RESET_CONSUMER_CLIENT_OFFSET (220, oneway) moves this consumer's
 // offsets; GET_CONSUMER_STATUS_FROM_CLIENT (221) reports them. Brokers in
 // server-side reset mode (the 5.x default) use PULL_OFFSET_MOVED instead,

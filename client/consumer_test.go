@@ -15,7 +15,7 @@ func (f fakeOffsets) searchOffset(context.Context, MessageQueue, time.Time) (int
 	return f.search, nil
 }
 
-// TestStartOffset follows storage-and-broker.md §11.7.
+// TestStartOffset follows docs/broker.md §4.7.
 func TestStartOffset(t *testing.T) {
 	ctx := context.Background()
 	api := fakeOffsets{max: 100, search: 42}
@@ -49,7 +49,7 @@ func TestStartOffset(t *testing.T) {
 	}
 }
 
-// TestSubscriptionParsing follows remoting.md §7.5.
+// TestSubscriptionParsing follows docs/protocol.md §7.5.
 func TestSubscriptionParsing(t *testing.T) {
 	cases := []struct {
 		expr  string

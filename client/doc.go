@@ -26,7 +26,7 @@
 // errors.Is. The package has no package-level mutable state: each client
 // owns its connections.
 //
-// What a producer sends (remoting.md §3.3; wire names in brackets):
+// What a producer sends (docs/protocol.md §3.3; wire names in brackets):
 //
 //	send          SEND_MESSAGE_V2 (310), header letters a..n, binary ROCKETMQ header
 //	               a producerGroup  b topic  c defaultTopic (TBW102)  d defaultTopicQueueNums (4)

@@ -53,7 +53,7 @@ func (e *BrokerError) Error() string {
 func (e *BrokerError) CodeName() string { return protocol.ResponseCode(e.Code).String() }
 
 // Retriable reports whether a producer retries this code on another broker
-// (storage-and-broker.md §11.3).
+// (docs/broker.md §4.3).
 func (e *BrokerError) Retriable() bool { return protocol.ResponseCode(e.Code).Retriable() }
 
 // newBrokerError builds a BrokerError from a response.

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Latency fault tolerance (RocketMQ MQFaultStrategy, storage-and-broker.md
-// §11.2, 4.x table). After every send attempt the producer records the
+// Latency fault tolerance (RocketMQ MQFaultStrategy, docs/broker.md
+// §4.2, 4.x table). After every send attempt the producer records the
 // broker's latency; a slow broker is isolated ("not available") for a
 // duration looked up from the latency, a failed one as if it had taken
 // isolationLatency. Queue selection then prefers available brokers.

@@ -6,7 +6,7 @@ import (
 )
 
 // TestIsolationTable: the 4.x MQFaultStrategy table of the brief and
-// storage-and-broker.md §11.2 (latency >= 50/100/550/1000/2000/3000/15000 ms
+// docs/broker.md §4.2 (latency >= 50/100/550/1000/2000/3000/15000 ms
 // -> 0/0/30/60/120/180/600 s).
 func TestIsolationTable(t *testing.T) {
 	tests := []struct {

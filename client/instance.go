@@ -267,7 +267,7 @@ func (in *instance) route(ctx context.Context, topic string) (*topicRoute, error
 
 // publishRoute is route for producers: an unknown topic gets the route of
 // createTopicKey (TBW102) with queue counts capped at queueNums, so the
-// broker auto-creates the topic (remoting.md Appendix B).
+// broker auto-creates the topic (docs/protocol.md Appendix B).
 func (in *instance) publishRoute(ctx context.Context, topic, createTopicKey string, queueNums int32) (*topicRoute, error) {
 	if r := in.cachedRoute(topic); r != nil && len(r.publish) > 0 {
 		return r, nil

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMain fails the package's tests if any goroutine outlives them: every
-// goroutine the SDK starts must stop on Close (style.md).
+// goroutine the SDK starts must stop on Close (CONTRIBUTING.md, "How we write Go").
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

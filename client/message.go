@@ -9,7 +9,7 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 )
 
-// Well-known message property names (remoting.md §6.3) users may set or
+// Well-known message property names (docs/protocol.md §6.3) users may set or
 // read through Message.Properties.
 const (
 	PropertyKeys             = message.PropertyKeys

@@ -12,7 +12,7 @@ import (
 )
 
 // offsetStore keeps a consumer group's consumed offsets ("next offset to
-// consume") per message queue (storage-and-broker.md §11.7). Clustering
+// consume") per message queue (docs/broker.md §4.7). Clustering
 // groups keep them on the broker (remoteOffsetStore), broadcasting groups in
 // a local file (localOffsetStore). All methods are safe for concurrent use;
 // none holds a lock during I/O.

@@ -7,7 +7,7 @@ import (
 )
 
 // processQueue caches the pulled, not yet consumed messages of one message
-// queue (RocketMQ's ProcessQueue, storage-and-broker.md §11.6). The pull
+// queue (RocketMQ's ProcessQueue, docs/broker.md §4.6). The pull
 // loop adds messages, consumers remove them, and the pull loop reads the
 // counters to decide whether to pause (flow control): a queue over its
 // thresholds is not pulled until consumers catch up; messages are never
@@ -54,7 +54,7 @@ type processQueue struct {
 }
 
 // Expiry of a queue not pulled for a while; it is dropped at the next
-// rebalance (storage-and-broker.md §11.6).
+// rebalance (docs/broker.md §4.6).
 const pullMaxIdle = 120 * time.Second
 
 // Broker locks live 60 s; a lock older than 30 s without renewal is treated

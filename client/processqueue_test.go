@@ -13,7 +13,7 @@ func msgsAt(offsets ...int64) []*MessageExt {
 }
 
 // TestProcessQueueConcurrentCommitOffset checks the consumed offset rule of
-// storage-and-broker.md §11.6: smallest offset still cached, or max+1.
+// docs/broker.md §4.6: smallest offset still cached, or max+1.
 func TestProcessQueueConcurrentCommitOffset(t *testing.T) {
 	pq := newProcessQueue()
 	ms := msgsAt(10, 11, 12, 13)

@@ -450,7 +450,7 @@ func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Co
 		Version:  protocol.CurrentVersion,
 		ExtList:  e,
 		Body:     o.body,
-		// The binary ROCKETMQ header (remoting.md §1.5) costs less to
+		// The binary ROCKETMQ header (docs/protocol.md §1.5) costs less to
 		// encode here and to decode on the broker than JSON; brokers
 		// answer in kind.
 		SerializeType: protocol.SerializeRocketMQ,
@@ -497,7 +497,7 @@ func (p *Producer) result(o *outgoing, q MessageQueue, addr string, resp *protoc
 }
 
 // retriable reports whether a failed attempt may be retried on another
-// broker: network failures and the broker codes of §11.3.
+// broker: network failures and the broker codes of docs/broker.md §4.3.
 func retriable(err error) bool {
 	var be *BrokerError
 	if errors.As(err, &be) {

@@ -100,7 +100,7 @@ func WithRetryAnotherBrokerWhenNotStoreOK(on bool) ProducerOpt {
 
 // WithSendLatencyFaultEnable turns latency fault tolerance on: brokers that
 // answer slowly or fail are avoided for a while (sendLatencyFaultEnable,
-// storage-and-broker.md §11.2). Default off.
+// docs/broker.md §4.2). Default off.
 func WithSendLatencyFaultEnable(on bool) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.latencyFault = on })
 }

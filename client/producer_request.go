@@ -19,7 +19,7 @@ import (
 // consumer that handles it answers with SendReply, a message to
 // "<cluster>_REPLY_TOPIC" sent with SEND_REPLY_MESSAGE_V2 (325); the broker
 // pushes it to the requester's connection with PUSH_REPLY_MESSAGE_TO_CLIENT
-// (326), which completes the waiting Request (remoting.md §3.3.1, §3.6).
+// (326), which completes the waiting Request (docs/protocol.md §3.3.1, §3.6).
 
 // requestTable matches pushed replies to waiting requests.
 type requestTable struct {

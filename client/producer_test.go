@@ -18,7 +18,7 @@ import (
 )
 
 // TestSendRequestLayout: a sync send is SEND_MESSAGE_V2 with one-letter
-// header names (remoting.md §3.3.1), defaultTopic TBW102 and 4 queues,
+// header names (docs/protocol.md §3.3.1), defaultTopic TBW102 and 4 queues,
 // born timestamp, a UNIQ_KEY in the properties, and the result carries the
 // broker's msgId/queueId/queueOffset.
 func TestSendRequestLayout(t *testing.T) {
@@ -67,7 +67,7 @@ func TestSendRequestLayout(t *testing.T) {
 	}
 }
 
-// TestCompression: storage-and-broker.md §11.4: bodies >= 4096 bytes are
+// TestCompression: docs/broker.md §4.4: bodies >= 4096 bytes are
 // zlib-compressed and flagged COMPRESSED|ZLIB; smaller ones and batches
 // are not.
 func TestCompression(t *testing.T) {
@@ -123,7 +123,7 @@ func TestCompression(t *testing.T) {
 }
 
 // TestRetryMovesToAnotherBroker: a retriable code (SYSTEM_BUSY) is retried
-// on the other broker (§11.3); a non-retriable one (MESSAGE_ILLEGAL) fails
+// on the other broker (docs/broker.md §4.3); a non-retriable one (MESSAGE_ILLEGAL) fails
 // at once with a BrokerError naming broker, code and topic.
 func TestRetryMovesToAnotherBroker(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
@@ -199,7 +199,7 @@ func (l *txListener) CheckLocalTransaction(_ context.Context, m *MessageExt) Loc
 
 // TestTransaction: the half message carries TRAN_MSG/PGROUP and sysFlag
 // PREPARED; END_TRANSACTION echoes the half's queue offset and commit-log
-// offset with 8 (commit), 12 (rollback) or 0 (unknown) (remoting.md
+// offset with 8 (commit), 12 (rollback) or 0 (unknown) (docs/protocol.md
 // §3.3.2, Appendix B).
 func TestTransaction(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
@@ -303,7 +303,7 @@ func TestNamespaceOnTheWire(t *testing.T) {
 	}, "no heartbeat with the namespaced group")
 }
 
-// TestAutoCreateThroughTBW102: remoting.md Appendix B: an unknown topic is
+// TestAutoCreateThroughTBW102: docs/protocol.md Appendix B: an unknown topic is
 // sent along TBW102's route with queue ids below defaultTopicQueueNums.
 func TestAutoCreateThroughTBW102(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
@@ -471,7 +471,7 @@ func TestNameServerFailover(t *testing.T) {
 
 // TestHeartbeatsAndRouteRefresh: heartbeats carry the producer group and
 // repeat every heartbeatBrokerInterval; routes are refetched every
-// pollNameServerInterval (§11.1), so a new broker is picked up.
+// pollNameServerInterval (docs/broker.md §4.1), so a new broker is picked up.
 func TestHeartbeatsAndRouteRefresh(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
 	b := newFakeBroker(t, "broker-b")

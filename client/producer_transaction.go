@@ -12,7 +12,7 @@ import (
 	"github.com/apogeemq/apogee/internal/remoting"
 )
 
-// Transactional messages (storage-and-broker.md §8.11, remoting.md
+// Transactional messages (docs/broker.md §1.11, docs/protocol.md
 // Appendix B): the producer sends a half message (TRAN_MSG=true, PGROUP,
 // sysFlag PREPARED), runs the local transaction, then tells the broker
 // COMMIT, ROLLBACK or UNKNOWN with END_TRANSACTION (oneway). A broker that
@@ -189,7 +189,7 @@ func (t *txState) onCheck(_ context.Context, conn *remoting.Conn, req *protocol.
 		return nil, nil
 	}
 	if g := e.Properties[message.PropertyProducerGroup]; g != "" && g != t.p.wireGroup {
-		return nil, nil // another group's message: Go's behaviour (remoting.md §9.2 #17)
+		return nil, nil // another group's message: Go's behaviour (docs/protocol.md §9.2 #17)
 	}
 	addr := conn.RemoteAddr()
 	if bn := req.Ext("bname"); bn != "" {

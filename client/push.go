@@ -443,7 +443,7 @@ func (c *PushConsumer) consumeType() string {
 func (c *PushConsumer) subscribedTopics() []string { return slices.Collect(maps.Keys(c.subs)) }
 
 // pullLoop pulls one queue until the queue is dropped or the consumer
-// closes; offset < 0 means "compute the start offset first" (§11.7). It
+// closes; offset < 0 means "compute the start offset first" (docs/broker.md §4.7). It
 // pauses (never drops) while the cache is over its thresholds.
 func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int64) {
 	pq, mq := qs.pq, qs.mq
@@ -568,7 +568,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 
 // queueLimits returns the cache limits of one queue of topic: the
 // per-queue thresholds, or the topic thresholds divided among the topic's
-// assigned queues when those are set (§11.6).
+// assigned queues when those are set (docs/broker.md §4.6).
 func (c *PushConsumer) queueLimits(topic string) (count, mib int64) {
 	count, mib = c.cfg.pullThresholdForQueue, c.cfg.pullThresholdSizeForQue
 	if c.cfg.pullThresholdForTopic < 0 && c.cfg.pullThresholdSizeForTop < 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // consumeMessageDirectlyResult is the CONSUME_MESSAGE_DIRECTLY (309)
-// response body (remoting.md §5.3.12), with Java's enum names.
+// response body (docs/protocol.md §5.3.12), with Java's enum names.
 type consumeMessageDirectlyResult struct {
 	Order          bool   `json:"order"`
 	AutoCommit     bool   `json:"autoCommit"`

@@ -7,7 +7,7 @@ import (
 	"github.com/apogeemq/apogee/internal/run"
 )
 
-// Orderly consumption (remoting.md §7.7): each queue is locked on its
+// Orderly consumption (docs/protocol.md §7.7): each queue is locked on its
 // broker before it is pulled, locks are renewed every 20 s, and a queue's
 // messages are consumed by one pool worker at a time (processQueue.consumeMu,
 // the local lock) in offset order. A failed batch is retried locally after

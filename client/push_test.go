@@ -10,8 +10,8 @@ import (
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
-// TestPushConsumerFlowControlPausesPulls checks storage-and-broker.md
-// §11.6: while a queue caches more than pullThresholdForQueue messages the
+// TestPushConsumerFlowControlPausesPulls checks docs/broker.md
+// §4.6: while a queue caches more than pullThresholdForQueue messages the
 // consumer stops pulling it; nothing is dropped, and once the listener
 // catches up every message is consumed exactly once and the offset reaches
 // the end.
@@ -306,7 +306,7 @@ func TestPushConsumerSuspendResume(t *testing.T) {
 
 // TestPushConsumerConsumeTimeout: a message whose listener runs past
 // consumeTimeout is sent back (delay level 3) and stops holding back the
-// queue's offset (storage-and-broker.md §11.6).
+// queue's offset (docs/broker.md §4.6).
 func TestPushConsumerConsumeTimeout(t *testing.T) {
 	env := newFakeBrokerEnv("a")
 	env.put("T", 1, 5, "m")
@@ -338,7 +338,7 @@ func TestPushConsumerConsumeTimeout(t *testing.T) {
 
 // TestPushConsumerPullsFromSuggestedSlave: when the broker suggests a
 // slave (suggestWhichBrokerId), the next pulls go there, without the
-// commit-offset bit (remoting.md §7.2, §7.3).
+// commit-offset bit (docs/protocol.md §7.2, §7.3).
 func TestPushConsumerPullsFromSuggestedSlave(t *testing.T) {
 	env := newFakeBrokerEnv("a")
 	env.slave = true

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Rebalance (storage-and-broker.md §11.5): every rebalanceInterval and on
+// Rebalance (docs/broker.md §4.5): every rebalanceInterval and on
 // NOTIFY_CONSUMER_IDS_CHANGED the consumer recomputes its share of every
 // subscribed topic's queues and starts or stops their pull goroutines.
 
@@ -37,7 +37,7 @@ func (c *PushConsumer) rebalanceLoop() {
 }
 
 // doRebalance recomputes this member's queues of every subscribed topic
-// and starts or stops pull goroutines accordingly (§11.5).
+// and starts or stops pull goroutines accordingly (docs/broker.md §4.5).
 func (c *PushConsumer) doRebalance(ctx context.Context) {
 	c.rebalanceMu.Lock()
 	defer c.rebalanceMu.Unlock()

@@ -41,7 +41,7 @@ type topicRoute struct {
 	topic string // wire name (namespace applied)
 	data  *protocol.TopicRouteData
 	// publish: writable queues of brokers with a live master, in route order
-	// (storage-and-broker.md §11.1). Producers select from it.
+	// (docs/broker.md §4.1). Producers select from it.
 	publish []MessageQueue
 	// subscribe: readable queues, sorted. Consumers allocate from it.
 	subscribe []MessageQueue
@@ -52,7 +52,7 @@ type topicRoute struct {
 	fromDefault bool
 }
 
-// newTopicRoute derives the queue lists of a route for topic (§11.1).
+// newTopicRoute derives the queue lists of a route for topic (docs/broker.md §4.1).
 func newTopicRoute(topic string, data *protocol.TopicRouteData) *topicRoute {
 	r := &topicRoute{topic: topic, data: data}
 	masters := make(map[string]bool, len(data.BrokerDatas))
@@ -101,7 +101,7 @@ func newTopicRoute(topic string, data *protocol.TopicRouteData) *topicRoute {
 }
 
 // capQueues returns a copy of a TBW102 route to stand for topic, with every
-// broker's queue counts capped at n (auto-creation, §11.1).
+// broker's queue counts capped at n (auto-creation, docs/broker.md §4.1).
 func capQueues(topic string, def *protocol.TopicRouteData, n int32) *protocol.TopicRouteData {
 	c := *def
 	c.QueueDatas = slices.Clone(def.QueueDatas)

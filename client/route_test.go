@@ -6,7 +6,7 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// TestPublishQueues: storage-and-broker.md §11.1: brokers sorted by name,
+// TestPublishQueues: docs/broker.md §4.1: brokers sorted by name,
 // only writable queues of brokers with a master; subscribe lists readable
 // queues.
 func TestPublishQueues(t *testing.T) {

@@ -39,7 +39,7 @@ const (
 // a ProducerOpt and a ConsumerOpt. See WithTrace.
 type TraceOpt struct{ topic string }
 
-// WithTrace records message trace (storage-and-broker.md §8.15): a
+// WithTrace records message trace (docs/broker.md §1.15): a
 // producer writes a Pub record per send (group, topic, msgId, tags, keys,
 // broker, body size, cost, success), a push consumer a SubBefore and a
 // SubAfter record per consumed message (group, msgId, retry count, cost,

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// TraceType names a trace record (storage-and-broker.md §8.15).
+// TraceType names a trace record (docs/broker.md §1.15).
 type TraceType string
 
 // Trace record types.

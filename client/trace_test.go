@@ -8,7 +8,7 @@ import (
 )
 
 // TestTraceRecordRoundTrip: every record type survives encode/decode in
-// RocketMQ's field order (storage-and-broker.md §8.15).
+// RocketMQ's field order (docs/broker.md §1.15).
 func TestTraceRecordRoundTrip(t *testing.T) {
 	records := []TraceRecord{
 		{Type: TracePub, Timestamp: 1700000000123, RegionID: "DefaultRegion", Group: "pg", Topic: "T", MsgID: "AC11000100002A9F0000000000000001",

@@ -24,8 +24,8 @@ import (
 // TestSQL92PushConsumer: an official Go push consumer subscribed with
 // consumer.MessageSelector{Type: SQL92, Expression: "a > 5 AND b = 'x'"}
 // receives exactly the messages whose properties match (the broker
-// evaluates the heartbeat's expression at pull time, storage-and-broker.md
-// §8.13).
+// evaluates the heartbeat's expression at pull time, docs/broker.md
+// §1.13).
 func TestSQL92PushConsumer(t *testing.T) {
 	c := startCluster(t, func(cfg *broker.Config) { cfg.EnablePropertyFilter = true })
 	topic := uniqueName(t, "T")

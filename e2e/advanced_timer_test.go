@@ -72,7 +72,7 @@ func newPushConsumerSel(t testing.TB, nsAddr, group, topic string, sel consumer.
 // TestTimerMessageWithinPrecision: messages sent by the official Go client
 // with WithDelayTimestamp (TIMER_DELIVER_MS) are stored to their topic no
 // earlier than the requested time and within the timer precision
-// (timerPrecisionMs 1000, storage-and-broker.md §8.9).
+// (timerPrecisionMs 1000, docs/broker.md §1.9).
 func TestTimerMessageWithinPrecision(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

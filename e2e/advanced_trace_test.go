@@ -60,7 +60,7 @@ func waitTrace(t *testing.T, bin, nsAddr, id string) traceOutput {
 // TestTraceApogeeSDK: the Apogee SDK's WithTrace records a send (Pub) and a
 // consume (SubBefore/SubAfter) in RMQ_SYS_TRACE_TOPIC (created by the
 // broker with traceTopicEnable), and `apogee admin queryMsgTraceById`
-// prints them with hosts and costs (storage-and-broker.md §8.15).
+// prints them with hosts and costs (docs/broker.md §1.15).
 func TestTraceApogeeSDK(t *testing.T) {
 	c := startCluster(t, func(cfg *broker.Config) { cfg.TraceTopicEnable = true })
 	waitRoute(t, c.ns, client.DefaultTraceTopic)

@@ -31,8 +31,8 @@ func sendN(t *testing.T, p rocketmq.Producer, topic, tag, prefix string, n int) 
 }
 
 // TestClusteringSplitsQueues: two push consumers of one group share the
-// topic's queues (remoting.md Appendix B; rebalance after
-// NOTIFY_CONSUMER_IDS_CHANGED, storage §8.6): every message is consumed,
+// topic's queues (docs/protocol.md Appendix B; rebalance after
+// NOTIFY_CONSUMER_IDS_CHANGED, docs/broker.md §1.6): every message is consumed,
 // by exactly one of them once both are running, and both get some.
 func TestClusteringSplitsQueues(t *testing.T) {
 	c := startCluster(t, nil)
@@ -101,7 +101,7 @@ func TestBroadcasting(t *testing.T) {
 		"broadcast not delivered to both: %d and %d of %d", r1.count.Load(), r2.count.Load(), len(ids))
 }
 
-// TestTagSubscription: the broker filters by tag hash (§7.5); a consumer of
+// TestTagSubscription: the broker filters by tag hash (docs/protocol.md §7.5); a consumer of
 // "TagA || TagC" gets exactly those messages.
 func TestTagSubscription(t *testing.T) {
 	c := startCluster(t, nil)
@@ -139,7 +139,7 @@ func TestTagSubscription(t *testing.T) {
 
 // TestOffsetsSurviveConsumerRestart: offsets committed by a consumer (piggy-
 // backed on pulls and UPDATE_CONSUMER_OFFSET) make its successor in the same
-// group start after what was consumed (§8.5, §11.7).
+// group start after what was consumed (docs/broker.md §1.5, §4.7).
 func TestOffsetsSurviveConsumerRestart(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

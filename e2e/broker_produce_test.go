@@ -17,7 +17,7 @@ import (
 )
 
 // TestSendModesByteExact sends sync, async and oneway messages with tags,
-// keys and user properties (remoting.md §3.3.1, Appendix B) and checks that
+// keys and user properties (docs/protocol.md §3.3.1, Appendix B) and checks that
 // a push consumer receives every one byte-exact. One body is large enough
 // for the Go producer to compress it (§6.5); the consumer inflates it.
 func TestSendModesByteExact(t *testing.T) {
@@ -107,7 +107,7 @@ func TestSendModesByteExact(t *testing.T) {
 	}
 }
 
-// TestBatchSend sends one SEND_BATCH_MESSAGE (§6.7); every inner message is
+// TestBatchSend sends one SEND_BATCH_MESSAGE (docs/protocol.md §6.7); every inner message is
 // stored with consecutive queue offsets and consumed with its own
 // properties.
 func TestBatchSend(t *testing.T) {
@@ -153,7 +153,7 @@ func TestBatchSend(t *testing.T) {
 }
 
 // TestMessageTooLarge: a body over maxMessageSize is refused with
-// MESSAGE_ILLEGAL (13) and the broker keeps serving (remoting.md §1.7).
+// MESSAGE_ILLEGAL (13) and the broker keeps serving (docs/protocol.md §1.7).
 func TestMessageTooLarge(t *testing.T) {
 	c := startCluster(t, func(cfg *broker.Config) { cfg.Store.MaxMessageSize = 64 << 10 })
 	topic := uniqueName(t, "T")

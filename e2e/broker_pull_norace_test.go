@@ -17,7 +17,7 @@ import (
 )
 
 // TestGoPullConsumerPullFrom: the official pull consumer posts its
-// subscription with each pull (sysFlag 6, remoting.md §7.1); the broker
+// subscription with each pull (sysFlag 6, docs/protocol.md §7.1); the broker
 // filters by tag hash and reports the queue's offsets.
 func TestGoPullConsumerPullFrom(t *testing.T) {
 	c := startCluster(t, nil)

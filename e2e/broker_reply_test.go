@@ -16,7 +16,7 @@ import (
 
 // TestRequestReply: the Go client's Request() is answered by a consumer's
 // reply, which the broker pushes to the requester with
-// PUSH_REPLY_MESSAGE_TO_CLIENT (remoting.md §3.3.1, §3.6).
+// PUSH_REPLY_MESSAGE_TO_CLIENT (docs/protocol.md §3.3.1, §3.6).
 func TestRequestReply(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

@@ -40,8 +40,8 @@ func TestCleanRestartAsyncFlush(t *testing.T) {
 
 // TestKillRestartSyncFlush SIGKILLs a real `apogee broker` process running
 // SYNC_FLUSH while a producer sends, restarts it on the same store, and
-// checks that every acknowledged message is consumed (style.md: crash and
-// recovery).
+// checks that every acknowledged message is consumed (CONTRIBUTING.md: crash
+// tests for every on-disk format).
 func TestKillRestartSyncFlush(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the apogee binary")

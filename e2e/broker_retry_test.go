@@ -23,7 +23,7 @@ func fastDelays(cfg *broker.Config) {
 // TestRetryAndDeadLetter: a message whose consumption fails is sent back
 // (CONSUMER_SEND_MSG_BACK), redelivered through SCHEDULE_TOPIC_XXXX and
 // %RETRY%<group> with reconsumeTimes+1 and its original topic; after
-// maxReconsumeTimes failures it lands in %DLQ%<group> (§8.10).
+// maxReconsumeTimes failures it lands in %DLQ%<group> (docs/broker.md §1.10).
 func TestRetryAndDeadLetter(t *testing.T) {
 	c := startCluster(t, fastDelays)
 	topic := uniqueName(t, "T")
@@ -73,7 +73,7 @@ func TestRetryAndDeadLetter(t *testing.T) {
 }
 
 // TestDelayLevelMessage: a message with a delay level is held in
-// SCHEDULE_TOPIC_XXXX and delivered to its topic after the delay (§8.8).
+// SCHEDULE_TOPIC_XXXX and delivered to its topic after the delay (docs/broker.md §1.8).
 func TestDelayLevelMessage(t *testing.T) {
 	c := startCluster(t, func(cfg *broker.Config) { cfg.Store.MessageDelayLevel = "1s 2s" })
 	topic := uniqueName(t, "T")

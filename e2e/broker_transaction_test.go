@@ -34,7 +34,7 @@ func (l *txListener) CheckLocalTransaction(*primitive.MessageExt) primitive.Loca
 
 // TestTransactionalMessages: half messages stay invisible until committed
 // (END_TRANSACTION); a rolled-back one never shows; an unresolved one is
-// resolved by CHECK_TRANSACTION_STATE (storage-and-broker.md §8.11).
+// resolved by CHECK_TRANSACTION_STATE (docs/broker.md §1.11).
 func TestTransactionalMessages(t *testing.T) {
 	c := startCluster(t, func(cfg *broker.Config) {
 		cfg.TransactionCheckInterval = 500 * time.Millisecond

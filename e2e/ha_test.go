@@ -61,7 +61,7 @@ func waitReplicated(t *testing.T, master, slave *broker.Broker) {
 	}
 }
 
-// TestMasterSlaveReplicationWithOfficialClient (storage-and-broker.md 9.1):
+// TestMasterSlaveReplicationWithOfficialClient (docs/broker.md §2.1):
 // a SYNC_MASTER with inSyncReplicas=2 and a SLAVE that finds it through the
 // name server. Every send the official producer sees acknowledged is on the
 // slave at that moment; the slave's commit log is byte-identical to the
@@ -155,7 +155,7 @@ func TestMasterSlaveReplicationWithOfficialClient(t *testing.T) {
 	//
 	// The group's subscription config names brokerId 1: every pull answer
 	// (master's and slave's) suggests the slave, so after its first pull
-	// the client pulls from brokerId 1 (remoting.md suggestWhichBrokerId).
+	// the client pulls from brokerId 1 (docs/protocol.md §7.3, suggestWhichBrokerId).
 	group := uniqueName(t, "cg")
 	gc := protocol.NewSubscriptionGroupConfig(group)
 	gc.BrokerID = 1

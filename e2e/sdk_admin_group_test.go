@@ -12,7 +12,7 @@ import (
 // consumerProgress reports every queue caught up (lag 0), consumerConnection
 // lists the Go client and its subscription, resetOffsetByTime to before the
 // first message moves every queue back to its first offset, and the
-// broker's runtime info is readable (remoting.md §3.7: 208, 203, 222, 28).
+// broker's runtime info is readable (docs/protocol.md §3.7: 208, 203, 222, 28).
 func TestSDKAdminConsumerGroup(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

@@ -41,7 +41,7 @@ func failIfUnsupported(t *testing.T, err error) {
 // TestSDKAdminTopicsAndGroups: topics created through the admin API
 // (UPDATE_AND_CREATE_TOPIC on the cluster's masters) are routed by the
 // name server and seen by the official Go client; topicList, clusterList,
-// subscription groups and deleteTopic work (remoting.md §3.7, §3.8).
+// subscription groups and deleteTopic work (docs/protocol.md §3.7, §3.8).
 func TestSDKAdminTopicsAndGroups(t *testing.T) {
 	c := startCluster(t, nil)
 	a := newSDKAdmin(t, c.nsAddr)

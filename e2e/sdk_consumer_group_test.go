@@ -23,7 +23,7 @@ import (
 
 // TestSDKPushConsumerRebalancesOnNotify: with the default 20 s rebalance
 // period, a second member joining makes the first give up queues within
-// seconds, driven by the broker's NOTIFY_CONSUMER_IDS_CHANGED (remoting.md
+// seconds, driven by the broker's NOTIFY_CONSUMER_IDS_CHANGED (docs/protocol.md
 // §3.6); closing the second gives them back.
 func TestSDKPushConsumerRebalancesOnNotify(t *testing.T) {
 	c := startCluster(t, nil)
@@ -110,7 +110,7 @@ func TestSDKAndOfficialConsumersShareGroup(t *testing.T) {
 }
 
 // TestSDKPushConsumerSQL92Subscription: an SQL92 selector is registered
-// with the broker as written (heartbeat subscription, remoting.md §5.3.4)
+// with the broker as written (heartbeat subscription, docs/protocol.md §5.3.4)
 // and sent with the pulls. When the broker filters SQL92, only matching
 // messages arrive; a broker without SQL92 support answers the pull with an
 // error, which is reported.
@@ -216,7 +216,7 @@ func TestSDKProducerToSDKConsumer(t *testing.T) {
 
 // TestSDKPushConsumerFollowsServerSideReset: after an admin resets the
 // group's offsets to the beginning (INVOKE_BROKER_TO_RESET_OFFSET, served
-// as PULL_OFFSET_MOVED on the next pull, remoting.md §7.6), the running
+// as PULL_OFFSET_MOVED on the next pull, docs/protocol.md §7.6), the running
 // consumer receives the messages again.
 func TestSDKPushConsumerFollowsServerSideReset(t *testing.T) {
 	c := startCluster(t, nil)
@@ -347,7 +347,7 @@ func TestSDKPushConsumerSurvivesBrokerRestart(t *testing.T) {
 }
 
 // TestSDKPushConsumerAnswersBrokerRelays: the consumer answers the admin
-// requests a broker relays to it (remoting.md §3.6):
+// requests a broker relays to it (docs/protocol.md §3.6):
 // GET_CONSUMER_RUNNING_INFO with its subscriptions and
 // CONSUME_MESSAGE_DIRECTLY by running its listener on the message.
 func TestSDKPushConsumerAnswersBrokerRelays(t *testing.T) {

@@ -113,7 +113,7 @@ func brokerSupports(t *testing.T, addr string, code protocol.RequestCode, body [
 }
 
 // TestSDKPushConsumerOrderlyClustering: orderly clustering consumers lock
-// their queues on the broker (LOCK_BATCH_MQ, remoting.md §7.7) and keep
+// their queues on the broker (LOCK_BATCH_MQ, docs/protocol.md §7.7) and keep
 // per-key order across two members.
 func TestSDKPushConsumerOrderlyClustering(t *testing.T) {
 	c := startCluster(t, nil)
@@ -145,7 +145,7 @@ func TestSDKPushConsumerOrderlyClustering(t *testing.T) {
 
 // TestSDKPushConsumerOrderlyDeadLetter: an orderly consumer retries a
 // failing message locally up to maxReconsumeTimes, then sends it to the
-// dead-letter queue (CONSUMER_SEND_MSG_BACK delayLevel -1, remoting.md
+// dead-letter queue (CONSUMER_SEND_MSG_BACK delayLevel -1, docs/protocol.md
 // §7.7) so the queue moves on in order.
 func TestSDKPushConsumerOrderlyDeadLetter(t *testing.T) {
 	c := startCluster(t, nil)

@@ -31,7 +31,7 @@ func newSDKPullConsumer(t *testing.T, nsAddr, group string, opts ...client.Consu
 
 // TestSDKPullConsumer: Pull reads every queue from offset 0 to its end,
 // offsets round-trip through the broker (QUERY/UPDATE_CONSUMER_OFFSET),
-// and PullBlock long-polls until a message arrives (remoting.md §7.4).
+// and PullBlock long-polls until a message arrives (docs/protocol.md §7.4).
 func TestSDKPullConsumer(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

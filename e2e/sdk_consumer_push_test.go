@@ -61,7 +61,7 @@ func newSDKPushConsumer(t *testing.T, nsAddr, group, topic string, sel client.Se
 // TestSDKPushConsumerFromOfficialProducer: messages sent by the official
 // Go producer (plain, tagged with keys and user properties, a body over
 // 4 KiB that it compresses, a batch) reach the Apogee push consumer with
-// byte-identical bodies and properties (remoting.md §6.5-§6.8).
+// byte-identical bodies and properties (docs/protocol.md §6.5-§6.8).
 func TestSDKPushConsumerFromOfficialProducer(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")
@@ -131,7 +131,7 @@ func TestSDKPushConsumerFromOfficialProducer(t *testing.T) {
 }
 
 // TestSDKPushConsumerClusteringSplitsQueues: two Apogee consumers of one
-// group divide the queues (rebalance, storage-and-broker.md §11.5); every
+// group divide the queues (rebalance, docs/broker.md §4.5); every
 // message is consumed and both members consume some.
 func TestSDKPushConsumerClusteringSplitsQueues(t *testing.T) {
 	c := startCluster(t, nil)
@@ -205,7 +205,7 @@ func TestSDKPushConsumerBroadcasting(t *testing.T) {
 }
 
 // TestSDKPushConsumerTagFilter: a tag subscription receives only its tags
-// (broker filters by hash code, the client by the tag string; remoting.md
+// (broker filters by hash code, the client by the tag string; docs/protocol.md
 // §7.5).
 func TestSDKPushConsumerTagFilter(t *testing.T) {
 	c := startCluster(t, nil)
@@ -283,7 +283,7 @@ func TestSDKPushConsumerAtLeastOnceWhenClosedMidBatch(t *testing.T) {
 
 // TestSDKPushConsumerBroadcastingResumesFromLocalOffsets: a restarted
 // broadcasting consumer (default instance name) continues from the offsets
-// in its local file instead of starting over (storage-and-broker.md §11.7).
+// in its local file instead of starting over (docs/broker.md §4.7).
 func TestSDKPushConsumerBroadcastingResumesFromLocalOffsets(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")
@@ -442,7 +442,7 @@ func TestSDKPushConsumerNamespace(t *testing.T) {
 // TestSDKPushConsumerFlowControl: with a slow listener, a queue caches at
 // most pullThresholdForQueue messages plus one pull batch; pulls pause
 // rather than drop, so every message is consumed once the listener speeds
-// up (storage-and-broker.md §11.6).
+// up (docs/broker.md §4.6).
 func TestSDKPushConsumerFlowControl(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

@@ -11,7 +11,7 @@ import (
 )
 
 // TestSDKPushConsumerRetry: a message the listener fails is sent back
-// (CONSUMER_SEND_MSG_BACK, or the %RETRY% send fallback, remoting.md §7.8)
+// (CONSUMER_SEND_MSG_BACK, or the %RETRY% send fallback, docs/protocol.md §7.8)
 // and delivered again through the group's retry topic with its original
 // topic, id and body and a higher reconsume count.
 func TestSDKPushConsumerRetry(t *testing.T) {

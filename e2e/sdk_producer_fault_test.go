@@ -101,7 +101,7 @@ func twoBrokerTopic(t *testing.T) (c *testCluster, topic string) {
 
 // TestSDKFaultStrategyIsolatesSilentBroker: with sendLatencyFaultEnable, a
 // broker that stops answering is isolated after its first timeout
-// (storage-and-broker.md §11.2: a failure counts as 30 s latency -> 600 s
+// (docs/broker.md §4.2: a failure counts as 30 s latency -> 600 s
 // isolation) and every later send goes to the other broker of the cluster.
 func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
 	c, topic := twoBrokerTopic(t)
@@ -151,7 +151,7 @@ func TestSDKFaultStrategyIsolatesSilentBroker(t *testing.T) {
 
 // TestSDKRetryMovesToAnotherBroker: without fault tolerance, a send whose
 // first attempt fails on a dead broker (connection refused) is retried on
-// the other broker (retryTimesWhenSendFailed, §11.3), so every send
+// the other broker (retryTimesWhenSendFailed, docs/broker.md §4.3), so every send
 // succeeds.
 func TestSDKRetryMovesToAnotherBroker(t *testing.T) {
 	noLeaks(t)

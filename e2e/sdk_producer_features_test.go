@@ -34,7 +34,7 @@ func (l *e2eTxListener) CheckLocalTransaction(_ context.Context, m *client.Messa
 	return client.TransactionCommit
 }
 
-// TestSDKTransactions (storage-and-broker.md §8.11, remoting.md Appendix
+// TestSDKTransactions (docs/broker.md §1.11, docs/protocol.md Appendix
 // B): a committed half message reaches consumers; a rolled-back one never
 // does; an unknown one is resolved by the broker's check-back, answered by
 // the listener's CheckLocalTransaction (commit here).

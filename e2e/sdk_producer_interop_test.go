@@ -38,7 +38,7 @@ func newSDKProducer(t *testing.T, nsAddr string, opts ...client.ProducerOpt) *cl
 // TestSDKProducerToOfficialConsumer: every send mode of the Apogee producer
 // (sync, async, oneway, batch, a body over compressMsgBodyOverHowmuch) is
 // consumed by the official Go push consumer with byte-identical bodies,
-// tags, keys and user properties (storage-and-broker.md §11.4, remoting.md
+// tags, keys and user properties (docs/broker.md §4.4, docs/protocol.md
 // §6.5-§6.7).
 func TestSDKProducerToOfficialConsumer(t *testing.T) {
 	c := startCluster(t, nil)

@@ -12,7 +12,7 @@ import (
 
 // TestSDKRequestReply: Request waits for the reply a consumer sends with
 // SendReply; the broker pushes it back with PUSH_REPLY_MESSAGE_TO_CLIENT
-// (remoting.md §3.3.1 reply specifics, §3.6).
+// (docs/protocol.md §3.3.1 reply specifics, §3.6).
 func TestSDKRequestReply(t *testing.T) {
 	c := startCluster(t, nil)
 	topic := uniqueName(t, "T")

@@ -8,7 +8,7 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// Decoders of the broker's statistics bodies (remoting.md §5.3.8-§5.3.10).
+// Decoders of the broker's statistics bodies (docs/protocol.md §5.3.8-§5.3.10).
 // Java writes maps keyed by MessageQueue with object keys (fastjson);
 // protocol.UnmarshalFastJSON turns each key into a string holding the
 // key's JSON, which mqKey parses.

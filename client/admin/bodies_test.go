@@ -6,7 +6,7 @@ import (
 	"github.com/apogeemq/apogee/client"
 )
 
-// Java writes MessageQueue-keyed maps with object keys (remoting.md §5.1);
+// Java writes MessageQueue-keyed maps with object keys (docs/protocol.md §5.1);
 // the decoders accept that dialect.
 const (
 	javaTopicStats   = `{"offsetTable":{{"brokerName":"broker-a","queueId":1,"topic":"T"}:{"lastUpdateTimestamp":1700000000000,"maxOffset":10,"minOffset":2}},"topicPutTps":0.0}`

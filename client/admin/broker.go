@@ -15,7 +15,7 @@ import (
 )
 
 // Broker-level admin calls: configuration, statistics, consume-queue and
-// timer inspection, consumer status collected by the broker (remoting.md
+// timer inspection, consumer status collected by the broker (docs/protocol.md
 // §3.7). Calls that name a broker take its address; calls about a topic
 // ask every master of its route and merge the answers.
 

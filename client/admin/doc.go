@@ -8,7 +8,7 @@
 // earlier deadline. Failures answered by a server are *client.BrokerError
 // values naming the address, code and topic or group.
 //
-// What each call sends (remoting.md §3.2, §3.7, §3.8):
+// What each call sends (docs/protocol.md §3.2, §3.7, §3.8):
 //
 //	call                     name server                broker(s)
 //	-----------------------  -------------------------  ---------------------------------

@@ -14,7 +14,7 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// Permission bits of a topic (remoting.md §5.3.2).
+// Permission bits of a topic (docs/protocol.md §5.3.2).
 const (
 	PermRead      = 4
 	PermWrite     = 2

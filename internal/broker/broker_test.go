@@ -101,7 +101,7 @@ func mustCode(t *testing.T, resp *protocol.Command, want protocol.ResponseCode) 
 }
 
 // TestSendAutoCreateAndPull follows docs/protocol.md Appendix B: a send to an
-// unknown topic with defaultTopic=TBW102 creates it (§8.2) and the stored
+// unknown topic with defaultTopic=TBW102 creates it (docs/broker.md §1.2) and the stored
 // message comes back byte-exact from a pull with a tag subscription.
 func TestSendAutoCreateAndPull(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
