@@ -227,19 +227,40 @@ func (a *Admin) ConsumerConnections(ctx context.Context, group string) (*Consume
 // to the first message stored at or after ts (INVOKE_BROKER_TO_RESET_OFFSET
 // on each broker of the topic). It returns the new offsets.
 func (a *Admin) ResetOffsetByTime(ctx context.Context, topic, group string, ts time.Time, force bool) (map[client.MessageQueue]int64, error) {
+	return a.resetOffset(ctx, topic, group, ts.UnixMilli(), force, nil, nil)
+}
+
+// resetOffset is INVOKE_BROKER_TO_RESET_OFFSET on every master of topic's
+// route: to the first message at or after timestamp (-1: the end), or, with
+// queueID and offset, one queue to offset.
+func (a *Admin) resetOffset(ctx context.Context, topic, group string, timestamp int64, force bool, queueID *int32, offset *int64) (map[client.MessageQueue]int64, error) {
 	masters, err := a.routeMasters(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	out := map[client.MessageQueue]int64{}
+	addrs := make([]string, 0, len(masters))
 	for _, name := range slices.Sorted(maps.Keys(masters)) {
-		addr := masters[name]
+		addrs = append(addrs, masters[name])
+	}
+	return a.resetOffsetOn(ctx, addrs, topic, group, timestamp, force, queueID, offset)
+}
+
+// resetOffsetOn is resetOffset on the given brokers.
+func (a *Admin) resetOffsetOn(ctx context.Context, addrs []string, topic, group string, timestamp int64, force bool, queueID *int32, offset *int64) (map[client.MessageQueue]int64, error) {
+	out := map[client.MessageQueue]int64{}
+	for _, addr := range addrs {
 		ext := map[string]string{
 			"topic":     topic,
 			"group":     group,
-			"timestamp": strconv.FormatInt(ts.UnixMilli(), 10),
+			"timestamp": strconv.FormatInt(timestamp, 10),
 			"isForce":   strconv.FormatBool(force),
 			"queueId":   "-1",
+		}
+		if queueID != nil {
+			ext["queueId"] = strconv.Itoa(int(*queueID))
+		}
+		if offset != nil {
+			ext["offset"] = strconv.FormatInt(*offset, 10)
 		}
 		resp, err := a.invokeOK(ctx, addr, topic, protocol.NewRequest(protocol.InvokeBrokerToResetOffset, ext, nil))
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
 )
 
@@ -558,22 +559,38 @@ func parseTimestamp(s string) (time.Time, error) {
 }
 
 func cmdResetOffsetByTime(g *globalFlags, af *adminFlags) *cobra.Command {
-	var group, topic, ts string
+	var group, topic, ts, broker string
 	var force bool
-	return adminCommand(g, af, "resetOffsetByTime", "Move a group's offsets on a topic to a point in time", func(c *cobra.Command) {
+	var queueID int
+	var offset int64
+	return adminCommand(g, af, "resetOffsetByTime", "Move a group's offsets on a topic to a point in time (or one queue to an offset)", func(c *cobra.Command) {
 		c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
 		c.Flags().StringVarP(&topic, "topic", "t", "", "topic (required)")
-		c.Flags().StringVarP(&ts, "timestamp", "s", "", "ms since the epoch, now, or yyyy-MM-dd#HH:mm:ss:SSS (required)")
+		c.Flags().StringVarP(&ts, "timestamp", "s", "", "ms since the epoch, now, or yyyy-MM-dd#HH:mm:ss:SSS")
 		c.Flags().BoolVarP(&force, "force", "f", true, "also move offsets backwards")
+		c.Flags().StringVarP(&broker, "broker", "b", "", "broker address (with -q and -o: reset one queue)")
+		c.Flags().IntVarP(&queueID, "queue", "q", -1, "queue id (with -b and -o)")
+		c.Flags().Int64VarP(&offset, "offset", "o", -1, "expected queue offset (with -b and -q)")
 		c.MarkFlagRequired("group")
 		c.MarkFlagRequired("topic")
-		c.MarkFlagRequired("timestamp")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		t, err := parseTimestamp(ts)
-		if err != nil {
-			return nil, err
+		var offsets map[client.MessageQueue]int64
+		var err error
+		switch {
+		case broker != "" || queueID >= 0 || offset >= 0:
+			if broker == "" || queueID < 0 || offset < 0 {
+				return nil, fmt.Errorf("a one-queue reset needs -b broker, -q queue and -o offset")
+			}
+			offsets, err = a.ResetQueueOffset(ctx, broker, topic, group, queueID, offset)
+		case ts == "":
+			return nil, fmt.Errorf("give -s timestamp, or -b, -q and -o for one queue")
+		default:
+			var t time.Time
+			if t, err = parseTimestamp(ts); err != nil {
+				return nil, err
+			}
+			offsets, err = a.ResetOffsetByTime(ctx, topic, group, t, force)
 		}
-		offsets, err := a.ResetOffsetByTime(ctx, topic, group, t, force)
 		if err != nil {
 			return nil, err
 		}
