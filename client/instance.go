@@ -39,7 +39,7 @@ type instance struct {
 	remote   *remoting.Client
 	idGen    *message.UniqIDGenerator
 
-	ns     remoting.RoundRobin // spreads name-server requests over cfg.nameServers
+	ns remoting.RoundRobin // spreads name-server requests over cfg.nameServers
 
 	mu sync.RWMutex
 	// routes maps wire topic -> current route; guarded by mu.

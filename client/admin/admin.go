@@ -58,7 +58,7 @@ type Admin struct {
 	cfg    config
 	remote *remoting.Client
 	ns     remoting.RoundRobin // spreads name-server requests over cfg.nameServers
-	state  atomic.Int32 // 0 new, 1 started, 2 closed
+	state  atomic.Int32        // 0 new, 1 started, 2 closed
 }
 
 // New returns an unstarted Admin.

@@ -794,4 +794,3 @@ func cmdSendMsgStatus(g *globalFlags, af *adminFlags) *cobra.Command {
 		return r, nil
 	})
 }
-

@@ -102,7 +102,7 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.GetTimerMetrics:                      b.processGetTimerMetrics,
 	}
 	maps.Copy(admin, b.authProcessors()) // admin_auth.go: AUTH_* 3001-3010
-	maps.Copy(admin, b.opsProcessors()) // admin_ops.go
+	maps.Copy(admin, b.opsProcessors())  // admin_ops.go
 	codes := make([]protocol.RequestCode, 0, len(admin))
 	for code := range admin {
 		codes = append(codes, code)
