@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -14,14 +15,17 @@ import (
 )
 
 // SubscriptionGroupManager owns the consumer groups' broker-side settings
-// and subscriptionGroup.json (docs/broker.md §1.6). Changes are
-// persisted at once.
+// and subscriptionGroup.json (docs/broker.md §1.6). Changes are durable
+// before they return and cost the same whatever the number of groups
+// (config_log.go).
 type SubscriptionGroupManager struct {
 	path   string
 	logger *slog.Logger
 	now    func() time.Time
 
-	persistMu sync.Mutex // serialises file writes
+	// cf persists the table: subscriptionGroup.json plus its change log;
+	// its writeMu is held across every change.
+	cf *configFile
 
 	mu sync.RWMutex
 	// groups, forbidden and version are guarded by mu; group values are
@@ -39,7 +43,69 @@ func newSubscriptionGroupManager(path string, logger *slog.Logger, now func() ti
 		groups:    make(map[string]*protocol.SubscriptionGroupConfig),
 		forbidden: make(map[string]map[string]int32),
 	}
+	m.cf = &configFile{path: path, logger: logger, encode: m.encode, value: m.jsonValue,
+		size: func() int { m.mu.RLock(); defer m.mu.RUnlock(); return len(m.groups) }}
 	return m
+}
+
+// jsonValue is one group's config as subscriptionGroup.json holds it.
+func (m *SubscriptionGroupManager) jsonValue(group string) (json.RawMessage, bool) {
+	m.mu.RLock()
+	g, ok := m.groups[group]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(g)
+	return b, err == nil
+}
+
+func (m *SubscriptionGroupManager) encode() ([]byte, error) {
+	data, err := json.MarshalIndent(m.Wrapper(), "", "\t")
+	if err != nil {
+		return nil, fmt.Errorf("broker: encode subscription groups: %w", err)
+	}
+	return data, nil
+}
+
+// replayLog applies subscriptionGroup.json.log (and a .old left by an
+// interrupted compaction, which is then finished).
+func (m *SubscriptionGroupManager) replayLog() error {
+	_, oldErr := os.Stat(m.cf.oldPath())
+	n, err := m.cf.replay(func(e configLogEntry) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if e.DataVersion.Counter >= m.version.Counter {
+			m.version = e.DataVersion
+		}
+		if e.Op == "delete" {
+			delete(m.groups, e.Key)
+			delete(m.forbidden, e.Key)
+			return nil
+		}
+		var g protocol.SubscriptionGroupConfig
+		if err := protocol.UnmarshalFastJSON(e.Value, &g); err != nil {
+			return err
+		}
+		if g.GroupName == "" {
+			g.GroupName = e.Key
+		}
+		if g.Attributes == nil {
+			g.Attributes = map[string]string{}
+		}
+		m.groups[e.Key] = &g
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		m.logger.Info("subscription group changes replayed from the change log", "changes", n)
+	}
+	if oldErr == nil {
+		return m.cf.compact()
+	}
+	return nil
 }
 
 func (m *SubscriptionGroupManager) load() error {
@@ -70,7 +136,10 @@ func (m *SubscriptionGroupManager) load() error {
 		m.version = w.DataVersion
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return m.replayLog()
 }
 
 // ensureSystemGroups creates the built-in groups (docs/broker.md §1.6).
@@ -98,14 +167,16 @@ func (m *SubscriptionGroupManager) ensureSystemGroups() error {
 	return m.persist()
 }
 
-func (m *SubscriptionGroupManager) persist() error {
-	m.persistMu.Lock()
-	defer m.persistMu.Unlock()
-	data, err := json.MarshalIndent(m.Wrapper(), "", "\t")
-	if err != nil {
-		return fmt.Errorf("broker: encode subscription groups: %w", err)
-	}
-	return writeFileAtomic(m.path, data)
+// persist writes the whole table and empties the change log.
+func (m *SubscriptionGroupManager) persist() error { return m.cf.compact() }
+
+// commit makes the current state of groups durable.
+// REQUIRES: m.cf.writeMu held.
+func (m *SubscriptionGroupManager) commit(groups ...string) error {
+	m.mu.RLock()
+	v := m.version
+	m.mu.RUnlock()
+	return m.cf.commit(v, groups...)
 }
 
 // Wrapper returns a copy of the whole table: GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body.
@@ -148,6 +219,8 @@ func (m *SubscriptionGroupManager) FindOrCreate(group string, autoCreate bool) (
 	if !autoCreate || names.ValidateGroup(group) != nil {
 		return protocol.SubscriptionGroupConfig{}, false, nil
 	}
+	m.cf.writeMu.Lock()
+	defer m.cf.writeMu.Unlock()
 	m.mu.Lock()
 	g, exists := m.groups[group]
 	if !exists {
@@ -162,7 +235,7 @@ func (m *SubscriptionGroupManager) FindOrCreate(group string, autoCreate bool) (
 		return out, true, nil
 	}
 	m.logger.Info("subscription group auto-created", "group", group)
-	return out, true, m.persist()
+	return out, true, m.commit(group)
 }
 
 // Update creates or replaces a group.
@@ -171,16 +244,20 @@ func (m *SubscriptionGroupManager) Update(cfg protocol.SubscriptionGroupConfig) 
 		cfg.Attributes = map[string]string{}
 	}
 	c := cloneGroupConfig(&cfg)
+	m.cf.writeMu.Lock()
+	defer m.cf.writeMu.Unlock()
 	m.mu.Lock()
 	m.groups[cfg.GroupName] = &c
 	m.version = nextDataVersion(m.version, m.now())
 	m.mu.Unlock()
 	m.logger.Info("subscription group updated", "group", cfg.GroupName)
-	return m.persist()
+	return m.commit(cfg.GroupName)
 }
 
 // Delete removes a group; it reports whether it existed.
 func (m *SubscriptionGroupManager) Delete(group string) (bool, error) {
+	m.cf.writeMu.Lock()
+	defer m.cf.writeMu.Unlock()
 	m.mu.Lock()
 	_, ok := m.groups[group]
 	if ok {
@@ -193,7 +270,7 @@ func (m *SubscriptionGroupManager) Delete(group string) (bool, error) {
 		return false, nil
 	}
 	m.logger.Info("subscription group deleted", "group", group)
-	return true, m.persist()
+	return true, m.commit(group)
 }
 
 // Names returns the group names.
