@@ -69,6 +69,58 @@ func (a *Admin) CreateTopic(ctx context.Context, tc TopicConfig, target Target) 
 	return errors.Join(errs...)
 }
 
+// topicListChunk is how many topics one UPDATE_AND_CREATE_TOPIC_LIST
+// request carries.
+const topicListChunk = 1000
+
+// CreateTopics creates or updates many topics on every master of the
+// target with RocketMQ 5.3's batch request (UPDATE_AND_CREATE_TOPIC_LIST,
+// body {"topicConfigList":[...]}), topicListChunk topics a request: each
+// broker persists and registers a request's topics at once.
+func (a *Admin) CreateTopics(ctx context.Context, tcs []TopicConfig, target Target) error {
+	list := make([]protocol.TopicConfig, 0, len(tcs))
+	for _, tc := range tcs {
+		if tc.Topic == "" {
+			return fmt.Errorf("admin: empty topic")
+		}
+		c := protocol.TopicConfig{TopicName: tc.Topic, ReadQueueNums: int32(tc.ReadQueues), WriteQueueNums: int32(tc.WriteQueues),
+			Perm: int32(tc.Perm), TopicFilterType: protocol.TopicFilterSingleTag, Order: tc.Order, Attributes: map[string]string{}}
+		if c.ReadQueueNums == 0 {
+			c.ReadQueueNums = 8
+		}
+		if c.WriteQueueNums == 0 {
+			c.WriteQueueNums = 8
+		}
+		if c.Perm == 0 {
+			c.Perm = PermReadWrite
+		}
+		list = append(list, c)
+	}
+	if len(list) == 0 {
+		return fmt.Errorf("admin: no topics")
+	}
+	addrs, err := a.masters(ctx, target)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, addr := range slices.Sorted(maps.Keys(addrs)) {
+		for i := 0; i < len(list); i += topicListChunk {
+			chunk := list[i:min(i+topicListChunk, len(list))]
+			body, err := protocol.MarshalJSON(map[string]any{"topicConfigList": chunk})
+			if err != nil {
+				return fmt.Errorf("admin: encode topic list: %w", err)
+			}
+			req := protocol.NewRequest(protocol.UpdateAndCreateTopicList, nil, body)
+			if _, err := a.invokeOK(ctx, addr, chunk[0].TopicName, req); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // DeleteTopic deletes a topic from every master of cluster
 // (DELETE_TOPIC_IN_BROKER) and from the name servers
 // (DELETE_TOPIC_IN_NAMESRV).

@@ -120,7 +120,7 @@ func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(
 }
 
 var adminCommands = []func(*globalFlags, *adminFlags) *cobra.Command{
-	cmdUpdateTopic, cmdDeleteTopic, cmdTopicList, cmdTopicRoute, cmdTopicStatus, cmdClusterList,
+	cmdUpdateTopic, cmdUpdateTopicList, cmdDeleteTopic, cmdTopicList, cmdTopicRoute, cmdTopicStatus, cmdClusterList,
 	cmdConsumerProgress, cmdConsumerConnection, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdBrokerStatus,
 	cmdQueryMsgByID, cmdQueryMsgByKey, cmdResetOffsetByTime, cmdSendMessage, cmdConsumeMessage, cmdProducerConnection,
 }
@@ -199,6 +199,44 @@ func cmdUpdateTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 		}
 		return &result{text: fmt.Sprintf("create topic %s success: read %d write %d perm %d", tc.Topic, tc.ReadQueues, tc.WriteQueues, tc.Perm),
 			value: map[string]any{"ok": true, "topic": tc.Topic, "readQueueNums": tc.ReadQueues, "writeQueueNums": tc.WriteQueues, "perm": tc.Perm}}, nil
+	})
+}
+
+// cmdUpdateTopicList is mqadmin updateTopicList (RocketMQ 5.3): -f names a
+// JSON file holding a list of RocketMQ TopicConfig objects
+// ([{"topicName":"T","readQueueNums":4,"writeQueueNums":4,"perm":6},...]).
+func cmdUpdateTopicList(g *globalFlags, af *adminFlags) *cobra.Command {
+	var file, cluster, broker string
+	return adminCommand(g, af, "updateTopicList", "Create or update topics in batch from a JSON file (-f) on a cluster (-c) or one broker (-b)", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&file, "filename", "f", "", "JSON file with a list of TopicConfig (required)")
+		f.StringVarP(&cluster, "clusterName", "c", "", "create on every master of this cluster")
+		f.StringVarP(&broker, "brokerAddr", "b", "", "create on this broker address")
+		c.MarkFlagRequired("filename")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var list []struct {
+			TopicName      string `json:"topicName"`
+			ReadQueueNums  int    `json:"readQueueNums"`
+			WriteQueueNums int    `json:"writeQueueNums"`
+			Perm           int    `json:"perm"`
+			Order          bool   `json:"order"`
+		}
+		if err := json.Unmarshal(data, &list); err != nil {
+			return nil, fmt.Errorf("%s: want a JSON list of TopicConfig: %w", file, err)
+		}
+		tcs := make([]admin.TopicConfig, 0, len(list))
+		for _, t := range list {
+			tcs = append(tcs, admin.TopicConfig{Topic: t.TopicName, ReadQueues: t.ReadQueueNums, WriteQueues: t.WriteQueueNums, Perm: t.Perm, Order: t.Order})
+		}
+		if err := a.CreateTopics(ctx, tcs, target(cluster, broker)); err != nil {
+			return nil, err
+		}
+		return &result{text: fmt.Sprintf("submit batch of %d topic config(s) success", len(tcs)),
+			value: map[string]any{"ok": true, "topics": len(tcs)}}, nil
 	})
 }
 

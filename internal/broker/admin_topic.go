@@ -42,8 +42,11 @@ func (b *Broker) processCreateTopic(_ context.Context, _ *remoting.Conn, req *pr
 	return protocol.NewResponse(req, protocol.Success, ""), nil
 }
 
-// processCreateTopicList serves UPDATE_AND_CREATE_TOPIC_LIST (18; body
-// {"topicConfigList":[TopicConfig...]}).
+// processCreateTopicList serves UPDATE_AND_CREATE_TOPIC_LIST (18; RocketMQ
+// 5.3's batch create, body {"topicConfigList":[TopicConfig...]}). Every
+// config is checked first (one bad entry refuses the whole list); the
+// changed ones are then made durable with one write and registered with the
+// name servers in one incremental registration.
 func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var body struct {
 		TopicConfigList []protocol.TopicConfig `json:"topicConfigList"`
@@ -51,15 +54,64 @@ func (b *Broker) processCreateTopicList(_ context.Context, _ *remoting.Conn, req
 	if err := protocol.UnmarshalFastJSON(req.Body, &body); err != nil {
 		return nil, protocol.Errorf(protocol.InvalidParameter, "%v", err)
 	}
-	for _, tc := range body.TopicConfigList {
-		if err := b.updateTopic(tc); err != nil {
+	if len(body.TopicConfigList) == 0 {
+		return nil, protocol.Errorf(protocol.InvalidParameter, "topicConfigList is empty")
+	}
+	for i := range body.TopicConfigList {
+		tc := &body.TopicConfigList[i]
+		tc.Attributes = b.alterAttributes(tc.TopicName, tc.Attributes)
+		if err := b.checkTopicConfig(tc); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.Topics.UpdateMany(body.TopicConfigList); err != nil {
+		b.logger.Error("persist topic configs", "topics", len(body.TopicConfigList), "err", err)
+		return nil, protocol.Errorf(protocol.SystemError, "persist topic config: %v", err)
 	}
 	return protocol.NewResponse(req, protocol.Success, ""), nil
 }
 
 func (b *Broker) updateTopic(tc protocol.TopicConfig) error {
+	if err := b.checkTopicConfig(&tc); err != nil {
+		return err
+	}
+	if err := b.Topics.Update(tc); err != nil {
+		b.logger.Error("persist topic config", "topic", tc.TopicName, "err", err)
+		return protocol.Errorf(protocol.SystemError, "persist topic config: %v", err)
+	}
+	return nil
+}
+
+// alterAttributes applies RocketMQ's attribute alterations ("+key": value
+// sets, "-key" removes) to the topic's current attributes; a map of plain
+// keys replaces them.
+func (b *Broker) alterAttributes(topic string, in map[string]string) map[string]string {
+	altering := false
+	for k := range in {
+		altering = altering || strings.HasPrefix(k, "+") || strings.HasPrefix(k, "-")
+	}
+	if !altering {
+		return in
+	}
+	out := map[string]string{}
+	if old, ok := b.Topics.Get(topic); ok {
+		out = old.Attributes
+	}
+	for k, v := range in {
+		switch {
+		case strings.HasPrefix(k, "+"):
+			out[k[1:]] = v
+		case strings.HasPrefix(k, "-"):
+			delete(out, k[1:])
+		default:
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// checkTopicConfig validates an admin-supplied config and fills defaults.
+func (b *Broker) checkTopicConfig(tc *protocol.TopicConfig) error {
 	if err := names.ValidateTopic(tc.TopicName); err != nil {
 		return protocol.Errorf(protocol.InvalidParameter, "%s", err)
 	}
@@ -75,9 +127,8 @@ func (b *Broker) updateTopic(tc protocol.TopicConfig) error {
 	if tc.TopicFilterType == "" {
 		tc.TopicFilterType = protocol.TopicFilterSingleTag
 	}
-	if err := b.Topics.Update(tc); err != nil {
-		b.logger.Error("persist topic config", "topic", tc.TopicName, "err", err)
-		return protocol.Errorf(protocol.SystemError, "persist topic config: %v", err)
+	if tc.Attributes == nil {
+		tc.Attributes = map[string]string{}
 	}
 	return nil
 }

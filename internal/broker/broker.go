@@ -64,6 +64,7 @@ type Broker struct {
 	// registerWake asks the registration loop to register at once (after a
 	// topic change). Capacity 1, non-blocking send.
 	registerWake chan struct{}
+	regPending   registerPending // register.go
 
 	// routines owns every background goroutine. baseCtx is its context
 	// and quit its Done channel: both end when shutdown stops the group,
@@ -112,7 +113,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	}
 	dir := b.configDir()
 	b.Topics = newTopicConfigManager(filepath.Join(dir, "topics.json"), logger, b.now)
-	b.Topics.onChange = func([]protocol.TopicConfig) { b.requestRegister() }
+	b.Topics.onChange = b.registerChanged // register.go: incremental registration
 	b.Groups = newSubscriptionGroupManager(filepath.Join(dir, "subscriptionGroup.json"), logger, b.now)
 	b.Offsets = newConsumerOffsetManager(filepath.Join(dir, "consumerOffset.json"), logger, b.now, cfg.ConsumerOffsetUpdateVersionStep)
 	b.DelayOffsets = newDelayOffsetTable(filepath.Join(dir, "delayOffset.json"))
@@ -242,6 +243,7 @@ func (b *Broker) start() error {
 	}
 	b.goFunc("transaction-check", b.transactionCheckLoop)
 	b.goFunc("persist", b.persistLoop)
+	b.goFunc("config-compact", b.compactLoop) // persist.go
 	b.goFunc("client-scan", b.clientScanLoop)
 	b.startStatsSampler() // admin_statsdata.go: VIEW_BROKER_STATS_DATA
 	b.state.Store(stateRunning)
@@ -328,6 +330,9 @@ func (b *Broker) shutdown() error {
 		}
 	}
 	if b.bootTime != (time.Time{}) {
+		if err := b.compactConfigs(true); err != nil { // persist.go
+			errs = append(errs, err)
+		}
 		if err := b.Offsets.persist(true); err != nil {
 			errs = append(errs, err)
 		}

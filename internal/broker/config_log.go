@@ -63,8 +63,9 @@ type configFile struct {
 
 const (
 	// syncSnapshotMax is the table size up to which a change rewrites the
-	// snapshot synchronously (a few hundred KiB of JSON at most).
-	syncSnapshotMax = 1000
+	// snapshot synchronously, so a small deployment's files are current
+	// after every change, as RocketMQ's are.
+	syncSnapshotMax = 128
 	// compactMinLines is the least log length that triggers compaction
 	// while changes keep coming.
 	compactMinLines = 1024
@@ -140,6 +141,13 @@ func (c *configFile) writeSnapshot() error {
 		return err
 	}
 	return writeFileAtomic(c.path, data)
+}
+
+// pendingLines is the number of log lines not yet in the snapshot.
+func (c *configFile) pendingLines() int {
+	c.logMu.Lock()
+	defer c.logMu.Unlock()
+	return c.lines
 }
 
 // compactDue reports whether the log should be folded into the snapshot.

@@ -2,11 +2,15 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // writeFileAtomic replaces path with data so that a crash at any moment
@@ -93,4 +97,30 @@ func cmpErr(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// compactLoop folds the topic and group change logs into topics.json and
+// subscriptionGroup.json when due (config_log.go), checking every 200 ms.
+func (b *Broker) compactLoop() {
+	run.Every(b.baseCtx, 200*time.Millisecond, func(context.Context) { b.compactConfigs(false) })
+}
+
+// compactConfigs compacts the change logs that are due (all non-empty ones
+// with force: at shutdown, so the JSON files are complete after a clean
+// stop). An empty log is never compacted: a table that failed to load must
+// not overwrite its file.
+func (b *Broker) compactConfigs(force bool) error {
+	var errs []error
+	for _, cf := range []*configFile{b.Topics.cf, b.Groups.cf} {
+		if (force && cf.pendingLines() > 0) || cf.compactDue(b.now()) {
+			if err := cf.compact(); err != nil {
+				b.logger.Error("compact config change log", "file", cf.path, "err", err)
+				errs = append(errs, err)
+			}
+		}
+		if force {
+			cf.close()
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -11,29 +11,84 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// requestRegister asks the registration loop to register at once (after a
-// topic was created, updated or deleted). Non-blocking; requests coalesce.
+// registerPending is what the next registration must ship: the topics
+// created or updated since the last one (RocketMQ's
+// registerIncrementBrokerData), or everything (full).
+type registerPending struct {
+	mu     sync.Mutex
+	full   bool                // guarded by mu
+	topics map[string]struct{} // guarded by mu
+}
+
+// take returns and clears the pending work.
+func (p *registerPending) take() (full bool, topics []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	full, p.full = p.full, false
+	for t := range p.topics {
+		topics = append(topics, t)
+	}
+	clear(p.topics)
+	return full, topics
+}
+
+// requestRegister asks the registration loop for a full registration at
+// once (broker permission, role or deletions changed). Non-blocking;
+// requests coalesce.
 func (b *Broker) requestRegister() {
+	b.regPending.mu.Lock()
+	b.regPending.full = true
+	b.regPending.mu.Unlock()
+	b.wakeRegister()
+}
+
+// registerChanged asks the registration loop to ship the given topics
+// only (they were created or updated).
+func (b *Broker) registerChanged(tcs []protocol.TopicConfig) {
+	b.regPending.mu.Lock()
+	if b.regPending.topics == nil {
+		b.regPending.topics = make(map[string]struct{})
+	}
+	for _, tc := range tcs {
+		b.regPending.topics[tc.TopicName] = struct{}{}
+	}
+	b.regPending.mu.Unlock()
+	b.wakeRegister()
+}
+
+func (b *Broker) wakeRegister() {
 	select {
 	case b.registerWake <- struct{}{}:
 	default:
 	}
 }
 
-// registerLoop registers with every name server every
-// registerNameServerPeriod (clamped to 10..60 s) and whenever asked.
+// registerLoop registers the whole topic table with every name server
+// every registerNameServerPeriod (clamped to 10..60 s); when woken it
+// ships only the topics changed since (incremental registration: the
+// name server upserts the listed topics, whose data version moved, and
+// keeps the others), or everything after a full request.
 func (b *Broker) registerLoop() {
 	t := time.NewTicker(b.cfg.registerPeriod())
 	defer t.Stop()
 	for {
+		full := false
+		var topics []string
 		select {
 		case <-b.quit:
 			return
 		case <-t.C:
+			full = true
+			b.regPending.take() // the full table covers them
 		case <-b.registerWake:
+			full, topics = b.regPending.take()
 		}
 		ctx, cancel := context.WithTimeout(b.baseCtx, b.cfg.RegisterBrokerTimeoutMills)
-		b.registerAll(ctx)
+		if full {
+			b.registerAll(ctx)
+		} else if len(topics) > 0 {
+			b.registerTopics(ctx, topics)
+		}
 		cancel()
 	}
 }
@@ -53,8 +108,39 @@ func (b *Broker) haServerAddr() string {
 // server in parallel (docs/protocol.md §3.5). Failures are logged; the next
 // period retries.
 func (b *Broker) registerAll(ctx context.Context) {
+	b.register(ctx, b.topicWrapper())
+}
+
+// registerTopics sends REGISTER_BROKER with only the given topics and the
+// current data version (RocketMQ 5's registerIncrementBrokerData): its cost
+// follows the change, not the table. A failure is repaired by the next
+// full registration, whose data version still differs from the name
+// server's.
+func (b *Broker) registerTopics(ctx context.Context, topics []string) {
+	w := &protocol.TopicConfigSerializeWrapper{
+		TopicConfigTable: make(map[string]protocol.TopicConfig, len(topics)),
+		DataVersion:      b.Topics.DataVersion(),
+	}
+	rw := protocol.PermRead | protocol.PermWrite
+	perm := b.dyn.brokerPermission.Load()
+	for _, t := range topics {
+		tc, ok := b.Topics.Get(t)
+		if !ok {
+			continue // deleted since; deletion is the admin's DELETE_TOPIC_IN_NAMESRV
+		}
+		if perm&rw != rw {
+			tc.Perm &= perm
+		}
+		w.TopicConfigTable[t] = tc
+	}
+	if len(w.TopicConfigTable) > 0 {
+		b.register(ctx, w)
+	}
+}
+
+func (b *Broker) register(ctx context.Context, w *protocol.TopicConfigSerializeWrapper) {
 	body := protocol.RegisterBrokerBody{
-		TopicConfigSerializeWrapper: *b.topicWrapper(),
+		TopicConfigSerializeWrapper: *w,
 		FilterServerList:            []string{},
 	}
 	data, err := body.Encode()
