@@ -128,26 +128,9 @@ func (e *instanceEnv) unregisterConsumer(group string) {
 	e.consumer = nil
 	e.mu.Unlock()
 	e.active.Store(false)
-	e.in.mu.RLock()
-	var addrs []string
-	for _, ids := range e.in.brokers {
-		if a := ids[protocol.MasterID]; a != "" {
-			addrs = append(addrs, a)
-		}
+	if e.in.running() == nil {
+		e.in.unregisterClient(protocol.UnregisterClientRequestHeader{ClientID: e.in.clientID, ConsumerGroup: group})
 	}
-	e.in.mu.RUnlock()
-	h := protocol.UnregisterClientRequestHeader{ClientID: e.in.clientID, ConsumerGroup: group}
-	var wg sync.WaitGroup
-	for _, addr := range addrs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), nameServerTimeout)
-			defer cancel()
-			_, _ = e.invokeSync(ctx, addr, protocol.NewRequest(protocol.UnregisterClient, protocol.EncodeHeader(&h, false), nil))
-		}()
-	}
-	wg.Wait()
 }
 
 func (e *instanceEnv) heartbeatNow(ctx context.Context) {

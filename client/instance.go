@@ -385,6 +385,38 @@ func (in *instance) invokeNameServer(ctx context.Context, req *protocol.Command)
 	return resp, addr, nil
 }
 
+// unregisterTimeout bounds each UNREGISTER_CLIENT call (the Java client's
+// mqClientApiTimeout, 3 s).
+const unregisterTimeout = 3 * time.Second
+
+// unregisterClient sends UNREGISTER_CLIENT with h to every known master in
+// parallel, as the Java client does on shutdown, so brokers forget the
+// group's member at once (consumers rebalance, transaction checks stop
+// coming). Best effort: failures are logged at Debug. It returns when
+// every call ended, after at most unregisterTimeout.
+func (in *instance) unregisterClient(h protocol.UnregisterClientRequestHeader) {
+	var addrs []string
+	in.mu.RLock()
+	for _, ids := range in.brokers {
+		if a := ids[protocol.MasterID]; a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	in.mu.RUnlock()
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), unregisterTimeout)
+			defer cancel()
+			req := protocol.NewRequest(protocol.UnregisterClient, protocol.EncodeHeader(&h, false), nil)
+			if _, err := in.remote.InvokeSync(ctx, addr, req); err != nil {
+				in.logger.Debug("unregister client failed", "addr", addr, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // masterAddr returns the master address of a broker group, "" if unknown.
 func (in *instance) masterAddr(brokerName string) string {
 	in.mu.RLock()
