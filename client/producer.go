@@ -178,29 +178,7 @@ func (p *Producer) Close() error {
 // (UNREGISTER_CLIENT, as the Java client does on shutdown), so brokers stop
 // routing transaction checks to this client at once. Best effort.
 func (p *Producer) unregister() {
-	h := protocol.UnregisterClientRequestHeader{ClientID: p.in.clientID, ProducerGroup: p.wireGroup}
-	var addrs []string
-	p.in.mu.RLock()
-	for _, ids := range p.in.brokers {
-		if a := ids[protocol.MasterID]; a != "" {
-			addrs = append(addrs, a)
-		}
-	}
-	p.in.mu.RUnlock()
-	var wg sync.WaitGroup
-	for _, addr := range addrs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			req := protocol.NewRequest(protocol.UnregisterClient, protocol.EncodeHeader(&h, false), nil)
-			if _, err := p.in.remote.InvokeSync(ctx, addr, req); err != nil {
-				p.in.logger.Debug("unregister client failed", "addr", addr, "err", err)
-			}
-		}()
-	}
-	wg.Wait()
+	p.in.unregisterClient(protocol.UnregisterClientRequestHeader{ClientID: p.in.clientID, ProducerGroup: p.wireGroup})
 }
 
 // beginAsync registers an asynchronous send unless Close has begun.
@@ -393,15 +371,6 @@ func (p *Producer) prepareBatch(msgs []*Message) (*outgoing, error) {
 	}, nil
 }
 
-// sendHeaderKeys are the send header's ext keys in the order request
-// writes them: V2's one-letter names (a..n, already in key order, so the
-// frame bytes are what a sorted map would give) and V1's long names.
-var sendHeaderKeys = [2][14]string{
-	{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"},
-	{"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag", "bornTimestamp",
-		"flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname"},
-}
-
 // sendRequest is a send request and the backing array of its ext list,
 // allocated together.
 type sendRequest struct {
@@ -410,40 +379,41 @@ type sendRequest struct {
 }
 
 // request builds the send request of o for queue q. The header goes into
-// Command.ExtList in a fixed order: no map to build and no keys to sort
-// when the frame is encoded (ext order is not significant on the wire).
+// Command.ExtList through the protocol package's send-header codec: no map
+// to build and no keys to sort when the frame is encoded (ext order is not
+// significant on the wire).
 func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Command {
-	code := protocol.SendMessageV2
-	keys := &sendHeaderKeys[0]
+	code, v2 := protocol.SendMessageV2, true
 	switch {
 	case o.batch:
 		code = protocol.SendBatchMessage
 	case o.reply && p.cfg.useV1Header:
-		code, keys = protocol.SendReplyMessage, &sendHeaderKeys[1]
+		code, v2 = protocol.SendReplyMessage, false
 	case o.reply:
 		code = protocol.SendReplyMessageV2
 	case p.cfg.useV1Header:
-		code, keys = protocol.SendMessage, &sendHeaderKeys[1]
+		code, v2 = protocol.SendMessage, false
+	}
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup:         p.wireGroup,
+		Topic:                 o.topic,
+		DefaultTopic:          p.cfg.createTopicKey,
+		DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
+		QueueID:               int32(q.QueueID),
+		SysFlag:               o.sysFlag,
+		BornTimestamp:         born,
+		Flag:                  o.flag,
+		Properties:            o.properties,
+		ReconsumeTimes:        o.reconsumeTimes,
+		MaxReconsumeTimes:     o.maxReconsume,
+		Batch:                 o.batch,
+		BrokerName:            q.BrokerName,
 	}
 	r := new(sendRequest)
-	e := r.ext[:0]
-	e = append(e,
-		keys[0], p.wireGroup,
-		keys[1], o.topic,
-		keys[2], p.cfg.createTopicKey,
-		keys[3], strconv.Itoa(int(p.cfg.defaultTopicQueueNums)),
-		keys[4], strconv.Itoa(q.QueueID),
-		keys[5], strconv.Itoa(int(o.sysFlag)),
-		keys[6], strconv.FormatInt(born, 10),
-		keys[7], strconv.Itoa(int(o.flag)),
-		keys[8], o.properties,
-		keys[9], strconv.Itoa(int(o.reconsumeTimes)),
-		keys[10], "false",
-	)
-	if o.maxReconsume != 0 {
-		e = append(e, keys[11], strconv.Itoa(int(o.maxReconsume)))
+	e := protocol.AppendSendHeader(r.ext[:0], &h, v2)
+	if o.maxReconsume == 0 {
+		e = protocol.DeleteExt(e, protocol.SendHeaderMaxReconsumeTimesKey(v2))
 	}
-	e = append(e, keys[12], strconv.FormatBool(o.batch), keys[13], q.BrokerName)
 	r.cmd = protocol.Command{
 		Code:     int32(code),
 		Language: protocol.LanguageGo,

@@ -219,3 +219,20 @@ func grow(dst []string, n int) []string {
 	copy(out, dst)
 	return out
 }
+
+// SendHeaderMaxReconsumeTimesKey is the ext key AppendSendHeader gives
+// MaxReconsumeTimes ("l" with v2). Producers drop the field when it is 0
+// (DeleteExt): absent, a broker applies the group's retry limit to a
+// %RETRY% send, while "0" means no retry at all.
+func SendHeaderMaxReconsumeTimesKey(v2 bool) string { return pick(v2, "maxReconsumeTimes", "l") }
+
+// DeleteExt removes the first key/value pair named key from an ExtList
+// (key, value, key, value ...) in place and returns the shortened list.
+func DeleteExt(ext []string, key string) []string {
+	for i := 0; i+1 < len(ext); i += 2 {
+		if ext[i] == key {
+			return append(ext[:i], ext[i+2:]...)
+		}
+	}
+	return ext
+}
