@@ -1,0 +1,305 @@
+package pop
+
+import (
+	"fmt"
+	"os"
+)
+
+// recover replays the newest complete log, deletes the others and opens it
+// for appending; with no log it writes an empty snapshot as the first.
+func (s *Store) recover() error {
+	s.recovery.TruncatedAt = -1
+	seqs, err := listLogs(s.opts.Dir)
+	if err != nil {
+		return err
+	}
+	chosen := -1
+	var data []byte
+	for i := len(seqs) - 1; i >= 0; i-- {
+		b, err := os.ReadFile(logName(s.opts.Dir, seqs[i]))
+		if err != nil {
+			return fmt.Errorf("pop: read log: %w", err)
+		}
+		if snapshotComplete(b) {
+			chosen, data = i, b
+			break
+		}
+		s.logger.Warn("pop log without a complete snapshot ignored", "file", logName(s.opts.Dir, seqs[i]))
+	}
+	for i, seq := range seqs {
+		if i != chosen {
+			if err := os.Remove(logName(s.opts.Dir, seq)); err != nil {
+				return fmt.Errorf("pop: remove stale log: %w", err)
+			}
+		}
+	}
+	if chosen < 0 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.writeSnapshotLocked(1)
+	}
+	seq := seqs[chosen]
+	path := logName(s.opts.Dir, seq)
+	good, records, err := s.replay(data)
+	if err != nil {
+		return fmt.Errorf("pop: replay %s: %w", path, err)
+	}
+	if good < int64(len(data)) {
+		s.recovery.TruncatedAt, s.recovery.Dropped = good, int64(len(data))-good
+		s.logger.Warn("pop log tail truncated", "file", path, "offset", good, "bytes", s.recovery.Dropped)
+		if err := os.Truncate(path, good); err != nil {
+			return fmt.Errorf("pop: truncate %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("pop: open %s: %w", path, err)
+	}
+	s.log = &logFile{f: f, seq: seq, size: good, path: path}
+	s.snapSize = snapshotLen(data)
+	s.recovery.File, s.recovery.Records = path, records
+	st := s.Stats()
+	s.recovery.Checkpoints, s.recovery.InFlight = st.Checkpoints, st.InFlight
+	return nil
+}
+
+// snapshotComplete reports whether b begins with a snapshot that ends.
+func snapshotComplete(b []byte) bool { return snapshotLen(b) > 0 }
+
+// snapshotLen is the byte length of b's leading snapshot, 0 if incomplete.
+func snapshotLen(b []byte) int64 {
+	pos := 0
+	first := true
+	for {
+		p, n := nextFrame(b[pos:])
+		if n == 0 {
+			return 0
+		}
+		pos += n
+		if first && p[0] != recSnapshotBegin {
+			return 0
+		}
+		first = false
+		if p[0] == recSnapshotEnd {
+			return int64(pos)
+		}
+	}
+}
+
+// replay applies every valid frame of b and returns the length of the
+// valid prefix. A frame that decodes badly ends the valid prefix, like a
+// torn one.
+func (s *Store) replay(b []byte) (good int64, records int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pos := 0
+	for {
+		p, n := nextFrame(b[pos:])
+		if n == 0 {
+			return int64(pos), records, nil
+		}
+		if err := s.applyRecordLocked(p); err != nil {
+			s.logger.Warn("pop log record does not decode; replay stops", "offset", pos, "err", err)
+			return int64(pos), records, nil
+		}
+		pos += n
+		records++
+	}
+}
+
+// applyRecordLocked applies one payload. REQUIRES: s.mu held.
+func (s *Store) applyRecordLocked(p []byte) error {
+	d := &dec{b: p[1:]}
+	switch typ := p[0]; typ {
+	case recSnapshotBegin:
+		d.u()
+		s.queues = make(map[QueueKey]*queue)
+		s.deadline = nil
+		s.inFlight = 0
+	case recSnapshotEnd:
+	case recCheckpoint:
+		k := d.key()
+		start, popTime, invisible, next := d.v(), d.v(), d.v(), d.v()
+		n := d.u()
+		if d.err != nil || n > MaxBatch {
+			return ErrCorrupt
+		}
+		var offs []int64
+		if n > 0 {
+			offs = make([]int64, 1, n)
+			offs[0] = start
+			for i := 1; i < int(n); i++ {
+				offs = append(offs, start+int64(d.u()))
+			}
+		}
+		acked := d.u()
+		if d.err != nil || checkOffsets(offs) != nil {
+			return ErrCorrupt
+		}
+		s.applyCheckpointLocked(s.queueLocked(k), popTime, invisible, next, offs, uint32(acked))
+	case recAck, recChange:
+		k := d.key()
+		start, popTime, offset := d.v(), d.v(), d.v()
+		var newPopTime, newInvisible int64
+		if typ == recChange {
+			newPopTime, newInvisible = d.v(), d.v()
+		}
+		if d.err != nil {
+			return d.err
+		}
+		q := s.queueLocked(k)
+		c := q.cks[ckKey{start, popTime}]
+		if c == nil {
+			return nil
+		}
+		i := c.index(offset)
+		if i < 0 {
+			return nil
+		}
+		if typ == recAck {
+			s.ackLocked(c, i)
+		} else {
+			s.applyChangeLocked(q, c, i, offset, newPopTime, newInvisible)
+		}
+	case recRevived:
+		k := d.key()
+		start, popTime := d.v(), d.v()
+		if d.err != nil {
+			return d.err
+		}
+		if q := s.queues[k]; q != nil {
+			if c := q.cks[ckKey{start, popTime}]; c != nil {
+				s.dropLocked(c)
+			}
+		}
+	case recPopOffset:
+		k := d.key()
+		off := d.v()
+		if d.err != nil {
+			return d.err
+		}
+		s.queueLocked(k).popOffset = off
+	case recOrderPop, recOrderAck, recOrderChange, recOrderCommit:
+		return s.orderReplay(typ, d)
+	default:
+		return fmt.Errorf("%w: record type %d", ErrCorrupt, typ)
+	}
+	return d.err
+}
+
+// maybeCompactLocked rewrites the log as a snapshot once it has grown past
+// its threshold. A failure is logged and retried at a later append; the
+// current file stays active. REQUIRES: s.mu held.
+func (s *Store) maybeCompactLocked() {
+	if s.log.size < max(s.opts.CompactBytes, 4*s.snapSize) {
+		return
+	}
+	if err := s.writeSnapshotLocked(s.log.seq + 1); err != nil {
+		s.logger.Error("pop log compaction failed", "err", err)
+		s.snapSize = s.log.size // back off until the file doubles again
+	}
+}
+
+// Compact rewrites the log as a snapshot now.
+func (s *Store) Compact() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.writeSnapshotLocked(s.log.seq + 1)
+}
+
+// writeSnapshotLocked writes the live state as log seq, fsyncs it, makes it
+// the active log and deletes the previous one. REQUIRES: s.mu held.
+func (s *Store) writeSnapshotLocked(seq uint64) error {
+	path := logName(s.opts.Dir, seq)
+	var buf []byte
+	e := enc{b: make([]byte, 0, 256)}
+	frame := func() {
+		buf = appendFrame(buf, e.b)
+		e.b = e.b[:0]
+	}
+	e.byte(recSnapshotBegin)
+	e.u(seq)
+	frame()
+	for k, q := range s.queues {
+		if q.popOffset >= 0 {
+			e.byte(recPopOffset)
+			e.key(k)
+			e.v(q.popOffset)
+			frame()
+		}
+		offs := make([]int64, 0, MaxBatch)
+		for _, c := range q.cks {
+			offs = offs[:0]
+			for i := 0; i < int(c.n); i++ {
+				offs = append(offs, c.offset(i))
+			}
+			encodeCheckpoint(&e, k, c.popTime, c.deadline-c.popTime, -1, offs, c.acked)
+			frame()
+		}
+		if o := q.order; o != nil {
+			e.byte(recOrderCommit)
+			e.key(k)
+			e.v(o.commit)
+			frame()
+			if len(o.msgs) > 0 {
+				b := OrderBatch{Key: k, PopTime: o.popTime, InvisibleTime: 0, AttemptID: o.attemptID, NextOffset: o.next}
+				deliveries := make([]int32, len(o.msgs))
+				for i, m := range o.msgs {
+					b.Offsets = append(b.Offsets, m.offset)
+					deliveries[i] = m.deliveries
+				}
+				encodeOrderPop(&e, b, deliveries)
+				frame()
+				for _, m := range o.msgs {
+					if m.acked {
+						e.byte(recOrderAck)
+						e.key(k)
+						e.v(o.popTime)
+						e.v(m.offset)
+					} else {
+						e.byte(recOrderChange)
+						e.key(k)
+						e.v(o.popTime)
+						e.v(m.offset)
+						e.v(m.nextVisible)
+					}
+					frame()
+				}
+			}
+		}
+	}
+	e.byte(recSnapshotEnd)
+	frame()
+
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("pop: create %s: %w", path, err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("pop: write snapshot %s: %w", path, err)
+	}
+	if _, err := f.Write(buf); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(s.opts.Dir); err != nil {
+		return fail(err)
+	}
+	old := s.log
+	s.log = &logFile{f: f, seq: seq, size: int64(len(buf)), path: path}
+	s.snapSize = int64(len(buf))
+	if old != nil {
+		old.f.Close()
+		if err := os.Remove(old.path); err != nil {
+			s.logger.Warn("pop: remove compacted log", "file", old.path, "err", err)
+		}
+	}
+	return nil
+}

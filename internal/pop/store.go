@@ -1,0 +1,595 @@
+package pop
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// QueueKey names one consumer group's view of one queue.
+type QueueKey struct {
+	Group   string
+	Topic   string
+	QueueID int32
+}
+
+// MaxBatch is the most messages one checkpoint holds (a pop returns at most
+// 32 messages; RocketMQ refuses more).
+const MaxBatch = 32
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("pop: store closed")
+
+// Options configure a Store.
+type Options struct {
+	// Dir holds the log files (created if missing).
+	Dir string
+	// CompactBytes: the active log is rewritten as a snapshot once it grows
+	// past max(CompactBytes, 4 x its last snapshot). Default 64 MiB.
+	CompactBytes int64
+	Logger       *slog.Logger
+}
+
+// Store is the POP state of one broker. Its methods are safe for
+// concurrent use; each state-changing method appends its record before it
+// returns.
+type Store struct {
+	opts   Options
+	logger *slog.Logger
+
+	// popLocks holds one flag per queue being popped (TryLockQueue): pops of
+	// one group on one queue are serialised, others skip the queue.
+	popLocks sync.Map // QueueKey -> *atomic.Bool
+
+	mu       sync.Mutex
+	closed   bool                // guarded by mu
+	log      *logFile            // guarded by mu
+	snapSize int64               // size of the active file's snapshot; guarded by mu
+	queues   map[QueueKey]*queue // guarded by mu
+	deadline ckHeap              // unrevived checkpoints by deadline; guarded by mu
+	sticky   error               // first append error; refuses writes after; guarded by mu
+	buf      []byte              // frame scratch; guarded by mu
+	inFlight int64               // unacked messages in checkpoints; guarded by mu
+	recovery RecoveryReport      // set by Open
+}
+
+// queue is the state of one QueueKey. Guarded by Store.mu.
+type queue struct {
+	key       QueueKey
+	popOffset int64 // next offset to pop; -1 = never popped
+	cks       map[ckKey]*checkpoint
+	order     *orderQueue // FIFO state; nil until an orderly pop
+}
+
+type ckKey struct{ start, popTime int64 }
+
+// checkpoint is one pop of one queue: n messages at start+diff[i]
+// (diffs nil = contiguous), invisible until deadline. Guarded by Store.mu.
+type checkpoint struct {
+	q        *queue
+	start    int64
+	popTime  int64
+	deadline int64 // popTime + invisibleTime, ms epoch
+	diffs    []uint32
+	acked    uint32 // bit i: message i acked
+	n        uint8
+	reviving bool  // handed out by TakeExpired, not yet Revived
+	heapIdx  int32 // index in Store.deadline; -1 when not in it
+}
+
+func (c *checkpoint) offset(i int) int64 {
+	if c.diffs == nil {
+		return c.start + int64(i)
+	}
+	return c.start + int64(c.diffs[i])
+}
+
+func (c *checkpoint) index(offset int64) int {
+	for i := 0; i < int(c.n); i++ {
+		if c.offset(i) == offset {
+			return i
+		}
+	}
+	return -1
+}
+
+// allAcked: for n == 32 the shift gives 0 and 0-1 is all ones.
+func (c *checkpoint) allAcked() bool { return c.acked == uint32(1)<<c.n-1 }
+
+func (c *checkpoint) unacked() int {
+	k := 0
+	for i := 0; i < int(c.n); i++ {
+		if c.acked&(1<<i) == 0 {
+			k++
+		}
+	}
+	return k
+}
+
+// RecoveryReport says what Open found.
+type RecoveryReport struct {
+	File        string
+	Records     int
+	TruncatedAt int64 // -1 when the file ended cleanly
+	Dropped     int64 // bytes cut from a torn or corrupt tail
+	Checkpoints int
+	InFlight    int64
+}
+
+// Open replays the newest complete log in opts.Dir (creating an empty one
+// when there is none) and returns the store ready for use.
+func Open(opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.CompactBytes <= 0 {
+		opts.CompactBytes = defaultSegments
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pop: %w", err)
+	}
+	s := &Store{opts: opts, logger: opts.Logger, queues: make(map[QueueKey]*queue)}
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Recovery returns what Open replayed.
+func (s *Store) Recovery() RecoveryReport { return s.recovery }
+
+// Close syncs and closes the log. Later calls fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.log.f.Sync()
+	if cerr := s.log.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pop: close: %w", err)
+	}
+	return nil
+}
+
+// Sync fsyncs the active log.
+func (s *Store) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if err := s.log.f.Sync(); err != nil {
+		s.sticky = fmt.Errorf("pop: fsync: %w", err)
+		return s.sticky
+	}
+	return nil
+}
+
+// TryLockQueue takes k's pop lock; false means another pop holds it.
+func (s *Store) TryLockQueue(k QueueKey) bool {
+	v, _ := s.popLocks.LoadOrStore(k, new(atomic.Bool))
+	return v.(*atomic.Bool).CompareAndSwap(false, true)
+}
+
+// UnlockQueue releases TryLockQueue.
+func (s *Store) UnlockQueue(k QueueKey) {
+	if v, ok := s.popLocks.Load(k); ok {
+		v.(*atomic.Bool).Store(false)
+	}
+}
+
+// queueLocked finds or creates k's state. REQUIRES: s.mu held.
+func (s *Store) queueLocked(k QueueKey) *queue {
+	q := s.queues[k]
+	if q == nil {
+		q = &queue{key: k, popOffset: -1}
+		s.queues[k] = q
+	}
+	return q
+}
+
+// appendLocked writes one record. REQUIRES: s.mu held.
+func (s *Store) appendLocked(e *enc) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.sticky != nil {
+		return s.sticky
+	}
+	s.buf = appendFrame(s.buf[:0], e.b)
+	if err := s.log.write(s.buf); err != nil {
+		s.sticky = err
+		return err
+	}
+	return nil
+}
+
+// PopOffset returns the next offset to pop of k; ok is false when the group
+// never popped the queue.
+func (s *Store) PopOffset(k QueueKey) (offset int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[k]; q != nil && q.popOffset >= 0 {
+		return q.popOffset, true
+	}
+	return -1, false
+}
+
+// SetPopOffset sets k's next pop offset (first pop of a queue, a reset).
+func (s *Store) SetPopOffset(k QueueKey, offset int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := enc{b: make([]byte, 0, 64)}
+	e.byte(recPopOffset)
+	e.key(k)
+	e.v(offset)
+	if err := s.appendLocked(&e); err != nil {
+		return err
+	}
+	s.queueLocked(k).popOffset = offset
+	return nil
+}
+
+// Checkpoint describes one pop of one queue.
+type Checkpoint struct {
+	Key           QueueKey
+	PopTime       int64   // ms epoch
+	InvisibleTime int64   // ms
+	Offsets       []int64 // ascending queue offsets handed out, at most MaxBatch; may be empty
+	NextOffset    int64   // the queue's pop offset after this pop; < 0 leaves it unchanged
+}
+
+func checkOffsets(offs []int64) error {
+	if len(offs) > MaxBatch {
+		return fmt.Errorf("pop: %d offsets in one checkpoint, at most %d", len(offs), MaxBatch)
+	}
+	for i := 1; i < len(offs); i++ {
+		if offs[i] <= offs[i-1] || offs[i]-offs[0] > 1<<32-1 {
+			return fmt.Errorf("pop: checkpoint offsets not ascending within 2^32: %v", offs)
+		}
+	}
+	return nil
+}
+
+// AddCheckpoint records a pop: the messages at ck.Offsets are invisible to
+// the group until PopTime+InvisibleTime, and the queue's pop offset becomes
+// ck.NextOffset. The checkpoint is named by (Key, Offsets[0], PopTime), the
+// ckQueueOffset and popTime of its receipt handles; a second checkpoint
+// with the same name is refused.
+func (s *Store) AddCheckpoint(ck Checkpoint) error {
+	if err := checkOffsets(ck.Offsets); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queueLocked(ck.Key)
+	if len(ck.Offsets) > 0 {
+		if _, dup := q.cks[ckKey{ck.Offsets[0], ck.PopTime}]; dup {
+			return fmt.Errorf("pop: checkpoint %v@%d pop time %d exists", ck.Key, ck.Offsets[0], ck.PopTime)
+		}
+	}
+	e := enc{b: make([]byte, 0, 64+len(ck.Key.Group)+len(ck.Key.Topic)+2*len(ck.Offsets))}
+	encodeCheckpoint(&e, ck.Key, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
+	if err := s.appendLocked(&e); err != nil {
+		return err
+	}
+	s.applyCheckpointLocked(q, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
+	s.maybeCompactLocked()
+	return nil
+}
+
+func encodeCheckpoint(e *enc, k QueueKey, popTime, invisible, next int64, offs []int64, acked uint32) {
+	e.byte(recCheckpoint)
+	e.key(k)
+	start := int64(-1)
+	if len(offs) > 0 {
+		start = offs[0]
+	}
+	e.v(start)
+	e.v(popTime)
+	e.v(invisible)
+	e.v(next)
+	e.u(uint64(len(offs)))
+	for _, o := range offs[min(1, len(offs)):] {
+		e.u(uint64(o - start))
+	}
+	e.u(uint64(acked))
+}
+
+// applyCheckpointLocked installs a checkpoint. REQUIRES: s.mu held.
+func (s *Store) applyCheckpointLocked(q *queue, popTime, invisible, next int64, offs []int64, acked uint32) {
+	if next >= 0 {
+		q.popOffset = next
+	}
+	if len(offs) == 0 {
+		return
+	}
+	c := &checkpoint{q: q, start: offs[0], popTime: popTime, deadline: popTime + invisible, n: uint8(len(offs)), acked: acked, heapIdx: -1}
+	if last := offs[len(offs)-1]; last-offs[0] != int64(len(offs)-1) {
+		c.diffs = make([]uint32, len(offs))
+		for i, o := range offs {
+			c.diffs[i] = uint32(o - offs[0])
+		}
+	}
+	if c.allAcked() {
+		return
+	}
+	if q.cks == nil {
+		q.cks = make(map[ckKey]*checkpoint, 1)
+	}
+	if old := q.cks[ckKey{c.start, popTime}]; old != nil {
+		s.dropLocked(old)
+	}
+	q.cks[ckKey{c.start, popTime}] = c
+	heap.Push(&s.deadline, c)
+	s.inFlight += int64(c.unacked())
+}
+
+// dropLocked removes a checkpoint. REQUIRES: s.mu held.
+func (s *Store) dropLocked(c *checkpoint) {
+	delete(c.q.cks, ckKey{c.start, c.popTime})
+	if c.heapIdx >= 0 {
+		heap.Remove(&s.deadline, int(c.heapIdx))
+	}
+	s.inFlight -= int64(c.unacked())
+}
+
+// ackLocked sets the bit of offset in c. REQUIRES: s.mu held.
+func (s *Store) ackLocked(c *checkpoint, i int) {
+	if c.acked&(1<<i) != 0 {
+		return
+	}
+	c.acked |= 1 << i
+	s.inFlight--
+	if c.allAcked() {
+		s.dropLocked(c) // subtracts unacked() == 0
+	}
+}
+
+// AckResult says what an ack found.
+type AckResult int
+
+const (
+	// Acked: the message was in flight and is now acked.
+	Acked AckResult = iota
+	// AlreadyAcked: the checkpoint exists but the message was acked before.
+	AlreadyAcked
+	// NotFound: no such checkpoint (acked in full, revived after its
+	// invisible time, or never issued), or the offset is not in it.
+	NotFound
+)
+
+// Ack acks the message at offset of the checkpoint (k, ckStart, popTime).
+// Nothing is written unless the message was in flight.
+func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (AckResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return NotFound, nil
+	}
+	c := q.cks[ckKey{ckStart, popTime}]
+	if c == nil {
+		return NotFound, nil
+	}
+	i := c.index(offset)
+	if i < 0 {
+		return NotFound, nil
+	}
+	if c.acked&(1<<i) != 0 {
+		return AlreadyAcked, nil
+	}
+	e := enc{b: make([]byte, 0, 64)}
+	e.byte(recAck)
+	e.key(k)
+	e.v(ckStart)
+	e.v(popTime)
+	e.v(offset)
+	if err := s.appendLocked(&e); err != nil {
+		return NotFound, err
+	}
+	s.ackLocked(c, i)
+	s.maybeCompactLocked()
+	return Acked, nil
+}
+
+// ChangeInvisible acks offset in the checkpoint (k, ckStart, popTime) and
+// puts it in a new one-message checkpoint (k, offset, newPopTime) that is
+// invisible until newPopTime+newInvisible, in one record. It returns
+// NotFound (and changes nothing) when the message is not in flight there;
+// a new checkpoint with the same name as an existing one is refused.
+func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime, newInvisible int64) (AckResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return NotFound, nil
+	}
+	c := q.cks[ckKey{ckStart, popTime}]
+	if c == nil {
+		return NotFound, nil
+	}
+	i := c.index(offset)
+	if i < 0 {
+		return NotFound, nil
+	}
+	if c.acked&(1<<i) != 0 {
+		return AlreadyAcked, nil
+	}
+	if _, dup := q.cks[ckKey{offset, newPopTime}]; dup {
+		return NotFound, fmt.Errorf("pop: checkpoint %v@%d pop time %d exists", k, offset, newPopTime)
+	}
+	e := enc{b: make([]byte, 0, 80)}
+	e.byte(recChange)
+	e.key(k)
+	e.v(ckStart)
+	e.v(popTime)
+	e.v(offset)
+	e.v(newPopTime)
+	e.v(newInvisible)
+	if err := s.appendLocked(&e); err != nil {
+		return NotFound, err
+	}
+	s.applyChangeLocked(q, c, i, offset, newPopTime, newInvisible)
+	s.maybeCompactLocked()
+	return Acked, nil
+}
+
+// applyChangeLocked: REQUIRES s.mu held.
+func (s *Store) applyChangeLocked(q *queue, c *checkpoint, i int, offset, newPopTime, newInvisible int64) {
+	s.ackLocked(c, i)
+	s.applyCheckpointLocked(q, newPopTime, newInvisible, -1, []int64{offset}, 0)
+}
+
+// Expired is a checkpoint whose invisible time passed, with the offsets of
+// its messages that were not acked.
+type Expired struct {
+	Key           QueueKey
+	StartOffset   int64
+	PopTime       int64
+	InvisibleTime int64
+	Offsets       []int64
+}
+
+// TakeExpired returns up to max checkpoints whose deadline is at or before
+// now, oldest first, and marks them reviving: they are not returned again
+// until Revived removes them or a restart forgets the mark (then they are
+// re-delivered again: at least once). Acks still apply to them meanwhile.
+func (s *Store) TakeExpired(now int64, max int) []Expired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Expired
+	for len(out) < max && len(s.deadline) > 0 && s.deadline[0].deadline <= now {
+		c := heap.Pop(&s.deadline).(*checkpoint)
+		c.reviving = true
+		ex := Expired{Key: c.q.key, StartOffset: c.start, PopTime: c.popTime, InvisibleTime: c.deadline - c.popTime}
+		for i := 0; i < int(c.n); i++ {
+			if c.acked&(1<<i) == 0 {
+				ex.Offsets = append(ex.Offsets, c.offset(i))
+			}
+		}
+		out = append(out, ex)
+	}
+	return out
+}
+
+// NextDeadline returns the earliest deadline of a checkpoint not yet taken
+// (ms epoch), or -1 when there is none.
+func (s *Store) NextDeadline() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.deadline) == 0 {
+		return -1
+	}
+	return s.deadline[0].deadline
+}
+
+// Revived records that the expired checkpoint's messages were re-delivered
+// (written to the retry topic or the DLQ) and forgets it.
+func (s *Store) Revived(ex Expired) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[ex.Key]
+	if q == nil {
+		return nil
+	}
+	c := q.cks[ckKey{ex.StartOffset, ex.PopTime}]
+	if c == nil {
+		return nil
+	}
+	e := enc{b: make([]byte, 0, 64)}
+	e.byte(recRevived)
+	e.key(ex.Key)
+	e.v(ex.StartOffset)
+	e.v(ex.PopTime)
+	if err := s.appendLocked(&e); err != nil {
+		return err
+	}
+	s.dropLocked(c)
+	s.maybeCompactLocked()
+	return nil
+}
+
+// Release puts an expired checkpoint back for a later TakeExpired (its
+// re-delivery failed).
+func (s *Store) Release(ex Expired) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[ex.Key]; q != nil {
+		if c := q.cks[ckKey{ex.StartOffset, ex.PopTime}]; c != nil && c.heapIdx < 0 {
+			c.reviving = false
+			heap.Push(&s.deadline, c)
+		}
+	}
+}
+
+// InFlight reports whether the message at offset of the checkpoint
+// (k, ckStart, popTime) is popped and neither acked nor revived.
+func (s *Store) InFlight(k QueueKey, ckStart, popTime, offset int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return false
+	}
+	c := q.cks[ckKey{ckStart, popTime}]
+	if c == nil {
+		return false
+	}
+	i := c.index(offset)
+	return i >= 0 && c.acked&(1<<i) == 0
+}
+
+// Stats is a snapshot of the store's size.
+type Stats struct {
+	Queues      int
+	Checkpoints int
+	InFlight    int64 // popped messages neither acked nor revived
+	LogBytes    int64
+}
+
+// Stats returns the current sizes.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Queues: len(s.queues), InFlight: s.inFlight}
+	for _, q := range s.queues {
+		st.Checkpoints += len(q.cks)
+	}
+	if s.log != nil {
+		st.LogBytes = s.log.size
+	}
+	return st
+}
+
+// ckHeap orders checkpoints by deadline (container/heap).
+type ckHeap []*checkpoint
+
+func (h ckHeap) Len() int           { return len(h) }
+func (h ckHeap) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
+func (h ckHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx, h[j].heapIdx = int32(i), int32(j)
+}
+func (h *ckHeap) Push(x any) {
+	c := x.(*checkpoint)
+	c.heapIdx = int32(len(*h))
+	*h = append(*h, c)
+}
+func (h *ckHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	c.heapIdx = -1
+	return c
+}

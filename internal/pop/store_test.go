@@ -1,0 +1,302 @@
+package pop
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func open(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var kA = QueueKey{Group: "G", Topic: "T", QueueID: 1}
+
+func TestCheckpointAckRevive(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	if _, ok := s.PopOffset(kA); ok {
+		t.Fatal("fresh queue has a pop offset")
+	}
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1000, InvisibleTime: 500, Offsets: []int64{0, 1, 2}, NextOffset: 3}))
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1100, InvisibleTime: 500, Offsets: []int64{3, 5}, NextOffset: 9}))
+	if off, _ := s.PopOffset(kA); off != 9 {
+		t.Fatalf("pop offset %d", off)
+	}
+	for _, tc := range []struct {
+		start, popTime, offset int64
+		want                   AckResult
+	}{
+		{0, 1000, 1, Acked},
+		{0, 1000, 1, AlreadyAcked},
+		{0, 999, 1, NotFound}, // wrong pop time: a forged or stale handle
+		{0, 1000, 7, NotFound},
+		{3, 1100, 5, Acked},
+	} {
+		got, err := s.Ack(kA, tc.start, tc.popTime, tc.offset)
+		if err != nil || got != tc.want {
+			t.Fatalf("Ack(%d,%d,%d) = %v %v, want %v", tc.start, tc.popTime, tc.offset, got, err, tc.want)
+		}
+	}
+	if st := s.Stats(); st.InFlight != 3 || st.Checkpoints != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Nothing has expired at 1499.
+	if ex := s.TakeExpired(1499, 10); len(ex) != 0 {
+		t.Fatalf("early expiry %v", ex)
+	}
+	// Reopen: the state survives (acks included), handles still name it.
+	s.Close()
+	s = open(t, dir)
+	if off, _ := s.PopOffset(kA); off != 9 {
+		t.Fatalf("pop offset after reopen %d", off)
+	}
+	if st := s.Stats(); st.InFlight != 3 {
+		t.Fatalf("in flight after reopen %+v", st)
+	}
+	ex := s.TakeExpired(1600, 10)
+	if len(ex) != 2 || !slices.Equal(ex[0].Offsets, []int64{0, 2}) || !slices.Equal(ex[1].Offsets, []int64{3}) {
+		t.Fatalf("expired %+v", ex)
+	}
+	if len(s.TakeExpired(1600, 10)) != 0 {
+		t.Fatal("taken twice")
+	}
+	must(t, s.Revived(ex[0]))
+	// ex[1] not revived before the "crash": it comes back after reopen.
+	s.Close()
+	s = open(t, dir)
+	ex = s.TakeExpired(1600, 10)
+	if len(ex) != 1 || ex[0].StartOffset != 3 {
+		t.Fatalf("after reopen expired %+v", ex)
+	}
+	s.Release(ex[0])
+	if len(s.TakeExpired(1600, 10)) != 1 {
+		t.Fatal("released checkpoint not offered again")
+	}
+}
+
+func TestChangeInvisible(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1000, InvisibleTime: 500, Offsets: []int64{10, 11}, NextOffset: 12}))
+	if r, err := s.ChangeInvisible(kA, 10, 1000, 11, 1200, 5000); err != nil || r != Acked {
+		t.Fatalf("change %v %v", r, err)
+	}
+	// The old handle no longer acks; the new one does after a restart.
+	if r, _ := s.Ack(kA, 10, 1000, 11); r != AlreadyAcked {
+		t.Fatalf("old handle ack %v", r)
+	}
+	s.Close()
+	s = open(t, dir)
+	ex := s.TakeExpired(1600, 10)
+	if len(ex) != 1 || !slices.Equal(ex[0].Offsets, []int64{10}) {
+		t.Fatalf("expired %+v", ex)
+	}
+	if !s.InFlight(kA, 11, 1200, 11) {
+		t.Fatal("changed message not in flight under its new handle")
+	}
+	if r, _ := s.Ack(kA, 11, 1200, 11); r != Acked {
+		t.Fatalf("new handle ack %v", r)
+	}
+	if s.NextDeadline() != -1 {
+		t.Fatalf("deadline left %d", s.NextDeadline())
+	}
+}
+
+func TestOrderQueue(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	if v := s.OrderView(kA, 0); v.Commit != -1 || v.Blocked {
+		t.Fatalf("fresh view %+v", v)
+	}
+	d, err := s.OrderPop(OrderBatch{Key: kA, PopTime: 1000, InvisibleTime: 500, AttemptID: "a1", Offsets: []int64{0, 1, 2}, NextOffset: 3})
+	if err != nil || !slices.Equal(d, []int32{1, 1, 1}) {
+		t.Fatalf("pop %v %v", d, err)
+	}
+	if v := s.OrderView(kA, 1200); !v.Blocked || v.Commit != 0 || v.AttemptID != "a1" {
+		t.Fatalf("view %+v", v)
+	}
+	// Acking 1 before 0 does not move the commit offset.
+	if r, c, _ := s.OrderAck(kA, 1000, 1); r != Acked || c != 0 {
+		t.Fatalf("ack 1: %v %d", r, c)
+	}
+	if r, c, _ := s.OrderAck(kA, 1000, 0); r != Acked || c != 2 {
+		t.Fatalf("ack 0: %v %d", r, c)
+	}
+	if r, _, _ := s.OrderAck(kA, 999, 2); r != NotFound {
+		t.Fatalf("stale batch ack %v", r)
+	}
+	// Nack 2 (visible at 1100): the queue unblocks then.
+	if r, _ := s.OrderChange(kA, 1000, 2, 1100); r != Acked {
+		t.Fatal("change")
+	}
+	s.Close()
+	s = open(t, dir)
+	v := s.OrderView(kA, 1100)
+	if v.Blocked || v.Commit != 2 || !slices.Equal(v.Pending, []int64{2}) {
+		t.Fatalf("view after reopen %+v", v)
+	}
+	d, err = s.OrderPop(OrderBatch{Key: kA, PopTime: 2000, InvisibleTime: 500, Offsets: []int64{2, 3}, NextOffset: 4})
+	if err != nil || !slices.Equal(d, []int32{2, 1}) {
+		t.Fatalf("re-pop deliveries %v %v", d, err)
+	}
+	s.OrderAck(kA, 2000, 2)
+	if _, c, _ := s.OrderAck(kA, 2000, 3); c != 4 {
+		t.Fatalf("commit %d", c)
+	}
+	must(t, s.Compact())
+	s.Close()
+	s = open(t, dir)
+	if v := s.OrderView(kA, 0); v.Commit != 4 || v.Blocked || len(v.Pending) != 0 {
+		t.Fatalf("after compaction %+v", v)
+	}
+}
+
+// TestCompactionKeepsState: after many pops and acks and a compaction, a
+// reopened store holds exactly the live state.
+func TestCompactionKeepsState(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, CompactBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []QueueKey{kA, {Group: "G2", Topic: "T", QueueID: 0}}
+	for i := int64(0); i < 400; i++ {
+		k := keys[i%2]
+		off := i * 2
+		must(t, s.AddCheckpoint(Checkpoint{Key: k, PopTime: 1000 + i, InvisibleTime: 1000, Offsets: []int64{off, off + 1}, NextOffset: off + 2}))
+		if i%3 != 0 {
+			if r, err := s.Ack(k, off, 1000+i, off); r != Acked || err != nil {
+				t.Fatal(r, err)
+			}
+		}
+	}
+	want := s.Stats()
+	if seqs, _ := listLogs(dir); len(seqs) != 1 || seqs[0] == 1 {
+		t.Fatalf("logs %v: no compaction happened", seqs)
+	}
+	s.Close()
+	s = open(t, dir)
+	got := s.Stats()
+	if got.InFlight != want.InFlight || got.Checkpoints != want.Checkpoints || got.Queues != want.Queues {
+		t.Fatalf("after reopen %+v, want %+v", got, want)
+	}
+	if off, _ := s.PopOffset(keys[1]); off != 800 {
+		t.Fatalf("pop offset %d", off)
+	}
+}
+
+// TestTornTail: a log cut at any byte reopens, and keeps a prefix of the
+// operations; a flipped bit mid-file stops replay there.
+func TestTornTail(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	for i := int64(0); i < 20; i++ {
+		must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: i, InvisibleTime: 1, Offsets: []int64{i}, NextOffset: i + 1}))
+	}
+	s.Close()
+	seqs, _ := listLogs(dir)
+	path := logName(dir, seqs[0])
+	full, _ := os.ReadFile(path)
+	snap := snapshotLen(full)
+	prev := int64(-1)
+	for cut := snap; cut <= int64(len(full)); cut += 7 {
+		sub := filepath.Join(t.TempDir(), "p")
+		os.MkdirAll(sub, 0o755)
+		os.WriteFile(logName(sub, seqs[0]), full[:cut], 0o644)
+		r, err := Open(Options{Dir: sub})
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		off, _ := r.PopOffset(kA)
+		if off < prev {
+			t.Fatalf("cut %d: pop offset went back %d < %d", cut, off, prev)
+		}
+		prev = off
+		if st := r.Stats(); st.InFlight != max(off, 0) {
+			t.Fatalf("cut %d: in flight %d, pop offset %d", cut, st.InFlight, off)
+		}
+		r.Close()
+	}
+	// Bit flip in the 5th record after the snapshot.
+	bad := slices.Clone(full)
+	bad[snap+4*int64(len(full)-int(snap))/20+10] ^= 0x40
+	sub := t.TempDir()
+	os.WriteFile(logName(sub, seqs[0]), bad, 0o644)
+	r, err := Open(Options{Dir: sub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if rep := r.Recovery(); rep.TruncatedAt < 0 || rep.Dropped == 0 {
+		t.Fatalf("bit flip not reported: %+v", rep)
+	}
+	if off, _ := r.PopOffset(kA); off < 3 || off > 5 {
+		t.Fatalf("pop offset after bit flip %d", off)
+	}
+	// Appends continue after the truncation point.
+	must(t, r.AddCheckpoint(Checkpoint{Key: kA, PopTime: 99, InvisibleTime: 1, Offsets: []int64{50}, NextOffset: 51}))
+}
+
+// TestIncompleteSnapshotIgnored: a compaction cut short (new file without
+// its end record) leaves the previous log in charge.
+func TestIncompleteSnapshotIgnored(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 5, InvisibleTime: 1, Offsets: []int64{0}, NextOffset: 1}))
+	s.Close()
+	e := enc{}
+	e.byte(recSnapshotBegin)
+	e.u(2)
+	os.WriteFile(logName(dir, 2), appendFrame(nil, e.b), 0o644)
+	s = open(t, dir)
+	if off, ok := s.PopOffset(kA); !ok || off != 1 {
+		t.Fatalf("pop offset %d %v", off, ok)
+	}
+	if seqs, _ := listLogs(dir); !slices.Equal(seqs, []uint64{1}) {
+		t.Fatalf("logs %v", seqs)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzReplay: any bytes after a valid snapshot replay without a panic, and
+// the store opens.
+func FuzzReplay(f *testing.F) {
+	dir := f.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		f.Fatal(err)
+	}
+	s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0, 3}, NextOffset: 4})
+	s.Ack(kA, 0, 1, 3)
+	s.OrderPop(OrderBatch{Key: kA, PopTime: 2, InvisibleTime: 1, Offsets: []int64{4}, NextOffset: 5})
+	s.Close()
+	seqs, _ := listLogs(dir)
+	full, _ := os.ReadFile(logName(dir, seqs[0]))
+	snap := snapshotLen(full)
+	f.Add(full[snap:])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		sub := t.TempDir()
+		os.WriteFile(logName(sub, 1), append(slices.Clone(full[:snap]), tail...), 0o644)
+		r, err := Open(Options{Dir: sub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.TakeExpired(1<<62, 100)
+		r.Close()
+	})
+}
