@@ -35,7 +35,7 @@
 // bytes, key = s group, s topic, v queueId):
 //
 //	1 checkpoint   key v start v popTime v invisibleTime v nextOffset
-//	               u n, (n-1) x u offset-start, u ackedBits
+//	               u n, n x u offset-start, u ackedBits
 //	2 ack          key v start v popTime v offset
 //	3 change       key v start v popTime v offset v newPopTime v newInvisible
 //	               (ack offset in the old checkpoint; new 1-message one)

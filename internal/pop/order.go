@@ -86,7 +86,11 @@ type OrderBatch struct {
 // empty the commit offset moves to NextOffset if nothing before it is
 // pending.
 func (s *Store) OrderPop(b OrderBatch) ([]int32, error) {
-	if err := checkOffsets(b.Offsets); err != nil {
+	start := int64(0)
+	if len(b.Offsets) > 0 {
+		start = b.Offsets[0]
+	}
+	if err := checkOffsets(start, b.Offsets); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

@@ -124,19 +124,15 @@ func (s *Store) applyRecordLocked(p []byte) error {
 		if d.err != nil || n > MaxBatch {
 			return ErrCorrupt
 		}
-		var offs []int64
-		if n > 0 {
-			offs = make([]int64, 1, n)
-			offs[0] = start
-			for i := 1; i < int(n); i++ {
-				offs = append(offs, start+int64(d.u()))
-			}
+		offs := make([]int64, 0, n)
+		for i := 0; i < int(n); i++ {
+			offs = append(offs, start+int64(d.u()))
 		}
 		acked := d.u()
-		if d.err != nil || checkOffsets(offs) != nil {
+		if d.err != nil || checkOffsets(start, offs) != nil {
 			return ErrCorrupt
 		}
-		s.applyCheckpointLocked(s.queueLocked(k), popTime, invisible, next, offs, uint32(acked))
+		s.applyCheckpointLocked(s.queueLocked(k), start, popTime, invisible, next, offs, uint32(acked))
 	case recAck, recChange:
 		k := d.key()
 		start, popTime, offset := d.v(), d.v(), d.v()
@@ -236,7 +232,7 @@ func (s *Store) writeSnapshotLocked(seq uint64) error {
 			for i := 0; i < int(c.n); i++ {
 				offs = append(offs, c.offset(i))
 			}
-			encodeCheckpoint(&e, k, c.popTime, c.deadline-c.popTime, -1, offs, c.acked)
+			encodeCheckpoint(&e, k, c.start, c.popTime, c.deadline-c.popTime, -1, offs, c.acked)
 			frame()
 		}
 		if o := q.order; o != nil {

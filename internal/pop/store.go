@@ -241,20 +241,24 @@ func (s *Store) SetPopOffset(k QueueKey, offset int64) error {
 
 // Checkpoint describes one pop of one queue.
 type Checkpoint struct {
-	Key           QueueKey
+	Key QueueKey
+	// StartOffset is the queue offset the pop started reading at (the
+	// ckQueueOffset of its receipt handles); at most Offsets[0].
+	StartOffset   int64
 	PopTime       int64   // ms epoch
 	InvisibleTime int64   // ms
 	Offsets       []int64 // ascending queue offsets handed out, at most MaxBatch; may be empty
 	NextOffset    int64   // the queue's pop offset after this pop; < 0 leaves it unchanged
 }
 
-func checkOffsets(offs []int64) error {
+// checkOffsets: ascending, at or after start, within 2^32 of it.
+func checkOffsets(start int64, offs []int64) error {
 	if len(offs) > MaxBatch {
 		return fmt.Errorf("pop: %d offsets in one checkpoint, at most %d", len(offs), MaxBatch)
 	}
-	for i := 1; i < len(offs); i++ {
-		if offs[i] <= offs[i-1] || offs[i]-offs[0] > 1<<32-1 {
-			return fmt.Errorf("pop: checkpoint offsets not ascending within 2^32: %v", offs)
+	for i, o := range offs {
+		if o < start || o-start > 1<<32-1 || i > 0 && o <= offs[i-1] {
+			return fmt.Errorf("pop: checkpoint offsets %v not ascending within 2^32 of %d", offs, start)
 		}
 	}
 	return nil
@@ -266,58 +270,57 @@ func checkOffsets(offs []int64) error {
 // ckQueueOffset and popTime of its receipt handles; a second checkpoint
 // with the same name is refused.
 func (s *Store) AddCheckpoint(ck Checkpoint) error {
-	if err := checkOffsets(ck.Offsets); err != nil {
+	if len(ck.Offsets) == 0 {
+		ck.StartOffset = max(ck.StartOffset, 0)
+	}
+	if err := checkOffsets(ck.StartOffset, ck.Offsets); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queueLocked(ck.Key)
 	if len(ck.Offsets) > 0 {
-		if _, dup := q.cks[ckKey{ck.Offsets[0], ck.PopTime}]; dup {
-			return fmt.Errorf("pop: checkpoint %v@%d pop time %d exists", ck.Key, ck.Offsets[0], ck.PopTime)
+		if _, dup := q.cks[ckKey{ck.StartOffset, ck.PopTime}]; dup {
+			return fmt.Errorf("pop: checkpoint %v@%d pop time %d exists", ck.Key, ck.StartOffset, ck.PopTime)
 		}
 	}
 	e := enc{b: make([]byte, 0, 64+len(ck.Key.Group)+len(ck.Key.Topic)+2*len(ck.Offsets))}
-	encodeCheckpoint(&e, ck.Key, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
+	encodeCheckpoint(&e, ck.Key, ck.StartOffset, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
 	if err := s.appendLocked(&e); err != nil {
 		return err
 	}
-	s.applyCheckpointLocked(q, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
+	s.applyCheckpointLocked(q, ck.StartOffset, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
 	s.maybeCompactLocked()
 	return nil
 }
 
-func encodeCheckpoint(e *enc, k QueueKey, popTime, invisible, next int64, offs []int64, acked uint32) {
+func encodeCheckpoint(e *enc, k QueueKey, start, popTime, invisible, next int64, offs []int64, acked uint32) {
 	e.byte(recCheckpoint)
 	e.key(k)
-	start := int64(-1)
-	if len(offs) > 0 {
-		start = offs[0]
-	}
 	e.v(start)
 	e.v(popTime)
 	e.v(invisible)
 	e.v(next)
 	e.u(uint64(len(offs)))
-	for _, o := range offs[min(1, len(offs)):] {
+	for _, o := range offs {
 		e.u(uint64(o - start))
 	}
 	e.u(uint64(acked))
 }
 
 // applyCheckpointLocked installs a checkpoint. REQUIRES: s.mu held.
-func (s *Store) applyCheckpointLocked(q *queue, popTime, invisible, next int64, offs []int64, acked uint32) {
+func (s *Store) applyCheckpointLocked(q *queue, start, popTime, invisible, next int64, offs []int64, acked uint32) {
 	if next >= 0 {
 		q.popOffset = next
 	}
 	if len(offs) == 0 {
 		return
 	}
-	c := &checkpoint{q: q, start: offs[0], popTime: popTime, deadline: popTime + invisible, n: uint8(len(offs)), acked: acked, heapIdx: -1}
-	if last := offs[len(offs)-1]; last-offs[0] != int64(len(offs)-1) {
+	c := &checkpoint{q: q, start: start, popTime: popTime, deadline: popTime + invisible, n: uint8(len(offs)), acked: acked, heapIdx: -1}
+	if offs[0] != start || offs[len(offs)-1]-start != int64(len(offs)-1) {
 		c.diffs = make([]uint32, len(offs))
 		for i, o := range offs {
-			c.diffs[i] = uint32(o - offs[0])
+			c.diffs[i] = uint32(o - start)
 		}
 	}
 	if c.allAcked() {
@@ -403,30 +406,31 @@ func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (AckResult, erro
 }
 
 // ChangeInvisible acks offset in the checkpoint (k, ckStart, popTime) and
-// puts it in a new one-message checkpoint (k, offset, newPopTime) that is
-// invisible until newPopTime+newInvisible, in one record. It returns
-// NotFound (and changes nothing) when the message is not in flight there;
-// a new checkpoint with the same name as an existing one is refused.
-func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime, newInvisible int64) (AckResult, error) {
+// puts it in a new one-message checkpoint (k, offset, newPopTime') that is
+// invisible until newPopTime'+newInvisible, in one record, and returns
+// newPopTime': newPopTime, or the next free millisecond when a checkpoint
+// of that name exists. It returns NotFound or AlreadyAcked (and changes
+// nothing) when the message is not in flight there.
+func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime, newInvisible int64) (AckResult, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[k]
 	if q == nil {
-		return NotFound, nil
+		return NotFound, 0, nil
 	}
 	c := q.cks[ckKey{ckStart, popTime}]
 	if c == nil {
-		return NotFound, nil
+		return NotFound, 0, nil
 	}
 	i := c.index(offset)
 	if i < 0 {
-		return NotFound, nil
+		return NotFound, 0, nil
 	}
 	if c.acked&(1<<i) != 0 {
-		return AlreadyAcked, nil
+		return AlreadyAcked, 0, nil
 	}
-	if _, dup := q.cks[ckKey{offset, newPopTime}]; dup {
-		return NotFound, fmt.Errorf("pop: checkpoint %v@%d pop time %d exists", k, offset, newPopTime)
+	for q.cks[ckKey{offset, newPopTime}] != nil {
+		newPopTime++
 	}
 	e := enc{b: make([]byte, 0, 80)}
 	e.byte(recChange)
@@ -437,17 +441,17 @@ func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime
 	e.v(newPopTime)
 	e.v(newInvisible)
 	if err := s.appendLocked(&e); err != nil {
-		return NotFound, err
+		return NotFound, 0, err
 	}
 	s.applyChangeLocked(q, c, i, offset, newPopTime, newInvisible)
 	s.maybeCompactLocked()
-	return Acked, nil
+	return Acked, newPopTime, nil
 }
 
 // applyChangeLocked: REQUIRES s.mu held.
 func (s *Store) applyChangeLocked(q *queue, c *checkpoint, i int, offset, newPopTime, newInvisible int64) {
 	s.ackLocked(c, i)
-	s.applyCheckpointLocked(q, newPopTime, newInvisible, -1, []int64{offset}, 0)
+	s.applyCheckpointLocked(q, offset, newPopTime, newInvisible, -1, []int64{offset}, 0)
 }
 
 // Expired is a checkpoint whose invisible time passed, with the offsets of

@@ -25,8 +25,8 @@ func TestCheckpointAckRevive(t *testing.T) {
 	if _, ok := s.PopOffset(kA); ok {
 		t.Fatal("fresh queue has a pop offset")
 	}
-	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1000, InvisibleTime: 500, Offsets: []int64{0, 1, 2}, NextOffset: 3}))
-	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1100, InvisibleTime: 500, Offsets: []int64{3, 5}, NextOffset: 9}))
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1000, InvisibleTime: 500, Offsets: []int64{0, 1, 2}, NextOffset: 3}))
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 3, PopTime: 1100, InvisibleTime: 500, Offsets: []int64{3, 5}, NextOffset: 9}))
 	if off, _ := s.PopOffset(kA); off != 9 {
 		t.Fatalf("pop offset %d", off)
 	}
@@ -85,8 +85,8 @@ func TestCheckpointAckRevive(t *testing.T) {
 func TestChangeInvisible(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1000, InvisibleTime: 500, Offsets: []int64{10, 11}, NextOffset: 12}))
-	if r, err := s.ChangeInvisible(kA, 10, 1000, 11, 1200, 5000); err != nil || r != Acked {
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 10, PopTime: 1000, InvisibleTime: 500, Offsets: []int64{10, 11}, NextOffset: 12}))
+	if r, pt, err := s.ChangeInvisible(kA, 10, 1000, 11, 1200, 5000); err != nil || r != Acked || pt != 1200 {
 		t.Fatalf("change %v %v", r, err)
 	}
 	// The old handle no longer acks; the new one does after a restart.
@@ -171,7 +171,7 @@ func TestCompactionKeepsState(t *testing.T) {
 	for i := int64(0); i < 400; i++ {
 		k := keys[i%2]
 		off := i * 2
-		must(t, s.AddCheckpoint(Checkpoint{Key: k, PopTime: 1000 + i, InvisibleTime: 1000, Offsets: []int64{off, off + 1}, NextOffset: off + 2}))
+		must(t, s.AddCheckpoint(Checkpoint{Key: k, StartOffset: off, PopTime: 1000 + i, InvisibleTime: 1000, Offsets: []int64{off, off + 1}, NextOffset: off + 2}))
 		if i%3 != 0 {
 			if r, err := s.Ack(k, off, 1000+i, off); r != Acked || err != nil {
 				t.Fatal(r, err)
@@ -199,7 +199,7 @@ func TestTornTail(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	for i := int64(0); i < 20; i++ {
-		must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: i, InvisibleTime: 1, Offsets: []int64{i}, NextOffset: i + 1}))
+		must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: i, PopTime: i, InvisibleTime: 1, Offsets: []int64{i}, NextOffset: i + 1}))
 	}
 	s.Close()
 	seqs, _ := listLogs(dir)
@@ -250,7 +250,7 @@ func TestTornTail(t *testing.T) {
 func TestIncompleteSnapshotIgnored(t *testing.T) {
 	dir := t.TempDir()
 	s := open(t, dir)
-	must(t, s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 5, InvisibleTime: 1, Offsets: []int64{0}, NextOffset: 1}))
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 5, InvisibleTime: 1, Offsets: []int64{0}, NextOffset: 1}))
 	s.Close()
 	e := enc{}
 	e.byte(recSnapshotBegin)
@@ -280,7 +280,7 @@ func FuzzReplay(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s.AddCheckpoint(Checkpoint{Key: kA, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0, 3}, NextOffset: 4})
+	s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0, 3}, NextOffset: 4})
 	s.Ack(kA, 0, 1, 3)
 	s.OrderPop(OrderBatch{Key: kA, PopTime: 2, InvisibleTime: 1, Offsets: []int64{4}, NextOffset: 5})
 	s.Close()
@@ -299,4 +299,27 @@ func FuzzReplay(f *testing.F) {
 		r.TakeExpired(1<<62, 100)
 		r.Close()
 	})
+}
+
+// TestCheckpointStartBeforeMessages: a pop that skipped filtered messages
+// starts before its first message; handles name that start.
+func TestCheckpointStartBeforeMessages(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 20, PopTime: 7, InvisibleTime: 10, Offsets: []int64{22, 25}, NextOffset: 30}))
+	if r, _ := s.Ack(kA, 22, 7, 22); r != NotFound {
+		t.Fatal("acked by the first message's offset instead of the pop start")
+	}
+	if r, _ := s.Ack(kA, 20, 7, 25); r != Acked {
+		t.Fatal("ack by pop start failed")
+	}
+	s.Close()
+	s = open(t, dir)
+	ex := s.TakeExpired(17, 5)
+	if len(ex) != 1 || ex[0].StartOffset != 20 || !slices.Equal(ex[0].Offsets, []int64{22}) {
+		t.Fatalf("expired %+v", ex)
+	}
+	if err := s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 40, PopTime: 8, Offsets: []int64{39}}); err == nil {
+		t.Fatal("offset before start accepted")
+	}
 }
