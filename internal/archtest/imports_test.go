@@ -36,6 +36,8 @@ var rules = []rule{
 	{"internal/auth", []string{"internal/remoting", "internal/store", "internal/broker", "internal/namesrv", "client", "net/http"}},
 	{"client", []string{"internal/store", "internal/broker", "internal/namesrv", "github.com/prometheus"}},
 	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},
+	// The POP state store is a leaf: no sockets, no commit log, no request codes.
+	{"internal/pop", []string{"internal/", "client", "net"}},
 	// The goroutine-group helper is a leaf every component imports.
 	{"internal/run", []string{"internal/", "client", "net"}},
 	// RocketMQ's reserved names and naming rules: a leaf client, broker and store share.

@@ -46,6 +46,7 @@ type Broker struct {
 	vipServer *remoting.Server // VIP/fast port (listenPort-2); nil when disabled
 	nsClient  *remoting.Client // to name servers
 	pullHold  *pullHoldService
+	pop       *popService // POP consumption (pop.go); nil until Start
 	sendQueue *sendQueue
 	schedule  *scheduleService
 	stats     brokerStats
@@ -241,6 +242,9 @@ func (b *Broker) start() error {
 	if err := b.startTimer(); err != nil { // timer.go
 		return err
 	}
+	if err := b.startPop(); err != nil { // pop.go
+		return err
+	}
 	b.goFunc("transaction-check", b.transactionCheckLoop)
 	b.goFunc("persist", b.persistLoop)
 	b.goFunc("config-compact", b.compactLoop) // persist.go
@@ -319,6 +323,9 @@ func (b *Broker) shutdown() error {
 	}
 	if b.nsClient != nil {
 		b.nsClient.Close()
+	}
+	if err := b.closePop(); err != nil { // pop.go: its revive loop writes to the store
+		errs = append(errs, err)
 	}
 	b.closeHA()                            // ha_config.go: before the store closes
 	if err := b.closeTimer(); err != nil { // timer.go; its deliveries are puts

@@ -109,6 +109,7 @@ type Config struct {
 	MetricsConfig // metricsExporterType, metricsPromExporterPort, ... (config_metrics.go)
 	// AuthConfig: authenticationEnabled, authorizationEnabled, ... (auth.go)
 	auth.AuthConfig
+	PopConfig // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -179,6 +180,7 @@ func DefaultConfig() Config {
 		TimerConfig:   DefaultTimerConfig(),
 		HAConfig:      DefaultHAConfig(),
 		MetricsConfig: DefaultMetricsConfig(),
+		PopConfig:     DefaultPopConfig(),
 
 		Store: store.DefaultConfig(),
 	}

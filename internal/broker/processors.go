@@ -39,6 +39,18 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		}), remoting.PoolConfig{Workers: c.QueryMessageThreadPoolNums, QueueSize: 20000})
 	// Consume (pull.go, pull_hold.go).
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PullMessage, protocol.LitePullMessage}, b.processPull, pullPool)
+	// POP consumption (pop.go, pop_ack.go, pop_hold.go) and recall (recall.go).
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PopMessage, protocol.PeekMessage, protocol.AckMessage,
+		protocol.BatchAckMessage, protocol.ChangeMessageInvisibleTime, protocol.Notification, protocol.PollingInfo},
+		b.dispatch(map[protocol.RequestCode]remoting.Processor{
+			protocol.PopMessage:                 b.processPopMessage,
+			protocol.PeekMessage:                b.processPeekMessage,
+			protocol.AckMessage:                 b.processAckMessage,
+			protocol.BatchAckMessage:            b.processBatchAckMessage,
+			protocol.ChangeMessageInvisibleTime: b.processChangeInvisibleTime,
+			protocol.Notification:               b.processNotification,
+			protocol.PollingInfo:                b.processPollingInfo,
+		}), pullPool)
 	// Clients (heartbeat.go).
 	s.RegisterProcessor(protocol.HeartBeat, b.processHeartbeat, heartbeatPool)
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.UnregisterClient, protocol.CheckClientConfig},

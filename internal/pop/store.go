@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -403,6 +404,56 @@ func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (AckResult, erro
 	s.ackLocked(c, i)
 	s.maybeCompactLocked()
 	return Acked, nil
+}
+
+// AckBatch acks several messages of one checkpoint with a single write
+// and returns how many were in flight.
+func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[k]
+	if q == nil {
+		return 0, nil
+	}
+	c := q.cks[ckKey{ckStart, popTime}]
+	if c == nil {
+		return 0, nil
+	}
+	if s.closed {
+		return 0, ErrClosed
+	}
+	if s.sticky != nil {
+		return 0, s.sticky
+	}
+	s.buf = s.buf[:0]
+	var idx []int
+	e := enc{b: make([]byte, 0, 64)}
+	for _, off := range offsets {
+		i := c.index(off)
+		if i < 0 || c.acked&(1<<i) != 0 || slices.Contains(idx, i) {
+			continue
+		}
+		idx = append(idx, i)
+		e.b = e.b[:0]
+		e.byte(recAck)
+		e.key(k)
+		e.v(ckStart)
+		e.v(popTime)
+		e.v(off)
+		s.buf = appendFrame(s.buf, e.b)
+	}
+	if len(idx) == 0 {
+		return 0, nil
+	}
+	if err := s.log.write(s.buf); err != nil {
+		s.sticky = err
+		return 0, err
+	}
+	for _, i := range idx {
+		s.ackLocked(c, i)
+	}
+	s.maybeCompactLocked()
+	return len(idx), nil
 }
 
 // ChangeInvisible acks offset in the checkpoint (k, ckStart, popTime) and

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 // The string formats of POP consumption, RocketMQ's (ExtraInfoUtil,
@@ -52,12 +54,13 @@ const (
 // and recall-handle parse error.
 var ErrBadPopHandle = errors.New("protocol: malformed pop handle")
 
-// PopRetryTopicV1 is the group's v1 pop retry topic, `%RETRY%group_topic`.
-func PopRetryTopicV1(topic, group string) string { return "%RETRY%" + group + "_" + topic }
+// PopRetryTopicV1 is the group's v1 pop retry topic, `%RETRY%group_topic`
+// (names.PopRetryTopicV1, in KeyBuilder's argument order).
+func PopRetryTopicV1(topic, group string) string { return names.PopRetryTopicV1(group, topic) }
 
 // PopRetryTopicV2 is the group's v2 pop retry topic, `%RETRY%group+topic`
-// (used when the broker's enableRetryTopicV2 is set).
-func PopRetryTopicV2(topic, group string) string { return "%RETRY%" + group + "+" + topic }
+// (used when the broker's enableRetryTopicV2 is set; names.PopRetryTopicV2).
+func PopRetryTopicV2(topic, group string) string { return names.PopRetryTopicV2(group, topic) }
 
 // PopRetryTopic is the group's pop retry topic in the form v2 selects.
 func PopRetryTopic(topic, group string, v2 bool) string {
@@ -71,7 +74,7 @@ func PopRetryTopic(topic, group string, v2 bool) string {
 // `%RETRY%` topic containing '+' is a v2 retry topic, any other `%RETRY%`
 // topic a v1 one, everything else normal.
 func PopTopicTypeOf(topic string) PopTopicType {
-	if !strings.HasPrefix(topic, "%RETRY%") {
+	if !strings.HasPrefix(topic, names.RetryGroupTopicPrefix) {
 		return PopTopicNormal
 	}
 	if strings.IndexByte(topic, '+') >= 0 {
@@ -110,10 +113,10 @@ func parsePopTopicType(s string) (PopTopicType, error) {
 // PopNormalTopic recovers the original topic from a pop retry topic of
 // group (KeyBuilder.parseNormalTopic); other topics are returned unchanged.
 func PopNormalTopic(topic, group string) string {
-	if p := "%RETRY%" + group + "+"; strings.HasPrefix(topic, p) {
+	if p := names.PopRetryTopicV2(group, ""); strings.HasPrefix(topic, p) {
 		return topic[len(p):]
 	}
-	if p := "%RETRY%" + group + "_"; strings.HasPrefix(topic, p) {
+	if p := names.PopRetryTopicV1(group, ""); strings.HasPrefix(topic, p) {
 		return topic[len(p):]
 	}
 	return topic
