@@ -98,13 +98,6 @@ func (b *Broker) processConsumeTimeSpan(_ context.Context, _ *remoting.Conn, req
 	return bodyResponse(req, body), nil
 }
 
-// processNoopAdmin answers the maintenance triggers the store runs on its
-// own schedule (CLEAN_EXPIRED_CONSUMEQUEUE 306, CLEAN_UNUSED_TOPIC 316,
-// DELETE_EXPIRED_COMMITLOG 329) with SUCCESS.
-func (b *Broker) processNoopAdmin(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	return protocol.NewResponse(req, protocol.Success, ""), nil
-}
-
 // processGetAllProducerInfo serves GET_ALL_PRODUCER_INFO (328):
 // {"data":{group:[ProducerInfo...]}}.
 func (b *Broker) processGetAllProducerInfo(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {

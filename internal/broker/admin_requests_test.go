@@ -205,8 +205,12 @@ func TestViewBrokerStatsData(t *testing.T) {
 		{name: statsGroupGetNums, key: "St@sg", minuteSum: 2},
 		{name: statsBrokerPutNums, key: "DefaultCluster", minuteSum: 5}, // its baseline is Start's sample
 		{name: statsTopicPutNums, key: "NoSuchTopic", code: protocol.SystemError},
-		{name: "TOPIC_PUT_SIZE", key: "St", code: protocol.SystemError},
+		{name: "TOPIC_PUT_SIZE", key: "NoSuchTopic", code: protocol.SystemError},
 		{name: statsGroupGetNums, key: "St@nobody", code: protocol.SystemError},
+	}
+	// TOPIC_PUT_SIZE: the bytes of the four stored records (same size each).
+	if d, resp := view(statsTopicPutSize, "St"); resp.Code != int32(protocol.Success) || d.StatsMinute.Sum <= 0 || d.StatsMinute.Sum%4 != 0 {
+		t.Fatalf("TOPIC_PUT_SIZE: %d %s", resp.Code, resp.Body)
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+"/"+tc.key, func(t *testing.T) {

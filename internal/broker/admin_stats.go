@@ -226,20 +226,25 @@ func (b *Broker) processBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, r
 	ss := b.Store.Stats()
 	up := b.now().Sub(b.bootTime)
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	putToday, getToday, putYesterday, getYesterday := b.dailyTotals()        // runtime_tps.go
+	transferred := b.tpsFigures(func(s tpsSample) int64 { return s.transf }) // runtime_tps.go
+	clRatio, cqRatio, indexRatio := b.Store.DiskRatios()                     // statfs
+	earliest := b.Store.EarliestMessageTimeInStore()                         // 0 when empty
 	table := map[string]string{
 		"brokerVersionDesc":                "V5_3_3",
 		"brokerVersion":                    strconv.Itoa(int(protocol.CurrentVersion)),
 		"msgPutTotalTodayNow":              i64(st.MessagesIn),
 		"msgGetTotalTodayNow":              i64(st.MessagesOut),
-		"msgPutTotalTodayMorning":          "0",
-		"msgGetTotalTodayMorning":          "0",
-		"msgPutTotalYesterdayMorning":      "0",
-		"msgGetTotalYesterdayMorning":      "0",
-		"putTps":                           "0.0 0.0 0.0",
-		"getTransferredTps":                "0.0 0.0 0.0",
-		"getFoundTps":                      "0.0 0.0 0.0",
-		"getMissTps":                       "0.0 0.0 0.0",
-		"getTotalTps":                      "0.0 0.0 0.0",
+		"msgPutTotalTodayMorning":          i64(putToday),
+		"msgGetTotalTodayMorning":          i64(getToday),
+		"msgPutTotalYesterdayMorning":      i64(putYesterday),
+		"msgGetTotalYesterdayMorning":      i64(getYesterday),
+		"putTps":                           b.tpsFigures(func(s tpsSample) int64 { return s.put }),
+		"getTransferedTps":                 transferred, // RocketMQ's spelling, read by mqadmin clusterList
+		"getTransferredTps":                transferred,
+		"getFoundTps":                      b.tpsFigures(func(s tpsSample) int64 { return s.found }),
+		"getMissTps":                       b.tpsFigures(func(s tpsSample) int64 { return s.miss }),
+		"getTotalTps":                      b.tpsFigures(func(s tpsSample) int64 { return s.found + s.miss }),
 		"commitLogMinOffset":               i64(ss.MinPhyOffset),
 		"commitLogMaxOffset":               i64(ss.MaxPhyOffset),
 		"dispatchBehindBytes":              i64(ss.DispatchLagBytes),
@@ -249,22 +254,28 @@ func (b *Broker) processBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, r
 		"sendThreadPoolQueueCapacity":      strconv.Itoa(b.cfg.SendThreadPoolQueueCapacity),
 		"pullThreadPoolQueueCapacity":      strconv.Itoa(b.cfg.PullThreadPoolQueueCapacity),
 		"startAcceptSendRequestTimeStamp":  "0",
-		"pageCacheLockTimeMills":           "0",
-		"earliestMessageTimeStamp":         "0",
+		"pageCacheLockTimeMills":           i64(b.Store.PageCacheLockTimeMills()),
+		"earliestMessageTimeStamp":         i64(earliest),
 		"remainHowManyDataToFlush":         i64(ss.MaxPhyOffset - ss.FlushedOffset),
 		"brokerActive":                     "true",
 		"sendQueueTimeoutTotal":            i64(st.SendQueueTimeout),
 		"pageCacheBusyTotal":               i64(st.PageCacheBusy),
 		"pullHeldRequests":                 i64(st.PullHeld),
 		"consumeQueues":                    strconv.Itoa(ss.ConsumeQueues),
-		"commitLogDiskRatio":               "0.0",
-		"consumeQueueDiskRatio":            "0.0",
+		"commitLogDiskRatio":               javaDouble(clRatio),
+		"consumeQueueDiskRatio":            javaDouble(cqRatio),
+		"indexDiskRatio":                   javaDouble(indexRatio),
+		"indexUnavailable":                 strconv.FormatBool(ss.IndexUnavailable),
+		"indexCreateFailures":              i64(ss.IndexCreateFailures),
+		"indexNotIndexedMessages":          i64(ss.IndexNotIndexed),
+		"forcedDeletedMessages":            i64(ss.ForcedDeletedMessages),
+		"forcedDeletedBytes":               i64(ss.ForcedDeletedBytes),
 		"msgPutTotalBytes":                 i64(st.BytesIn),
 		"msgGetTotalBytes":                 i64(st.BytesOut),
 		"storeFlushFailed":                 strconv.FormatBool(ss.FlushFailed),
 		"storeDiskFull":                    strconv.FormatBool(ss.DiskFull),
 		"bootTimeSeconds":                  strconv.FormatInt(int64(up/time.Second), 10),
-		"earliestMessageTimeStampInMillis": "0",
+		"earliestMessageTimeStampInMillis": i64(earliest),
 	}
 	body, err := (&protocol.KVTable{Table: table}).Encode()
 	if err != nil {

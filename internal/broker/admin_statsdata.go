@@ -26,14 +26,19 @@ import (
 //	TOPIC_PUT_NUMS     topic           sum of max queue offsets  -
 //	GROUP_GET_NUMS     topic@group     sum of committed offsets  -
 //
-// Sizes (TOPIC_PUT_SIZE, GROUP_GET_SIZE) are not kept and answer
-// SYSTEM_ERROR like any unknown statistic.
+// Sizes (TOPIC_PUT_SIZE, GROUP_GET_SIZE: bytes stored by sends and bytes
+// pulled) come from the per-topic and per-group meters that also feed
+// rocketmq_throughput_in/out_total; with metricsExporterType=DISABLE
+// there are no meters and they answer SYSTEM_ERROR like any unknown
+// statistic.
 
 const (
 	statsBrokerPutNums = "BROKER_PUT_NUMS"
 	statsBrokerGetNums = "BROKER_GET_NUMS"
 	statsTopicPutNums  = "TOPIC_PUT_NUMS"
 	statsGroupGetNums  = "GROUP_GET_NUMS"
+	statsTopicPutSize  = "TOPIC_PUT_SIZE" // bytes stored, from the metrics meters (meters.go)
+	statsGroupGetSize  = "GROUP_GET_SIZE" // bytes pulled, from the metrics meters
 
 	statsSampleInterval = 10 * time.Second
 )
@@ -155,6 +160,24 @@ func (b *Broker) statsValue(name, key string) (statsPoint, bool) {
 		for _, off := range offsets {
 			p.value += max(off, 0)
 		}
+	case statsTopicPutSize:
+		tm := b.meters.existingTopic(key) // meters.go
+		if tm == nil {
+			return p, false
+		}
+		for t := range tm.bytes {
+			p.value += tm.bytes[t].Load()
+		}
+	case statsGroupGetSize:
+		topic, group, ok := splitTopicGroup(key)
+		if !ok {
+			return p, false
+		}
+		gm := b.meters.existingGroup(topic, group) // meters.go
+		if gm == nil {
+			return p, false
+		}
+		p.value = gm.bytes.Load()
 	default:
 		return p, false
 	}
@@ -187,8 +210,10 @@ func (b *Broker) sampleStats() {
 	add(statsBrokerGetNums, b.cfg.BrokerClusterName)
 	for _, topic := range b.Topics.Names() {
 		add(statsTopicPutNums, topic)
+		add(statsTopicPutSize, topic)
 		for _, g := range b.Offsets.GroupsOfTopic(topic) {
 			add(statsGroupGetNums, topic+"@"+g)
+			add(statsGroupGetSize, topic+"@"+g)
 		}
 	}
 	s := &b.dyn.statsData

@@ -51,6 +51,7 @@ type Broker struct {
 	schedule  *scheduleService
 	stats     brokerStats
 	meters    *meters       // per-topic/group counters (meters.go); nil when metrics are disabled
+	tps       tpsSampler    // runtime-info TPS windows (runtime_tps.go)
 	dyn       dynamicConfig // run-time broker.conf keys (admin_config.go)
 
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
@@ -250,6 +251,7 @@ func (b *Broker) start() error {
 	b.goFunc("config-compact", b.compactLoop) // persist.go
 	b.goFunc("client-scan", b.clientScanLoop)
 	b.startStatsSampler() // admin_statsdata.go: VIEW_BROKER_STATS_DATA
+	b.startTPSSampler()   // runtime_tps.go: GET_BROKER_RUNTIME_INFO
 	b.state.Store(stateRunning)
 	if len(b.cfg.NamesrvAddr) > 0 {
 		ctx, cancel := context.WithTimeout(b.baseCtx, b.cfg.RegisterBrokerTimeoutMills)

@@ -298,3 +298,20 @@ func (b *Broker) ProcessorWatermarks() map[string]int {
 
 // Permission is the broker's current brokerPermission (rocketmq_broker_permission).
 func (b *Broker) Permission() int32 { return b.dyn.brokerPermission.Load() }
+
+// existingTopic returns the topic's meter without creating one (nil when
+// none or when metrics are disabled).
+func (m *meters) existingTopic(topic string) *topicMeter {
+	if m == nil {
+		return nil
+	}
+	return (*m.topics.Load())[topic]
+}
+
+// existingGroup returns the (topic, group) meter without creating one.
+func (m *meters) existingGroup(topic, group string) *groupMeter {
+	if m == nil {
+		return nil
+	}
+	return (*m.groups.Load())[topicGroup{topic, group}]
+}

@@ -103,9 +103,9 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		protocol.CloneGroupOffset:                     b.processCloneGroupOffset,
 		protocol.QueryConsumeTimeSpan:                 b.processConsumeTimeSpan,
 		protocol.GetAllProducerInfo:                   b.processGetAllProducerInfo,
-		protocol.CleanExpiredConsumeQueue:             b.processNoopAdmin,
-		protocol.CleanUnusedTopic:                     b.processNoopAdmin,
-		protocol.DeleteExpiredCommitLog:               b.processNoopAdmin,
+		protocol.CleanExpiredConsumeQueue:             b.processCleanExpiredConsumeQueue, // admin_cleanup.go
+		protocol.CleanUnusedTopic:                     b.processCleanUnusedTopic,
+		protocol.DeleteExpiredCommitLog:               b.processDeleteExpiredCommitLog,
 		protocol.InvokeBrokerToGetConsumerStatus:      b.processGetConsumerStatus,
 		protocol.QueryCorrectionOffset:                b.processQueryCorrectionOffset,
 		protocol.ViewBrokerStatsData:                  b.processViewBrokerStatsData,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"io/fs"
+	"slices"
 	"path/filepath"
 )
 
@@ -50,4 +51,17 @@ func (s *Store) StorageSize() int64 {
 		return nil
 	})
 	return total
+}
+
+// QueueTopics lists the topics that have consume queues, sorted (for
+// CLEAN_UNUSED_TOPIC: those the broker no longer knows are deleted).
+func (s *Store) QueueTopics() []string {
+	s.queuesMu.Lock()
+	out := make([]string, 0, len(s.queues))
+	for t := range s.queues {
+		out = append(out, t)
+	}
+	s.queuesMu.Unlock()
+	slices.Sort(out)
+	return out
 }
