@@ -2,8 +2,8 @@ package store
 
 import (
 	"io/fs"
-	"slices"
 	"path/filepath"
+	"slices"
 )
 
 // Measured values for the broker's runtime info (GET_BROKER_RUNTIME_INFO)
