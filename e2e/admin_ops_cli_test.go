@@ -12,6 +12,7 @@ import (
 
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/server/apogeetest"
 )
 
 // TestAdminOpsCLI runs each of mqadmin's operations commands as the real
@@ -19,10 +20,11 @@ import (
 // through another path where one exists (the admin API, the route, a
 // consumer, another command).
 func TestAdminOpsCLI(t *testing.T) {
-	c := startCluster(t, nil)
+	srv := apogeetest.Start(t) // the embeddable server: an in-process name server and broker
 	bin := buildApogee(t)
-	ns := []string{"-n", c.nsAddr}
-	cluster, brokerName, brokerAddr := c.cfg.BrokerClusterName, c.cfg.BrokerName, c.b.Addr()
+	nsAddr := srv.NamesrvAddr()
+	ns := []string{"-n", nsAddr}
+	cluster, brokerName, brokerAddr := "DefaultCluster", "broker-a", srv.BrokerAddr()
 	run := func(args ...string) string {
 		t.Helper()
 		out, errOut, code := runApogee(t, bin, append(append([]string{"admin"}, args...), ns...)...)
@@ -46,7 +48,7 @@ func TestAdminOpsCLI(t *testing.T) {
 			t.Fatalf("apogee admin %v --json: %v\n%s", args, err, out)
 		}
 	}
-	a, err := admin.New(admin.WithNameServers(c.nsAddr))
+	a, err := admin.New(admin.WithNameServers(nsAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,15 +70,15 @@ func TestAdminOpsCLI(t *testing.T) {
 	run("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true")
 	var nsCfg map[string]map[string]string
 	jsonOf(&nsCfg, "getNamesrvConfig")
-	if got := nsCfg[c.nsAddr]["orderMessageEnable"]; got != "true" {
+	if got := nsCfg[nsAddr]["orderMessageEnable"]; got != "true" {
 		t.Fatalf("getNamesrvConfig after updateNamesrvConfig: orderMessageEnable=%q (%v)", got, nsCfg)
 	}
 
 	// A topic with messages of two tags.
 	topic := uniqueName(t, "T")
 	run("updateTopic", "-t", topic, "-c", cluster, "-r", "4", "-w", "4")
-	waitRoute(t, c.ns, topic)
-	p := newProducer(t, c.nsAddr)
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := a.TopicRoute(ctx, topic); return err == nil }, "no route for %s", topic)
+	p := newProducer(t, nsAddr)
 	var ids []string
 	for i := range 20 {
 		m := primitive.NewMessage(topic, []byte(fmt.Sprintf("ops-%d", i)))
@@ -154,7 +156,7 @@ func TestAdminOpsCLI(t *testing.T) {
 	group := uniqueName(t, "cg")
 	run("updateSubGroup", "-g", group, "-c", cluster)
 	r := newReceived()
-	newPushConsumer(t, c.nsAddr, group, topic, "*", r)
+	newPushConsumer(t, nsAddr, group, topic, "*", r)
 	testutil.Eventually(t, 30*time.Second, func() bool { return r.count.Load() >= 20 }, "consumer got %d", r.count.Load())
 	lag := func(g string) int64 {
 		cp, err := a.ConsumerProgress(ctx, g, topic)
