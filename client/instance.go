@@ -93,6 +93,7 @@ func newInstance(cfg clientConfig) *instance {
 			DialTimeout: cfg.dialTimeout,
 			TLS:         cfg.tls,
 			Logger:      logger,
+			Sign:        cfg.signer(),
 		}),
 		idGen:         message.NewUniqIDGenerator(ip, os.Getpid()),
 		routes:        make(map[string]*topicRoute),

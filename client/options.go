@@ -3,6 +3,7 @@ package client
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/apogeemq/apogee/internal/auth"
 	"log/slog"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type clientConfig struct {
 	heartbeatBroker time.Duration // heartbeat period, default 30 s
 	tls             *tls.Config   // nil = plain TCP
 	unitName        string        // appended to the client id when set
+	credentials     *auth.Signer  // WithCredentials (credentials.go); nil = unsigned
 }
 
 func defaultClientConfig() clientConfig {

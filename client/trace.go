@@ -335,6 +335,9 @@ func (t *tracer) newProducer() (*Producer, error) {
 	if c.tls != nil {
 		opts = append(opts, WithTLS(c.tls))
 	}
+	if c.credentials != nil {
+		opts = append(opts, WithCredentials(c.credentials.AccessKey, c.credentials.SecretKey))
+	}
 	p, err := NewProducer(traceProducerGroup, opts...)
 	if err != nil {
 		return nil, err

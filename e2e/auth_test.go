@@ -17,8 +17,10 @@ import (
 
 	"github.com/apogeemq/apogee/internal/auth"
 	"github.com/apogeemq/apogee/internal/broker"
+	"github.com/apogeemq/apogee/internal/namesrv"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/store"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -231,5 +233,102 @@ func TestAuthOfficialClient(t *testing.T) {
 	wantRefused(t, sendOne(bob, "orders"), "no matched policies.")
 	if err := sendOne(root, "orders"); err != nil {
 		t.Fatalf("super after restart: %v", err)
+	}
+}
+
+// TestAuthNameServer: with authentication on at the name server, route and
+// cluster-info queries stay open to unsigned clients, admin writes need a
+// signed request, and a broker registers with its inner credentials.
+func TestAuthNameServer(t *testing.T) {
+	authCfg := auth.AuthConfig{AuthenticationEnabled: true, AuthorizationEnabled: true,
+		InitAuthenticationUser:               `{"username":"rocketmq","password":"12345678"}`,
+		InnerClientAuthenticationCredentials: `{"accessKey":"inner","secretKey":"inner-secret"}`}
+	ns := startNamesrv(t, func(c *namesrv.Config) { c.AuthConfig = authCfg })
+	nsAddr := ns.Addr().String()
+	cfg := brokerTestConfig(t.TempDir())
+	cfg.NamesrvAddr = []string{nsAddr}
+	cfg.AuthConfig = authCfg
+	c := &testCluster{t: t, ns: ns, nsAddr: nsAddr, cfg: cfg}
+	c.startBroker()
+	t.Cleanup(c.stopBroker)
+	c.createTopic("orders", 2) // routed: the signed registration was accepted
+
+	plain := remoting.NewClient(remoting.ClientConfig{Logger: testLogger(t)})
+	if err := plain.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() })
+	ctx := testutil.Context(t, 5*time.Second)
+	for _, req := range []*protocol.Command{
+		protocol.NewRequest(protocol.GetRouteInfoByTopic, map[string]string{"topic": "orders"}, nil),
+		protocol.NewRequest(protocol.GetBrokerClusterInfo, nil, nil),
+	} {
+		resp, err := plain.InvokeSync(ctx, nsAddr, req)
+		if err != nil || resp.Code != int32(protocol.Success) {
+			t.Fatalf("unsigned %s: %v %+v", protocol.RequestCode(req.Code), err, resp)
+		}
+	}
+	put := func(rc *remoting.Client) *protocol.Command {
+		resp, err := rc.InvokeSync(ctx, nsAddr, protocol.NewRequest(protocol.PutKVConfig,
+			map[string]string{"namespace": "ns", "key": "k", "value": "v"}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := put(plain); resp.Code != int32(protocol.NoPermission) || resp.Remark != "username cannot be null." {
+		t.Fatalf("unsigned PUT_KV_CONFIG: %d %q", resp.Code, resp.Remark)
+	}
+	if resp := put(signedClient(t, superUser, superPass)); resp.Code != int32(protocol.Success) {
+		t.Fatalf("signed PUT_KV_CONFIG: %d %q", resp.Code, resp.Remark)
+	}
+	// The official client routes and sends with credentials.
+	p := newProducer(t, nsAddr, producer.WithCredentials(creds(superUser, superPass)))
+	if err := sendOne(p, "orders"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAuthSlaveCopiesMaster: a slave copies users and ACLs from its master
+// (signed with the inner credentials), so a user created on the master
+// reads from the slave too.
+func TestAuthSlaveCopiesMaster(t *testing.T) {
+	ns := startNamesrv(t, nil)
+	nsAddr := ns.Addr().String()
+	withAuth := func(c *broker.Config) {
+		c.NamesrvAddr = []string{nsAddr}
+		c.AuthenticationEnabled, c.AuthorizationEnabled = true, true
+		c.InitAuthenticationUser = `{"username":"rocketmq","password":"12345678"}`
+		c.InnerClientAuthenticationCredentials = `{"accessKey":"inner","secretKey":"inner-secret"}`
+	}
+	mcfg := brokerTestConfig(t.TempDir())
+	withAuth(&mcfg)
+	mcfg.Store.BrokerRole = store.RoleAsyncMaster
+	master := haBroker(t, mcfg)
+	scfg := brokerTestConfig(t.TempDir())
+	withAuth(&scfg)
+	scfg.BrokerID = 1
+	scfg.Store.BrokerRole = store.RoleSlave
+	scfg.HaReconnectInterval = 100 * time.Millisecond
+	scfg.SlaveSyncPeriod = 300 * time.Millisecond
+	slave := haBroker(t, scfg)
+
+	if err := master.Auth().CreateUser(auth.User{Username: "alice", Password: "alice-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	acl, err := auth.ACLInfo{Subject: "User:alice", Policies: []auth.PolicyInfo{{Entries: []auth.EntryInfo{allow("Topic:orders", "Pub")}}}}.ACL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Auth().PutACL(acl); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		_, ok, _ := slave.Auth().GetACL("User:alice")
+		u, uok := slave.Auth().User("alice")
+		return ok && uok && u.Password == "alice-secret"
+	}, "slave never copied alice and her ACL")
+	if slave.Auth().Version() != master.Auth().Version() {
+		t.Fatalf("slave at version %d, master %d", slave.Auth().Version(), master.Auth().Version())
 	}
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,8 @@ type config struct {
 	nameServers []string
 	timeout     time.Duration
 	logger      *slog.Logger
+	sign        func(*protocol.Command) // WithCredentials (auth.go); nil = unsigned
+	tls         *tls.Config             // WithTLS (auth.go); nil = plain TCP
 }
 
 // Option configures an Admin.
@@ -74,7 +77,7 @@ func New(opts ...Option) (*Admin, error) {
 		return nil, fmt.Errorf("admin: timeout must be positive")
 	}
 	cfg.logger = cfg.logger.With("component", "admin")
-	return &Admin{cfg: cfg, remote: remoting.NewClient(remoting.ClientConfig{Logger: cfg.logger})}, nil
+	return &Admin{cfg: cfg, remote: remoting.NewClient(remoting.ClientConfig{Logger: cfg.logger, Sign: cfg.sign, TLS: cfg.tls})}, nil
 }
 
 // Start starts the remoting client.

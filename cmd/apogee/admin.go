@@ -26,6 +26,7 @@ type adminFlags struct {
 	namesrv string
 	json    bool
 	timeout time.Duration
+	secure  secureFlags // --ak, --sk, --tls (admin_auth.go)
 }
 
 // defaultNamesrv is $NAMESRV_ADDR, else the local standalone's address.
@@ -79,6 +80,7 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 	pf.StringVarP(&af.namesrv, "namesrv", "n", defaultNamesrv(), "name server address(es), host:port;host:port")
 	pf.BoolVar(&af.json, "json", false, "print JSON instead of tables")
 	pf.DurationVar(&af.timeout, "timeout", 10*time.Second, "timeout of each request")
+	af.secure.register(pf)
 	for _, add := range adminCommands {
 		cmd.AddCommand(add(g, af))
 	}
@@ -98,7 +100,11 @@ func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(
 			if err != nil {
 				return err
 			}
-			a, err := admin.New(admin.WithNameServers(af.namesrv), admin.WithTimeout(af.timeout), admin.WithLogger(logger))
+			opts, err := af.secure.adminOptions()
+			if err != nil {
+				return err
+			}
+			a, err := admin.New(append([]admin.Option{admin.WithNameServers(af.namesrv), admin.WithTimeout(af.timeout), admin.WithLogger(logger)}, opts...)...)
 			if err != nil {
 				return err
 			}

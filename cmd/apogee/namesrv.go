@@ -75,7 +75,7 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		logEffectiveConfig(logger, "namesrv", config.ToMap(&cfg))
+		logEffectiveConfig(logger, "namesrv", maskedConfig(config.ToMap(&cfg)))
 
 		ns := namesrv.New(cfg, logger)
 		if err := ns.Start(); err != nil {

@@ -33,6 +33,11 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 		nsCfg.ListenPort = namesrvPort
 		nsCfg.BindAddress = cfg.BindAddress
 		nsCfg.KVConfigPath = filepath.Join(abs, "namesrv", "kvConfig.json")
+		if cfg.InnerClientAuthenticationCredentials != "" {
+			// The broker registers with its inner credentials, so the name
+			// server can check its admin writes too (admin_auth.go).
+			nsCfg.AuthConfig = cfg.AuthConfig
+		}
 		ns := namesrv.New(nsCfg, logger)
 		if err := ns.Start(); err != nil {
 			return fmt.Errorf("name server: %w", err)

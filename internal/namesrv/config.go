@@ -3,6 +3,7 @@ package namesrv
 import (
 	"errors"
 	"fmt"
+	"github.com/apogeemq/apogee/internal/auth"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,6 +77,9 @@ type Config struct {
 	DeleteTopicWithBrokerRegistration bool `conf:"deleteTopicWithBrokerRegistration"`
 	// ConfigBlackList lists keys UPDATE_NAMESRV_CONFIG refuses (';'-separated).
 	ConfigBlackList string `conf:"configBlackList"`
+
+	// AuthConfig: authenticationEnabled, initAuthenticationUser, ... (auth.go).
+	auth.AuthConfig
 }
 
 // DefaultConfig returns RocketMQ's defaults.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/apogeemq/apogee/internal/auth"
 	"maps"
 	"slices"
 
@@ -172,6 +173,7 @@ func (s *Server) updateNamesrvConfig(_ context.Context, _ *remoting.Conn, req *p
 func (s *Server) getNamesrvConfig(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	cfg := s.config()
 	m := config.ToMap(&cfg)
+	auth.MaskSecrets(m)
 	var b bytes.Buffer
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		b.WriteString(k)

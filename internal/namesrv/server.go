@@ -84,6 +84,9 @@ func (s *Server) Start() error {
 	if err := s.kv.Load(); err != nil {
 		return err
 	}
+	if err := s.startAuth(cfg); err != nil { // auth.go
+		return err
+	}
 	if err := s.remoting.Start(); err != nil {
 		return fmt.Errorf("namesrv: %w", err)
 	}
