@@ -75,17 +75,17 @@ func (s *secureFlags) tlsConfig() (*tls.Config, error) {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// targetFlags: -c CLUSTER or -b ADDR, as mqadmin's auth commands.
-type targetFlags struct{ cluster, broker string }
+// authTargetFlags: -c CLUSTER or -b ADDR, as mqadmin's auth commands.
+type authTargetFlags struct{ cluster, broker string }
 
-func (t *targetFlags) register(c *cobra.Command, verb string) {
+func (t *authTargetFlags) register(c *cobra.Command, verb string) {
 	c.Flags().StringVarP(&t.cluster, "clusterName", "c", "", verb+" on every broker of this cluster")
 	c.Flags().StringVarP(&t.broker, "brokerAddr", "b", "", verb+" on this broker")
 	c.MarkFlagsOneRequired("clusterName", "brokerAddr")
 	c.MarkFlagsMutuallyExclusive("clusterName", "brokerAddr")
 }
 
-func (t *targetFlags) target() admin.Target { return target(t.cluster, t.broker) }
+func (t *authTargetFlags) target() admin.Target { return target(t.cluster, t.broker) }
 
 func splitList(s string) []string {
 	var out []string
@@ -98,7 +98,7 @@ func splitList(s string) []string {
 }
 
 func cmdCreateUser(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var u admin.User
 	return adminCommand(g, af, "createUser", "Create an ACL 2.0 user on a cluster or broker", func(c *cobra.Command) {
 		t.register(c, "create")
@@ -116,7 +116,7 @@ func cmdCreateUser(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdUpdateUser(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var u admin.User
 	return adminCommand(g, af, "updateUser", "Change an ACL 2.0 user's password, type or status", func(c *cobra.Command) {
 		t.register(c, "update")
@@ -134,7 +134,7 @@ func cmdUpdateUser(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdDeleteUser(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var name string
 	return adminCommand(g, af, "deleteUser", "Delete an ACL 2.0 user and its ACL", func(c *cobra.Command) {
 		t.register(c, "delete")
@@ -155,7 +155,7 @@ func userRow(broker string, u admin.User) []string {
 }
 
 func cmdGetUser(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var name string
 	return adminCommand(g, af, "getUser", "Show an ACL 2.0 user (never its password)", func(c *cobra.Command) {
 		t.register(c, "read")
@@ -180,7 +180,7 @@ func cmdGetUser(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdListUser(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var filter string
 	return adminCommand(g, af, "listUser", "List ACL 2.0 users, one per line", func(c *cobra.Command) {
 		t.register(c, "list")
@@ -232,7 +232,7 @@ func (f *aclFlags) request() admin.ACLRequest {
 }
 
 func cmdCreateACL(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var f aclFlags
 	return adminCommand(g, af, "createAcl", "Add ACL 2.0 entries for a subject", func(c *cobra.Command) {
 		t.register(c, "create")
@@ -246,7 +246,7 @@ func cmdCreateACL(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdUpdateACL(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var f aclFlags
 	return adminCommand(g, af, "updateAcl", "Replace the actions and decision of a subject's entries", func(c *cobra.Command) {
 		t.register(c, "update")
@@ -260,7 +260,7 @@ func cmdUpdateACL(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdDeleteACL(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var subject, resources string
 	return adminCommand(g, af, "deleteAcl", "Delete a subject's entries for resources, or its whole ACL", func(c *cobra.Command) {
 		t.register(c, "delete")
@@ -318,7 +318,7 @@ func aclResult(res []admin.BrokerResult[[]admin.ACL]) *result {
 }
 
 func cmdGetACL(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var subject string
 	return adminCommand(g, af, "getAcl", "Show a subject's ACL, one entry per line", func(c *cobra.Command) {
 		t.register(c, "read")
@@ -342,7 +342,7 @@ func cmdGetACL(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdListACL(g *globalFlags, af *adminFlags) *cobra.Command {
-	var t targetFlags
+	var t authTargetFlags
 	var subject, resource string
 	return adminCommand(g, af, "listAcl", "List ACL entries, one per line", func(c *cobra.Command) {
 		t.register(c, "list")
