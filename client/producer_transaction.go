@@ -161,18 +161,17 @@ func (p *Producer) endTransaction(ctx context.Context, msg *Message, res *SendRe
 	if addr == "" {
 		return fmt.Errorf("client: no master for broker %s", res.Queue.BrokerName)
 	}
-	ext := map[string]string{
-		"producerGroup":        p.wireGroup,
-		"tranStateTableOffset": strconv.FormatInt(res.QueueOffset, 10),
-		"commitLogOffset":      strconv.FormatInt(commitLogOffset, 10),
-		"commitOrRollback":     strconv.Itoa(int(state.commitOrRollback())),
-		"fromTransactionCheck": "false",
-		"msgId":                res.MsgID,
-		"transactionId":        res.TransactionID,
-		"topic":                wrapNamespace(p.cfg.namespace, res.Queue.Topic),
-		"bname":                res.Queue.BrokerName,
+	h := protocol.EndTransactionRequestHeader{
+		ProducerGroup:        p.wireGroup,
+		TranStateTableOffset: res.QueueOffset,
+		CommitLogOffset:      commitLogOffset,
+		CommitOrRollback:     state.commitOrRollback(),
+		MsgID:                res.MsgID,
+		TransactionID:        res.TransactionID,
+		Topic:                wrapNamespace(p.cfg.namespace, res.Queue.Topic),
+		BrokerName:           res.Queue.BrokerName,
 	}
-	req := protocol.NewRequest(protocol.EndTransaction, ext, nil)
+	req := protocol.NewRequest(protocol.EndTransaction, protocol.EncodeHeader(&h, false), nil)
 	req.Remark = remark
 	p.traceEndTransaction(msg, res, addr, state, false)
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.sendTimeout)
@@ -240,26 +239,29 @@ func (t *txState) check(c txCheck) {
 	if txID == "" {
 		txID = c.msg.Property(message.PropertyTransactionID)
 	}
-	ext := map[string]string{
-		"producerGroup":        p.wireGroup,
-		"tranStateTableOffset": c.header["tranStateTableOffset"],
-		"commitLogOffset":      c.header["commitLogOffset"],
-		"commitOrRollback":     strconv.Itoa(int(state.commitOrRollback())),
-		"fromTransactionCheck": "true",
-		"msgId":                msgID,
-		"transactionId":        txID,
+	h := protocol.EndTransactionRequestHeader{
+		ProducerGroup:        p.wireGroup,
+		TranStateTableOffset: headerInt64(c.header, "tranStateTableOffset", c.msg.QueueOffset),
+		CommitLogOffset:      headerInt64(c.header, "commitLogOffset", c.msg.CommitLogOffset),
+		CommitOrRollback:     state.commitOrRollback(),
+		FromTransactionCheck: true,
+		MsgID:                msgID,
+		TransactionID:        txID,
 	}
-	if ext["commitLogOffset"] == "" {
-		ext["commitLogOffset"] = strconv.FormatInt(c.msg.CommitLogOffset, 10)
-	}
-	if ext["tranStateTableOffset"] == "" {
-		ext["tranStateTableOffset"] = strconv.FormatInt(c.msg.QueueOffset, 10)
-	}
-	req := protocol.NewRequest(protocol.EndTransaction, ext, nil)
+	req := protocol.NewRequest(protocol.EndTransaction, protocol.EncodeHeader(&h, false), nil)
 	req.Remark = remark
 	p.traceEndTransaction(&c.msg.Message, &SendResult{MsgID: msgID, TransactionID: txID,
 		RegionID: c.msg.Property(message.PropertyMsgRegion)}, c.brokerAddr, state, true)
 	if err := p.in.remote.InvokeOneway(ctx, c.brokerAddr, req); err != nil {
 		p.in.logger.Warn("answer transaction check failed", "addr", c.brokerAddr, "msgId", msgID, "err", err)
 	}
+}
+
+// headerInt64 reads an integer field of a broker's request header,
+// falling back to def when it is absent or not a number.
+func headerInt64(ext map[string]string, key string, def int64) int64 {
+	if n, err := strconv.ParseInt(ext[key], 10, 64); err == nil {
+		return n
+	}
+	return def
 }
