@@ -111,6 +111,24 @@ type MessageExt struct {
 	PreparedTransactionOffset int64
 }
 
+// DecodeMessages decodes a body of stored messages as brokers return them
+// (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, PULL_MESSAGE), decompressing
+// bodies; brokerName is set on each message. Topics are left as stored
+// (no namespace is stripped).
+func DecodeMessages(body []byte, brokerName string) ([]*MessageExt, error) {
+	exts, err := message.DecodeStoredAll(body, message.DecodeOptions{Decompress: true})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*MessageExt, len(exts))
+	var hosts hostStrings
+	for i, e := range exts {
+		out[i] = new(MessageExt)
+		fillMessageExt(out[i], e, brokerName, "", e.OffsetMsgID(), &hosts)
+	}
+	return out, nil
+}
+
 // newMessageExt converts a decoded stored record. The body is used as is:
 // callers decode with message.DecodeOptions{Decompress: true} to hand out
 // plain bodies. namespace, when set, is stripped from the topic.

@@ -134,7 +134,7 @@ func TestSDKAdminMessagesAndStats(t *testing.T) {
 	if err != nil {
 		t.Fatalf("by offset id: %v", err)
 	}
-	if m.MsgID != results[0].MsgID || string(m.Body) != "0" || m.Tags() != "TagQ" {
+	if m.MsgID != results[0].MsgID || string(m.Body) != "0" || m.Tag() != "TagQ" {
 		t.Fatalf("by offset id: %+v", m)
 	}
 
@@ -211,18 +211,18 @@ func TestSDKAdminReadsOfficialProducerMessages(t *testing.T) {
 	if _, err := op.SendSync(ctx, b1, b2); err != nil {
 		t.Fatal(err)
 	}
-	var msgs []*admin.Message
+	var msgs []*client.MessageExt
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		var err error
 		msgs, err = a.QueryMessageByKey(ctx, topic, "official-key", 10, time.Time{}, time.Time{})
 		return err == nil && len(msgs) == 3
 	}, "query by key found %d of 3", len(msgs))
-	bodies := map[string]*admin.Message{}
+	bodies := map[string]*client.MessageExt{}
 	for _, m := range msgs {
 		bodies[string(m.Body)] = m
 	}
 	got := bodies[string(big)]
-	if got == nil || got.Tags() != "TagO" || got.Properties["p1"] != "v1" {
+	if got == nil || got.Tag() != "TagO" || got.Properties["p1"] != "v1" {
 		t.Fatalf("large message not read back intact (found %v)", got != nil)
 	}
 	if bodies["batch-1"] == nil || bodies["batch-2"] == nil {

@@ -52,6 +52,6 @@ func FuzzDecodeAdminBodies(f *testing.F) {
 		decodeConsumeStats(b)
 		decodeResetOffset(b)
 		decodeConsumerConnection(b)
-		decodeMessages(b, "x")
+		client.DecodeMessages(b, "x")
 	})
 }

@@ -15,64 +15,12 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// Message is a stored message as queries return it.
-type Message struct {
-	Topic           string
-	MsgID           string // UNIQ_KEY, else the offset id
-	OffsetMsgID     string
-	BrokerName      string
-	QueueID         int
-	QueueOffset     int64
-	CommitLogOffset int64
-	SysFlag         int32
-	Flag            int32
-	BornTime        time.Time
-	BornHost        string
-	StoreTime       time.Time
-	StoreHost       string
-	ReconsumeTimes  int32
-	StoreSize       int32
-	BodyCRC         uint32
-	Properties      map[string]string
-	Body            []byte // decompressed
-}
-
-// Tags returns the TAGS property.
-func (m *Message) Tags() string { return m.Properties[message.PropertyTags] }
-
-// Keys returns the KEYS property split on spaces.
-func (m *Message) Keys() []string { return message.SplitKeys(m.Properties[message.PropertyKeys]) }
-
-func fromExt(e *message.Ext, brokerName string) *Message {
-	return &Message{
-		Topic: e.Topic, MsgID: e.MsgID(), OffsetMsgID: e.OffsetMsgID(), BrokerName: brokerName,
-		QueueID: int(e.QueueID), QueueOffset: e.QueueOffset, CommitLogOffset: e.CommitLogOffset,
-		SysFlag: e.SysFlag, Flag: e.Flag,
-		BornTime: time.UnixMilli(e.BornTimestamp), BornHost: e.BornHost.String(),
-		StoreTime: time.UnixMilli(e.StoreTimestamp), StoreHost: e.StoreHost.String(),
-		ReconsumeTimes: e.ReconsumeTimes, StoreSize: e.StoreSize, BodyCRC: e.BodyCRC,
-		Properties: e.Properties, Body: e.Body,
-	}
-}
-
-func decodeMessages(body []byte, brokerName string) ([]*Message, error) {
-	exts, err := message.DecodeStoredAll(body, message.DecodeOptions{Decompress: true})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Message, len(exts))
-	for i, e := range exts {
-		out[i] = fromExt(e, brokerName)
-	}
-	return out, nil
-}
-
 // QueryMessageByID finds a message by id. An offset message id (broker
 // address + commit-log offset) is looked up directly on that broker
 // (VIEW_MESSAGE_BY_ID); any other id is taken as a UNIQ_KEY and searched
 // for in topic on every broker (QUERY_MESSAGE with _UNIQUE_KEY_QUERY),
 // which needs topic.
-func (a *Admin) QueryMessageByID(ctx context.Context, topic, id string) (*Message, error) {
+func (a *Admin) QueryMessageByID(ctx context.Context, topic, id string) (*client.MessageExt, error) {
 	if host, offset, err := message.ParseOffsetMsgID(id); err == nil {
 		addr := host.String()
 		ext := map[string]string{"offset": strconv.FormatInt(offset, 10)}
@@ -81,7 +29,7 @@ func (a *Admin) QueryMessageByID(ctx context.Context, topic, id string) (*Messag
 		}
 		resp, err := a.invoke(ctx, addr, protocol.NewRequest(protocol.ViewMessageByID, ext, nil))
 		if err == nil && resp.Code == int32(protocol.Success) {
-			msgs, err := decodeMessages(resp.Body, "")
+			msgs, err := client.DecodeMessages(resp.Body, "")
 			if err != nil {
 				return nil, fmt.Errorf("admin: message %s from %s: %w", id, addr, err)
 			}
@@ -115,7 +63,7 @@ func (a *Admin) QueryMessageByID(ctx context.Context, topic, id string) (*Messag
 // QueryMessageByKey returns up to maxNum messages of topic whose KEYS
 // contain key and that were stored between begin and end (QUERY_MESSAGE on
 // every broker of the topic; the broker's index is filtered again here).
-func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum int, begin, end time.Time) ([]*Message, error) {
+func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum int, begin, end time.Time) ([]*client.MessageExt, error) {
 	if maxNum <= 0 {
 		maxNum = 64
 	}
@@ -126,25 +74,25 @@ func (a *Admin) QueryMessageByKey(ctx context.Context, topic, key string, maxNum
 	if err != nil {
 		return nil, err
 	}
-	var out []*Message
+	var out []*client.MessageExt
 	for _, m := range msgs {
 		if slices.Contains(m.Keys(), key) {
 			out = append(out, m)
 		}
 	}
-	slices.SortFunc(out, func(x, y *Message) int { return x.StoreTime.Compare(y.StoreTime) })
+	slices.SortFunc(out, func(x, y *client.MessageExt) int { return x.StoreTime.Compare(y.StoreTime) })
 	if len(out) > maxNum {
 		out = out[:maxNum]
 	}
 	return out, nil
 }
 
-func (a *Admin) queryMessages(ctx context.Context, topic, key string, maxNum int, begin, end time.Time, uniq bool) ([]*Message, error) {
+func (a *Admin) queryMessages(ctx context.Context, topic, key string, maxNum int, begin, end time.Time, uniq bool) ([]*client.MessageExt, error) {
 	masters, err := a.routeMasters(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Message
+	var out []*client.MessageExt
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(masters)) {
 		addr := masters[name]
@@ -171,7 +119,7 @@ func (a *Admin) queryMessages(ctx context.Context, topic, key string, maxNum int
 			errs = append(errs, &client.BrokerError{Addr: addr, BrokerName: name, Topic: topic, Code: resp.Code, Remark: resp.Remark})
 			continue
 		}
-		msgs, err := decodeMessages(resp.Body, name)
+		msgs, err := client.DecodeMessages(resp.Body, name)
 		if err != nil {
 			return nil, fmt.Errorf("admin: query %s in %s from %s: %w", key, topic, addr, err)
 		}
@@ -185,7 +133,7 @@ func (a *Admin) queryMessages(ctx context.Context, topic, key string, maxNum int
 
 // PullResult is what PullMessages read from one queue.
 type PullResult struct {
-	Messages        []*Message
+	Messages        []*client.MessageExt
 	NextBeginOffset int64
 	MinOffset       int64
 	MaxOffset       int64
@@ -224,7 +172,7 @@ func (a *Admin) PullMessages(ctx context.Context, q client.MessageQueue, offset 
 	res := &PullResult{NextBeginOffset: rh.NextBeginOffset, MinOffset: rh.MinOffset, MaxOffset: rh.MaxOffset}
 	switch protocol.ResponseCode(resp.Code) {
 	case protocol.Success:
-		msgs, err := decodeMessages(resp.Body, q.BrokerName)
+		msgs, err := client.DecodeMessages(resp.Body, q.BrokerName)
 		if err != nil {
 			return nil, fmt.Errorf("admin: pull %v from %s: %w", q, addr, err)
 		}

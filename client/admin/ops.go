@@ -402,12 +402,12 @@ func (a *Admin) OffsetByTime(ctx context.Context, q client.MessageQueue, t time.
 // QueryMessageByUniqKey returns the messages of topic whose UNIQ_KEY is id
 // (QUERY_MESSAGE with _UNIQUE_KEY_QUERY on every broker; a message resent
 // or retried can have several copies, at most 32), newest store first.
-func (a *Admin) QueryMessageByUniqKey(ctx context.Context, topic, id string) ([]*Message, error) {
+func (a *Admin) QueryMessageByUniqKey(ctx context.Context, topic, id string) ([]*client.MessageExt, error) {
 	msgs, err := a.queryMessages(ctx, topic, id, 32, time.Time{}, time.Now().Add(time.Hour), true)
 	if err != nil {
 		return nil, err
 	}
-	var out []*Message
+	var out []*client.MessageExt
 	for _, m := range msgs {
 		if m.Properties[message.PropertyUniqClientMessageIDKeyidx] == id {
 			out = append(out, m)
@@ -416,6 +416,6 @@ func (a *Admin) QueryMessageByUniqKey(ctx context.Context, topic, id string) ([]
 	if len(out) == 0 {
 		return nil, fmt.Errorf("admin: message %s in topic %s: %w", id, topic, ErrNotFound)
 	}
-	slices.SortFunc(out, func(x, y *Message) int { return y.StoreTime.Compare(x.StoreTime) })
+	slices.SortFunc(out, func(x, y *client.MessageExt) int { return y.StoreTime.Compare(x.StoreTime) })
 	return out, nil
 }

@@ -514,15 +514,15 @@ func cmdBrokerStatus(g *globalFlags, af *adminFlags) *cobra.Command {
 	})
 }
 
-func messageRows(msgs []*admin.Message) *result {
+func messageRows(msgs []*client.MessageExt) *result {
 	r := &result{value: msgs, header: []string{"#MSG_ID", "#TOPIC", "#BROKER", "#QID", "#OFFSET", "#TAGS", "#KEYS", "#STORE_TIME", "#BODY"}}
 	for _, m := range msgs {
 		body := string(m.Body)
 		if len(body) > 64 {
 			body = body[:64] + "..."
 		}
-		r.rows = append(r.rows, []string{m.MsgID, m.Topic, m.BrokerName, strconv.Itoa(m.QueueID), strconv.FormatInt(m.QueueOffset, 10),
-			m.Tags(), strings.Join(m.Keys(), " "), fmtTime(m.StoreTime), strconv.Quote(body)})
+		r.rows = append(r.rows, []string{m.MsgID, m.Topic, m.BrokerName, strconv.Itoa(int(m.QueueID)), strconv.FormatInt(m.QueueOffset, 10),
+			m.Tag(), strings.Join(m.Keys(), " "), fmtTime(m.StoreTime), strconv.Quote(body)})
 	}
 	return r
 }
@@ -541,9 +541,9 @@ func cmdQueryMsgByID(g *globalFlags, af *adminFlags) *cobra.Command {
 		r := &result{value: m, header: []string{"#FIELD", "#VALUE"}}
 		add := func(k, v string) { r.rows = append(r.rows, []string{k, v}) }
 		add("Topic", m.Topic)
-		add("Tags", m.Tags())
+		add("Tags", m.Tag())
 		add("Keys", strings.Join(m.Keys(), " "))
-		add("Queue ID", strconv.Itoa(m.QueueID))
+		add("Queue ID", strconv.Itoa(int(m.QueueID)))
 		add("Queue Offset", strconv.FormatInt(m.QueueOffset, 10))
 		add("CommitLog Offset", strconv.FormatInt(m.CommitLogOffset, 10))
 		add("Reconsume Times", strconv.Itoa(int(m.ReconsumeTimes)))

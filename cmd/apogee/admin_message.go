@@ -78,7 +78,7 @@ func cmdConsumeMessage(g *globalFlags, af *adminFlags) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		var out []*admin.Message
+		var out []*client.MessageExt
 		for _, st := range stats {
 			if (broker != "" && st.Queue.BrokerName != broker) || (queueID >= 0 && st.Queue.QueueID != queueID) {
 				continue

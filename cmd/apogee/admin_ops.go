@@ -433,13 +433,13 @@ func cmdCleanUnusedTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 // messageDetail is one message field by field, as queryMsgById prints it.
-func messageDetail(m *admin.Message) *result {
+func messageDetail(m *client.MessageExt) *result {
 	r := &result{value: m, header: []string{"#FIELD", "#VALUE"}}
 	add := func(k, v string) { r.rows = append(r.rows, []string{k, v}) }
 	add("Topic", m.Topic)
-	add("Tags", m.Tags())
+	add("Tags", m.Tag())
 	add("Keys", strings.Join(m.Keys(), " "))
-	add("Queue ID", strconv.Itoa(m.QueueID))
+	add("Queue ID", strconv.Itoa(int(m.QueueID)))
 	add("Queue Offset", strconv.FormatInt(m.QueueOffset, 10))
 	add("CommitLog Offset", strconv.FormatInt(m.CommitLogOffset, 10))
 	add("Reconsume Times", strconv.Itoa(int(m.ReconsumeTimes)))
@@ -484,7 +484,7 @@ func cmdQueryMsgByOffset(g *globalFlags, af *adminFlags) *cobra.Command {
 
 // queueMessages reads queue q's messages stored in [begin, end] that match
 // tags ("" or "*": all), up to limit.
-func queueMessages(ctx context.Context, a *admin.Admin, q client.MessageQueue, begin, end time.Time, tags string, limit int) ([]*admin.Message, error) {
+func queueMessages(ctx context.Context, a *admin.Admin, q client.MessageQueue, begin, end time.Time, tags string, limit int) ([]*client.MessageExt, error) {
 	var want map[string]bool
 	if tags != "" && tags != "*" {
 		want = map[string]bool{}
@@ -496,7 +496,7 @@ func queueMessages(ctx context.Context, a *admin.Admin, q client.MessageQueue, b
 	if err != nil {
 		return nil, err
 	}
-	var out []*admin.Message
+	var out []*client.MessageExt
 	for len(out) < limit {
 		res, err := a.PullMessages(ctx, q, from, 32)
 		if err != nil {
@@ -509,7 +509,7 @@ func queueMessages(ctx context.Context, a *admin.Admin, q client.MessageQueue, b
 			if !end.IsZero() && m.StoreTime.After(end) {
 				return out, nil
 			}
-			if want == nil || want[m.Tags()] {
+			if want == nil || want[m.Tag()] {
 				out = append(out, m)
 			}
 		}
@@ -567,7 +567,7 @@ func cmdPrintMsgByQueue(g *globalFlags, af *adminFlags) *cobra.Command {
 		if calculate {
 			counts := map[string]int{}
 			for _, m := range msgs {
-				counts[m.Tags()]++
+				counts[m.Tag()]++
 			}
 			r := &result{value: counts, header: []string{"#TAG", "#COUNT"}}
 			tags := slices.Sorted(maps.Keys(counts))
@@ -583,7 +583,7 @@ func cmdPrintMsgByQueue(g *globalFlags, af *adminFlags) *cobra.Command {
 
 // printedMessages is printMsg's output: a table of the messages, bodies
 // included with printBody.
-func printedMessages(msgs []*admin.Message, _ bool, printBody bool) *result {
+func printedMessages(msgs []*client.MessageExt, _ bool, printBody bool) *result {
 	r := messageRows(msgs)
 	if !printBody {
 		r.header = r.header[:len(r.header)-1]
@@ -615,7 +615,7 @@ func cmdPrintMsg(g *globalFlags, af *adminFlags) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		var all []*admin.Message
+		var all []*client.MessageExt
 		for _, q := range route.Queues {
 			for id := range q.ReadQueues {
 				msgs, err := queueMessages(ctx, a, client.MessageQueue{Topic: topic, BrokerName: q.BrokerName, QueueID: id}, begin, end, sub, 1<<20)

@@ -65,7 +65,7 @@ func cmdQueryMsgTraceByID(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 			if m, err := a.QueryMessageByID(ctx, v.Topic, id); err == nil {
 				views = append(views, traceView{Type: "Store", Group: "-", Topic: m.Topic, ClientHost: m.BornHost,
-					StoreHost: m.StoreHost, Time: m.StoreTime.UnixMilli(), Status: "stored", Tags: m.Tags(),
+					StoreHost: m.StoreHost, Time: m.StoreTime.UnixMilli(), Status: "stored", Tags: m.Tag(),
 					Keys:   strings.Join(m.Keys(), " "),
 					Detail: fmt.Sprintf("broker=%s queueId=%d queueOffset=%d reconsumeTimes=%d", m.BrokerName, m.QueueID, m.QueueOffset, m.ReconsumeTimes)})
 				sortViews(views)
