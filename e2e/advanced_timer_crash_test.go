@@ -38,7 +38,7 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 	nsAddr := ns.Addr().String()
 
 	port := freePort(t)
-	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", strconv.Itoa(port), "--store-dir", t.TempDir(),
+	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", strconv.Itoa(port), "--grpc-port", "-1", "--store-dir", t.TempDir(),
 		"--broker-name", "broker-t", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "metricsPromExporterPort=0", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "timerPrecisionMs=200", "--set", "timerFlushIntervalMs=100"}

@@ -52,7 +52,7 @@ func TestKillRestartSyncFlush(t *testing.T) {
 
 	port := freePort(t)
 	storeDir := t.TempDir()
-	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port), "--store-dir", storeDir,
+	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port), "--grpc-port", "-1", "--store-dir", storeDir,
 		"--broker-name", "broker-k", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "metricsPromExporterPort=0", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "messageIndexEnable=false"}
@@ -121,7 +121,7 @@ func TestStandaloneBinary(t *testing.T) {
 			brokerAddr = line[i+len(" listening on "):]
 		}
 		return nsAddr != "" && brokerAddr != ""
-	}, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--log-level", "warn",
+	}, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "-1", "--log-level", "warn",
 		"--set", "metricsPromExporterPort=0")
 	rlog.SetLogLevel("error")
 	topic := uniqueName(t, "T")

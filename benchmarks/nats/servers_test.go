@@ -217,7 +217,7 @@ func startApogee(tb testing.TB, durable bool) *apogeeServer {
 		tb.Fatal(err)
 	}
 	p, stdout := startProc(tb, "apogee", dir, bins.apogee, true,
-		"standalone", "--data", filepath.Join(dir, "data"), "--namesrv-port", "0", "--broker-port", "0",
+		"standalone", "--data", filepath.Join(dir, "data"), "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "-1",
 		"-c", conf, "--log-format", "json", "--log-level", "info")
 	s := &apogeeServer{proc: p}
 	ready := make(chan struct{})

@@ -29,6 +29,9 @@ type TopicConfig struct {
 	WriteQueues int  // default 8
 	Perm        int  // default PermReadWrite (6)
 	Order       bool // ordered topic
+	// Attributes changes topic attributes, RocketMQ 5's "+key=value,-key"
+	// (e.g. "+message.type=FIFO"); "" keeps them.
+	Attributes string
 }
 
 // CreateTopic creates or updates a topic on every master of the target
@@ -58,6 +61,7 @@ func (a *Admin) CreateTopic(ctx context.Context, tc TopicConfig, target Target) 
 		Perm:            int32(tc.Perm),
 		TopicFilterType: "SINGLE_TAG",
 		Order:           tc.Order,
+		Attributes:      tc.Attributes,
 	}
 	var errs []error
 	for _, addr := range slices.Sorted(maps.Keys(addrs)) {

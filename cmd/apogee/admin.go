@@ -198,6 +198,7 @@ func cmdUpdateTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 		f.IntVarP(&tc.WriteQueues, "writeQueueNums", "w", 8, "write queue count")
 		f.IntVarP(&tc.Perm, "perm", "p", 6, "permission: 2 write, 4 read, 6 read+write")
 		f.BoolVarP(&tc.Order, "order", "o", false, "ordered topic")
+		f.StringVarP(&tc.Attributes, "attributes", "a", "", "topic attributes, +key=value,-key (e.g. +message.type=FIFO)")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		if err := a.CreateTopic(ctx, tc, target(cluster, broker)); err != nil {

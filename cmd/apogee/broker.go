@@ -22,6 +22,7 @@ type brokerFlags struct {
 	clusterName   string
 	brokerIP      string
 	flushDiskType string
+	grpcPort      int
 	set           []string
 	// defaultBrokerName replaces the host-name default (standalone uses
 	// broker-a); the file and --broker-name still override it.
@@ -45,6 +46,7 @@ func (f *brokerFlags) registerCommon(cmd *cobra.Command, brokerName string) {
 	fl.StringVar(&f.brokerName, "broker-name", brokerName, "broker name (brokerName)")
 	fl.StringVar(&f.clusterName, "cluster", "", "cluster name (brokerClusterName)")
 	fl.StringVar(&f.flushDiskType, "flush-disk-type", "", "ASYNC_FLUSH or SYNC_FLUSH (flushDiskType)")
+	fl.IntVar(&f.grpcPort, "grpc-port", 8081, "gRPC endpoint port for RocketMQ 5 clients (grpcServerPort; 0 = any free port, -1 = off)")
 	fl.StringArrayVar(&f.set, "set", nil, "any broker.conf key, key=value (repeatable)")
 }
 
@@ -78,6 +80,7 @@ func (f *brokerFlags) load(cmd *cobra.Command, logger *slog.Logger) (broker.Conf
 		{"cluster", "brokerClusterName", f.clusterName},
 		{"broker-ip", "brokerIP1", f.brokerIP},
 		{"flush-disk-type", "flushDiskType", f.flushDiskType},
+		{"grpc-port", "grpcServerPort", fmt.Sprint(f.grpcPort)},
 	} {
 		if err := set(s.flag, s.key, s.value); err != nil {
 			return cfg, err
@@ -110,7 +113,13 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 		}
 		closeMetrics := startBrokerMetrics(b, logger) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, b.Addr())
-		return serveUntilDone(cmd.Context(), logger, closeMetrics, b.Close)
+		closeGRPC, err := startLocalGRPC(cfg, b, logger, cmd.OutOrStdout())
+		if err != nil {
+			closeMetrics()
+			b.Close()
+			return err
+		}
+		return serveUntilDone(cmd.Context(), logger, closeGRPC, closeMetrics, b.Close)
 	})
 	f.register(cmd)
 	return cmd

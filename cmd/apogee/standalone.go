@@ -63,8 +63,15 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 		}
 		closeMetrics := startBrokerMetrics(b, logger, metrics.NewNamesrvCollector(ns)) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
+		closeGRPC, err := startLocalGRPC(cfg, b, logger, cmd.OutOrStdout())
+		if err != nil {
+			closeMetrics()
+			b.Close()
+			ns.Close()
+			return err
+		}
 		// Startup in reverse: the broker unregisters from the name server first.
-		return serveUntilDone(cmd.Context(), logger, closeMetrics, b.Close, ns.Close)
+		return serveUntilDone(cmd.Context(), logger, closeGRPC, closeMetrics, b.Close, ns.Close)
 	})
 	f.registerCommon(cmd, f.defaultBrokerName)
 	fl := cmd.Flags()

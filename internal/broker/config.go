@@ -109,7 +109,8 @@ type Config struct {
 	MetricsConfig // metricsExporterType, metricsPromExporterPort, ... (config_metrics.go)
 	// AuthConfig: authenticationEnabled, authorizationEnabled, ... (auth.go)
 	auth.AuthConfig
-	PopConfig // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
+	PopConfig  // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
+	GRPCConfig // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -181,6 +182,7 @@ func DefaultConfig() Config {
 		HAConfig:      DefaultHAConfig(),
 		MetricsConfig: DefaultMetricsConfig(),
 		PopConfig:     DefaultPopConfig(),
+		GRPCConfig:    DefaultGRPCConfig(),
 
 		Store: store.DefaultConfig(),
 	}
@@ -253,6 +255,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ListenPort < 0 || c.ListenPort > 65535 || (c.ListenPort != 0 && c.VIPChannelEnable && c.ListenPort < 3) {
 		bad("listenPort", c.ListenPort, "must be 0 (any) or a port number above 2")
+	}
+	if c.GRPCServerPort < -1 || c.GRPCServerPort > 65535 {
+		bad("grpcServerPort", c.GRPCServerPort, "must be -1 (off), 0 (any) or a port number")
 	}
 	for _, a := range c.NamesrvAddr {
 		if _, err := netip.ParseAddrPort(a); err != nil && !strings.Contains(a, ":") {

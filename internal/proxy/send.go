@@ -1,0 +1,357 @@
+package proxy
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+	pb "github.com/apogeemq/apogee/internal/rmqpb"
+)
+
+// Send limits of the gRPC validator.
+const (
+	maxUserProperties   = 128
+	maxPropertiesBytes  = 16 << 10 // user properties + tag + keys
+	maxMessageGroupLen  = 64       // bytes; a group must be shorter
+	maxDeliveryAhead    = 24 * time.Hour
+	maxOrphanRecovery   = time.Hour
+	sendHeaderBatchSize = 28
+)
+
+// sender turns SendMessage into SEND_MESSAGE_V2 requests: the server picks
+// the queue (round robin over the writable queues, or a consistent hash of
+// the message group for FIFO messages), and the client's message id becomes
+// the stored UNIQ_KEY.
+type sender struct {
+	svc *service
+	rr  atomic.Uint64 // round-robin position over writable queues
+}
+
+func newSender(svc *service) *sender { return &sender{svc: svc} }
+
+// SendMessage stores each message and answers one entry per message, in
+// request order. The top-level status is the entries' common status, or
+// MULTIPLE_RESULTS when they differ.
+func (svc *service) SendMessage(ctx context.Context, req *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
+	if _, err := svc.begin(ctx); err != nil {
+		return &pb.SendMessageResponse{Status: toStatus(err)}, nil
+	}
+	msgs := req.GetMessages()
+	if len(msgs) == 0 {
+		return &pb.SendMessageResponse{Status: statusf(pb.Code_MESSAGE_CORRUPTED, "no message to send")}, nil
+	}
+	topic, err := checkTopic(msgs[0].GetTopic())
+	if err != nil {
+		return &pb.SendMessageResponse{Status: toStatus(err)}, nil
+	}
+	for _, m := range msgs[1:] {
+		if m.GetTopic().GetName() != topic {
+			return &pb.SendMessageResponse{Status: statusf(pb.Code_MESSAGE_CORRUPTED, "messages of one request must share a topic")}, nil
+		}
+	}
+	cctx, cancel := withTimeout(ctx, brokerCallTimeout)
+	defer cancel()
+	r, err := svc.srv.backend.route(cctx, topic)
+	if err != nil {
+		return &pb.SendMessageResponse{Status: toStatus(err)}, nil
+	}
+	entries := make([]*pb.SendResultEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = svc.sender.send(cctx, r, m)
+	}
+	st := entries[0].Status
+	for _, e := range entries[1:] {
+		if e.Status.Code != st.Code {
+			st = statusf(pb.Code_MULTIPLE_RESULTS, "entries differ")
+			break
+		}
+	}
+	return &pb.SendMessageResponse{Status: st, Entries: entries}, nil
+}
+
+// send validates and stores one message.
+func (s *sender) send(ctx context.Context, r *topicRoute, m *pb.Message) *pb.SendResultEntry {
+	sp := m.GetSystemProperties()
+	entry := &pb.SendResultEntry{MessageId: sp.GetMessageId()}
+	mtype, err := checkMessage(m, time.Now())
+	if err != nil {
+		entry.Status = toStatus(err)
+		return entry
+	}
+	if err := checkTopicType(r, mtype); err != nil {
+		entry.Status = toStatus(err)
+		return entry
+	}
+	b, qid, ok := s.pickQueue(r, sp.GetMessageGroup())
+	if !ok {
+		entry.Status = statusf(pb.Code_FORBIDDEN, "no writable queue")
+		return entry
+	}
+	props, sysFlag := sendProperties(r.topic, m, mtype)
+	born := time.Now().UnixMilli()
+	if ts := sp.GetBornTimestamp(); ts != nil {
+		born = ts.AsTime().UnixMilli()
+	}
+	ext := make([]string, 0, sendHeaderBatchSize)
+	ext = append(ext,
+		"a", r.topic, // producerGroup: the topic, as for every gRPC producer
+		"b", r.topic,
+		"c", "TBW102",
+		"d", "4",
+		"e", strconv.Itoa(int(qid)),
+		"f", strconv.Itoa(int(sysFlag)),
+		"g", strconv.FormatInt(born, 10),
+		"h", "0",
+		"i", props,
+		"j", strconv.Itoa(int(max(sp.GetDeliveryAttempt()-1, 0))),
+		"k", "false",
+		"m", "false",
+		"n", b.name,
+	)
+	cmd := &protocol.Command{
+		Code: int32(protocol.SendMessageV2), Language: protocol.LanguageGo, Version: protocol.CurrentVersion,
+		ExtList: ext, Body: m.GetBody(), SerializeType: protocol.SerializeRocketMQ,
+	}
+	resp, err := s.svc.srv.rc.InvokeSync(ctx, b.addr, cmd)
+	if err != nil {
+		entry.Status = toStatus(err)
+		return entry
+	}
+	if protocol.ResponseCode(resp.Code) == protocol.TopicNotExist {
+		s.svc.srv.backend.forget(r.topic)
+	}
+	entry.Status = brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
+	if entry.Status.Code != pb.Code_OK {
+		return entry
+	}
+	entry.Offset, _ = strconv.ParseInt(resp.Ext("queueOffset"), 10, 64)
+	if mtype == pb.MessageType_TRANSACTION {
+		entry.TransactionId = sp.GetMessageId()
+		if _, clOffset, err := message.ParseOffsetMsgID(resp.Ext("msgId")); err == nil {
+			s.svc.txns.put(txnRecord{
+				id: sp.GetMessageId(), topic: r.topic, brokerName: b.name, brokerAddr: b.addr,
+				commitLogOffset: clOffset, queueOffset: entry.Offset, offsetMsgID: resp.Ext("msgId"),
+			})
+		}
+	}
+	return entry
+}
+
+// pickQueue chooses the broker and queue of a message: a consistent hash of
+// the message group over the writable queues (stable while the queue count
+// is), round robin otherwise.
+func (s *sender) pickQueue(r *topicRoute, group string) (brokerQueues, int32, bool) {
+	n := 0
+	for _, b := range r.brokers {
+		if protocol.PermWritable(b.perm) {
+			n += int(b.write)
+		}
+	}
+	if n == 0 {
+		return brokerQueues{}, 0, false
+	}
+	var k int
+	if group != "" {
+		k = consistentHash(int64(javaStringHash(group)), n)
+	} else {
+		k = int(s.rr.Add(1) % uint64(n))
+	}
+	for _, b := range r.brokers {
+		if !protocol.PermWritable(b.perm) {
+			continue
+		}
+		if k < int(b.write) {
+			return b, int32(k), true
+		}
+		k -= int(b.write)
+	}
+	return brokerQueues{}, 0, false
+}
+
+// javaStringHash is Java's String.hashCode over UTF-16 code units.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, r := range s {
+		if r >= 0x10000 {
+			r1, r2 := utf16Surrogates(r)
+			h = 31*h + int32(r1)
+			h = 31*h + int32(r2)
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	return h
+}
+
+func utf16Surrogates(r rune) (rune, rune) {
+	r -= 0x10000
+	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
+}
+
+// consistentHash assigns input to one of buckets so that growing the bucket
+// count moves as few inputs as possible (the linear-congruential "jump"
+// construction Guava's Hashing.consistentHash uses).
+func consistentHash(input int64, buckets int) int {
+	state := uint64(input)
+	candidate := 0
+	for {
+		state = 2862933555777941757*state + 1
+		f := float64(candidate+1) / (float64(int32(state>>33)+1) / float64(1<<31))
+		if f < 0 || f >= float64(buckets) {
+			return candidate
+		}
+		candidate = int(f)
+	}
+}
+
+// messageType derives a message's type from its properties, as the
+// reference does: transaction flag, then delivery time, then message group.
+func messageType(m *pb.Message) pb.MessageType {
+	sp := m.GetSystemProperties()
+	switch {
+	case sp.GetMessageType() == pb.MessageType_TRANSACTION:
+		return pb.MessageType_TRANSACTION
+	case sp.DeliveryTimestamp != nil:
+		return pb.MessageType_DELAY
+	case sp.MessageGroup != nil:
+		return pb.MessageType_FIFO
+	}
+	return pb.MessageType_NORMAL
+}
+
+// checkTopicType refuses a message whose type the topic's message.type does
+// not accept: MESSAGE_PROPERTY_CONFLICT_WITH_TYPE. Retry and DLQ topics
+// take anything.
+func checkTopicType(r *topicRoute, t pb.MessageType) error {
+	if strings.HasPrefix(r.topic, retryPrefix) || strings.HasPrefix(r.topic, dlqPrefix) {
+		return nil
+	}
+	for _, a := range acceptTypes(r.messageType) {
+		if a == t {
+			return nil
+		}
+	}
+	topicType := r.messageType
+	if topicType == "" {
+		topicType = "NORMAL"
+	}
+	return errStatus(pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "current message type %s does not match topic %s of type %s", t, r.topic, topicType)
+}
+
+// checkMessage applies the gRPC validator's per-message checks and returns
+// the message's type.
+func checkMessage(m *pb.Message, now time.Time) (pb.MessageType, error) {
+	sp := m.GetSystemProperties()
+	if strings.TrimSpace(sp.GetMessageId()) == "" {
+		return 0, errStatus(pb.Code_ILLEGAL_MESSAGE_ID, "message id cannot be blank")
+	}
+	if len(m.GetBody()) == 0 {
+		return 0, errStatus(pb.Code_MESSAGE_BODY_EMPTY, "message body cannot be empty")
+	}
+	if len(m.GetBody()) > maxBodySize {
+		return 0, errStatus(pb.Code_MESSAGE_BODY_TOO_LARGE, "message body of %d bytes exceeds %d", len(m.GetBody()), maxBodySize)
+	}
+	if sp.Tag != nil {
+		t := sp.GetTag()
+		if strings.TrimSpace(t) == "" || strings.Contains(t, "|") || hasControl(t) {
+			return 0, errStatus(pb.Code_ILLEGAL_MESSAGE_TAG, "illegal tag %q", t)
+		}
+	}
+	size := len(sp.GetTag())
+	for _, k := range sp.GetKeys() {
+		if strings.TrimSpace(k) == "" || hasControl(k) {
+			return 0, errStatus(pb.Code_ILLEGAL_MESSAGE_KEY, "illegal key %q", k)
+		}
+		size += len(k)
+	}
+	if len(m.GetUserProperties()) > maxUserProperties {
+		return 0, errStatus(pb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "more than %d user properties", maxUserProperties)
+	}
+	for k, v := range m.GetUserProperties() {
+		if k == "" || message.IsSystemProperty(k) || hasControl(k) || hasControl(v) ||
+			strings.ContainsRune(k, message.NameValueSeparator) || strings.ContainsRune(k, message.PropertySeparator) ||
+			strings.ContainsRune(v, message.NameValueSeparator) || strings.ContainsRune(v, message.PropertySeparator) {
+			return 0, errStatus(pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, "illegal user property %q", k)
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxPropertiesBytes {
+		return 0, errStatus(pb.Code_MESSAGE_PROPERTIES_TOO_LARGE, "properties of %d bytes exceed %d", size, maxPropertiesBytes)
+	}
+	if sp.MessageGroup != nil {
+		g := sp.GetMessageGroup()
+		if strings.TrimSpace(g) == "" || len(g) >= maxMessageGroupLen || hasControl(g) {
+			return 0, errStatus(pb.Code_ILLEGAL_MESSAGE_GROUP, "illegal message group %q", g)
+		}
+	}
+	if ts := sp.GetDeliveryTimestamp(); ts != nil && ts.AsTime().Sub(now) > maxDeliveryAhead {
+		return 0, errStatus(pb.Code_ILLEGAL_DELIVERY_TIME, "delivery time %s is more than %s ahead", ts.AsTime().UTC().Format(time.RFC3339), maxDeliveryAhead)
+	}
+	t := messageType(m)
+	if t == pb.MessageType_TRANSACTION {
+		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil && d.AsDuration() > maxOrphanRecovery {
+			return 0, errStatus(pb.Code_BAD_REQUEST, "orphaned transaction recovery duration over %s", maxOrphanRecovery)
+		}
+	}
+	return t, nil
+}
+
+func hasControl(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// sendProperties builds the stored properties string and sysFlag of a
+// message: the client's message id as UNIQ_KEY, tag, keys, message group,
+// delivery time, transaction marks, trace context, born host and the user
+// properties.
+func sendProperties(topic string, m *pb.Message, t pb.MessageType) (string, int32) {
+	sp := m.GetSystemProperties()
+	props := make(map[string]string, len(m.GetUserProperties())+8)
+	for k, v := range m.GetUserProperties() {
+		props[k] = v
+	}
+	props[message.PropertyUniqClientMessageIDKeyidx] = sp.GetMessageId()
+	props[message.PropertyWaitStoreMsgOK] = "true"
+	if sp.Tag != nil {
+		props[message.PropertyTags] = sp.GetTag()
+	}
+	if len(sp.GetKeys()) > 0 {
+		props[message.PropertyKeys] = strings.Join(sp.GetKeys(), message.KeySeparator)
+	}
+	if sp.MessageGroup != nil {
+		props[message.PropertyShardingKey] = sp.GetMessageGroup()
+	}
+	if ts := sp.GetDeliveryTimestamp(); ts != nil {
+		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(ts.AsTime().UnixMilli(), 10)
+	}
+	if sp.TraceContext != nil {
+		props[message.PropertyTraceContext] = sp.GetTraceContext()
+	}
+	if h := sp.GetBornHost(); h != "" {
+		props[message.PropertyBornHost] = h
+	}
+	var sysFlag int32
+	if t == pb.MessageType_TRANSACTION {
+		props[message.PropertyTransactionPrepared] = "true"
+		props[message.PropertyProducerGroup] = topic
+		sysFlag = message.SysFlagTransactionPreparedType
+		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil && d.AsDuration() > 0 {
+			props[message.PropertyCheckImmunityTimeInSeconds] = strconv.FormatInt(int64(d.AsDuration()/time.Second), 10)
+		}
+	}
+	return message.EncodeProperties(props), sysFlag
+}

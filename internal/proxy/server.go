@@ -1,0 +1,186 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/apogeemq/apogee/internal/remoting"
+	pb "github.com/apogeemq/apogee/internal/rmqpb"
+)
+
+// Config configures a Server.
+type Config struct {
+	// ListenAddr is host:port to listen on; port 0 picks a free port.
+	ListenAddr string
+	// AdvertiseHost is the host routes give clients for this endpoint
+	// (brokerIP1 in local mode); default the listener's host.
+	AdvertiseHost string
+	// TLSCertPath and TLSKeyPath name a PEM certificate and key
+	// (tlsServerCertPath, tlsServerKeyPath). Empty: a self-signed
+	// certificate is created at start.
+	TLSCertPath, TLSKeyPath string
+
+	// Local mode: the broker this endpoint runs inside (brokerName and its
+	// remoting address). Cluster mode leaves them empty and sets Namesrv.
+	BrokerName, BrokerAddr string
+	// Namesrv lists the name servers of the cluster (cluster mode).
+	Namesrv []string
+
+	Logger *slog.Logger
+}
+
+// Server is the apache.rocketmq.v2.MessagingService endpoint: a gRPC server
+// on a port that accepts TLS and plaintext, translating every RPC into the
+// RocketMQ remoting requests brokers already serve. New starts nothing;
+// Start listens; Close stops everything and waits.
+type Server struct {
+	cfg     Config
+	logger  *slog.Logger
+	rc      *remoting.Client
+	backend *backend
+	clients *registry
+	svc     *service
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	ln      *sniffListener
+	gs      *grpc.Server
+	quit    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New returns an unstarted server.
+func New(cfg Config) (*Server, error) {
+	if cfg.ListenAddr == "" {
+		return nil, errors.New("proxy: ListenAddr is required")
+	}
+	if (cfg.BrokerAddr == "") == (len(cfg.Namesrv) == 0) {
+		return nil, errors.New("proxy: set either BrokerAddr (local mode) or Namesrv (cluster mode)")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("component", "grpc")
+	s := &Server{cfg: cfg, logger: logger, clients: newRegistry(time.Now), quit: make(chan struct{})}
+	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger})
+	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
+	s.svc = newService(s)
+	return s, nil
+}
+
+// Start listens and serves. The address is Addr's.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return errors.New("proxy: server already started or closed")
+	}
+	raw, err := net.Listen("tcp", s.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("proxy: listen %s: %w", s.cfg.ListenAddr, err)
+	}
+	host := s.cfg.AdvertiseHost
+	if host == "" {
+		host, _, _ = net.SplitHostPort(raw.Addr().String())
+	}
+	tlsCfg, err := serverTLSConfig(s.cfg.TLSCertPath, s.cfg.TLSKeyPath, []string{host})
+	if err != nil {
+		raw.Close()
+		return err
+	}
+	if err := s.rc.Start(); err != nil {
+		raw.Close()
+		return fmt.Errorf("proxy: start remoting client: %w", err)
+	}
+	s.svc.advertise = net.JoinHostPort(host, strconv.Itoa(raw.Addr().(*net.TCPAddr).Port))
+	s.ln = newSniffListener(raw, tlsCfg, s.logger)
+	s.gs = grpc.NewServer(
+		// 32 messages of 4 MiB plus their attributes, as the reference.
+		grpc.MaxRecvMsgSize(130<<20),
+		grpc.MaxSendMsgSize(math.MaxInt32),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	pb.RegisterMessagingServiceServer(s.gs, s.svc)
+	s.started = true
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.gs.Serve(s.ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.logger.Error("grpc serve stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.expiryLoop()
+	}()
+	s.logger.Info("grpc endpoint listening", "addr", raw.Addr().String(), "advertise", s.svc.advertise)
+	return nil
+}
+
+// Addr returns the listening address (nil before Start).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Close stops accepting, ends every RPC (streams included), closes the
+// broker connections and waits for the server's goroutines. Idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	started := s.started
+	s.mu.Unlock()
+	close(s.quit)
+	if started {
+		// Stop, not GracefulStop: Telemetry streams and long polls would
+		// hold a graceful stop for their whole life.
+		s.gs.Stop()
+		s.ln.Close()
+	}
+	s.svc.close()
+	s.wg.Wait()
+	return s.rc.Close()
+}
+
+// expiryLoop drops clients whose Telemetry streams are gone and that stayed
+// silent for clientExpiry.
+func (s *Server) expiryLoop() {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			for _, id := range s.clients.expire() {
+				s.logger.Debug("grpc client expired", "clientId", id)
+				s.svc.clientGone(id)
+			}
+		}
+	}
+}
+
+// withTimeout bounds a broker call made on behalf of a gRPC request.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
