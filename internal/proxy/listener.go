@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // handshakeTimeout bounds the first-byte peek and the TLS handshake of one
@@ -32,20 +35,19 @@ type sniffListener struct {
 	tls    *tls.Config
 	logger *slog.Logger
 	ready  chan net.Conn // classified connections; Accept reads it
-	quit   chan struct{} // closed by Close
-	wg     sync.WaitGroup
+	quit   <-chan struct{}
+	group  *run.Group
 	once   sync.Once
 }
 
 func newSniffListener(inner net.Listener, cfg *tls.Config, logger *slog.Logger) *sniffListener {
-	l := &sniffListener{inner: inner, tls: cfg, logger: logger, ready: make(chan net.Conn), quit: make(chan struct{})}
-	l.wg.Add(1)
-	go l.acceptLoop()
+	g := run.NewGroup("grpc-listener")
+	l := &sniffListener{inner: inner, tls: cfg, logger: logger, ready: make(chan net.Conn), quit: g.Done(), group: g}
+	g.Go("accept", func(context.Context) { l.acceptLoop() })
 	return l
 }
 
 func (l *sniffListener) acceptLoop() {
-	defer l.wg.Done()
 	var delay time.Duration
 	for {
 		c, err := l.inner.Accept()
@@ -69,15 +71,16 @@ func (l *sniffListener) acceptLoop() {
 			return
 		}
 		delay = 0
-		l.wg.Add(1)
-		go l.classify(c)
+		if !l.group.Go("classify", func(context.Context) { l.classify(c) }) {
+			c.Close()
+			return
+		}
 	}
 }
 
 // classify peeks at the first byte and hands the connection to Accept, as
 // TLS after a completed handshake or as plaintext with the byte kept.
 func (l *sniffListener) classify(c net.Conn) {
-	defer l.wg.Done()
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	br := bufio.NewReaderSize(c, 1024)
 	first, err := br.Peek(1)
@@ -118,9 +121,9 @@ func (l *sniffListener) Accept() (net.Conn, error) {
 func (l *sniffListener) Close() error {
 	var err error
 	l.once.Do(func() {
-		close(l.quit)
+		l.group.Stop()
 		err = l.inner.Close()
-		l.wg.Wait()
+		l.group.Wait()
 	})
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
 )
@@ -229,7 +230,7 @@ func messageType(m *pb.Message) pb.MessageType {
 // not accept: MESSAGE_PROPERTY_CONFLICT_WITH_TYPE. Retry and DLQ topics
 // take anything.
 func checkTopicType(r *topicRoute, t pb.MessageType) error {
-	if strings.HasPrefix(r.topic, retryPrefix) || strings.HasPrefix(r.topic, dlqPrefix) {
+	if names.IsRetryTopic(r.topic) || names.IsDLQTopic(r.topic) {
 		return nil
 	}
 	for _, a := range acceptTypes(r.messageType) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/remoting"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
+	"github.com/apogeemq/apogee/internal/run"
 )
 
 // Config configures a Server.
@@ -56,8 +57,7 @@ type Server struct {
 	closed  bool
 	ln      *sniffListener
 	gs      *grpc.Server
-	quit    chan struct{}
-	wg      sync.WaitGroup
+	group   *run.Group // Serve and the expiry loop
 }
 
 // New returns an unstarted server.
@@ -73,7 +73,7 @@ func New(cfg Config) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "grpc")
-	s := &Server{cfg: cfg, logger: logger, clients: newRegistry(time.Now), quit: make(chan struct{})}
+	s := &Server{cfg: cfg, logger: logger, clients: newRegistry(time.Now), group: run.NewGroup("grpc")}
 	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger})
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
 	s.svc = newService(s)
@@ -114,17 +114,12 @@ func (s *Server) Start() error {
 	)
 	pb.RegisterMessagingServiceServer(s.gs, s.svc)
 	s.started = true
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
+	s.group.Go("serve", func(context.Context) {
 		if err := s.gs.Serve(s.ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			s.logger.Error("grpc serve stopped", "err", err)
 		}
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.expiryLoop()
-	}()
+	})
+	s.group.Every("client-expiry", 10*time.Second, func(context.Context) { s.expireClients() })
 	s.logger.Info("grpc endpoint listening", "addr", raw.Addr().String(), "advertise", s.svc.advertise)
 	return nil
 }
@@ -150,7 +145,7 @@ func (s *Server) Close() error {
 	s.closed = true
 	started := s.started
 	s.mu.Unlock()
-	close(s.quit)
+	s.group.Stop()
 	if started {
 		// Stop, not GracefulStop: Telemetry streams and long polls would
 		// hold a graceful stop for their whole life.
@@ -158,25 +153,16 @@ func (s *Server) Close() error {
 		s.ln.Close()
 	}
 	s.svc.close()
-	s.wg.Wait()
+	s.group.Wait()
 	return s.rc.Close()
 }
 
-// expiryLoop drops clients whose Telemetry streams are gone and that stayed
-// silent for clientExpiry.
-func (s *Server) expiryLoop() {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-			for _, id := range s.clients.expire() {
-				s.logger.Debug("grpc client expired", "clientId", id)
-				s.svc.clientGone(id)
-			}
-		}
+// expireClients drops clients whose Telemetry streams are gone and that
+// stayed silent for clientExpiry.
+func (s *Server) expireClients() {
+	for _, id := range s.clients.expire() {
+		s.logger.Debug("grpc client expired", "clientId", id)
+		s.svc.clientGone(id)
 	}
 }
 
