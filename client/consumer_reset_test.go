@@ -34,7 +34,7 @@ func TestDecodeQueueOffsetTable(t *testing.T) {
 // RESET_CONSUMER_CLIENT_OFFSET) makes the consumer read the queue again
 // from the given offset.
 func TestPushConsumerResetOffsets(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 1, 10, "m")
 	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithRebalanceInterval(time.Hour))
 	if err != nil {

@@ -39,7 +39,7 @@ func pollN(t *testing.T, l *LitePullConsumer, n int) []*MessageExt {
 // TestLitePullSeekAndManualCommit: Poll returns each queue in order, Seek
 // rewinds one queue, and only Commit stores offsets.
 func TestLitePullSeekAndManualCommit(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 2, 20, "m")
 	l := newFakeLitePull(t, env, WithAutoCommit(false, 0))
 	if err := l.Subscribe("T", TagSelector("*")); err != nil {
@@ -77,15 +77,13 @@ func TestLitePullSeekAndManualCommit(t *testing.T) {
 	if err := l.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	env.mu.Lock()
-	off0, off1 := env.offsets[MessageQueue{Topic: "T", BrokerName: fakeBrokerName}], env.offsets[mq]
-	env.mu.Unlock()
+	off0, off1 := env.offset(MessageQueue{Topic: "T", BrokerName: fakeBrokerName}), env.offset(mq)
 	if off0 != 10 || off1 != 10 {
 		t.Fatalf("committed %d / %d, want 10 / 10", off0, off1)
 	}
 	// Offsets move only through Commit: no pull carried one (a pull sent
 	// before the Seek could otherwise move the committed offset back).
-	if n := env.commitPulls.Load(); n != 0 {
+	if n := env.broker.CommitPulls(); n != 0 {
 		t.Fatalf("%d pulls carried a commit offset", n)
 	}
 	if err := l.Seek(MessageQueue{Topic: "X"}, 0); err == nil {
@@ -102,7 +100,7 @@ func TestLitePullSeekAndManualCommit(t *testing.T) {
 // TestLitePullAssignAutoCommit: an assigned queue is read without
 // rebalance; auto-commit uploads polled offsets.
 func TestLitePullAssignAutoCommit(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 2, 20, "m")
 	l := newFakeLitePull(t, env, WithAutoCommit(true, 10*time.Millisecond))
 	mq := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 0}
@@ -122,15 +120,13 @@ func TestLitePullAssignAutoCommit(t *testing.T) {
 		t.Fatalf("assignment %v", a)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		env.mu.Lock()
-		defer env.mu.Unlock()
-		return env.offsets[mq] == 10
+		return env.offset(mq) == 10
 	}, "auto commit did not upload")
 }
 
 // TestLitePullPauseResume: a paused queue is not pulled until resumed.
 func TestLitePullPauseResume(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 2, 4, "m")
 	l := newFakeLitePull(t, env)
 	q0 := MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: 0}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/internal/testutil/fakebroker"
 )
 
 // BenchmarkSendAsyncPipelined keeps up to 256 SendAsync calls in flight to
@@ -124,11 +125,11 @@ func decodePulledForBench(b *testing.B, body []byte, mq MessageQueue, sub *subsc
 
 // startBenchProducer starts a producer against a fake broker serving topic
 // T, closed by b.Cleanup, and sends once so the route is cached.
-func startBenchProducer(b *testing.B) (*fakeBroker, *Producer) {
+func startBenchProducer(b *testing.B) (*fakebroker.Broker, *Producer) {
 	b.Helper()
-	fb := newFakeBrokerTB(b, "broker-a")
-	fb.serve("T", fb)
-	p, err := NewProducer("pg", WithNameServers(fb.addr), WithLogger(testutil.DiscardLogger()))
+	fb := newFakeBroker(b, "broker-a")
+	fb.Serve("T", fb)
+	p, err := NewProducer("pg", WithNameServers(fb.Addr()), WithLogger(testutil.DiscardLogger()))
 	if err != nil {
 		b.Fatal(err)
 	}

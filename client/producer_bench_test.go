@@ -35,9 +35,7 @@ func BenchmarkSendSyncFakeBroker(b *testing.B) {
 	fb, p := startBenchProducer(b)
 	body := make([]byte, 1024)
 	ctx := context.Background()
-	fb.mu.Lock()
-	fb.sends = nil
-	fb.mu.Unlock()
+	fb.ResetSends()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	defer reportCPU(b)()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -23,8 +22,8 @@ import (
 // broker's msgId/queueId/queueOffset.
 func TestSendRequestLayout(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
-	p := startProducer(t, b.addr)
+	b.Serve("T", b)
+	p := startProducer(t, b.Addr())
 	ctx := testutil.Context(t, 10*time.Second)
 	m := NewMessage("T", []byte("hello")).WithTag("tagA").WithKeys("k1", "k2").SetProperty("user", "v")
 	m.Flag = 7
@@ -33,7 +32,7 @@ func TestSendRequestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := b.lastSend()
+	req := b.LastSend()
 	if req.Code != int32(protocol.SendMessageV2) || req.SerializeType != protocol.SerializeRocketMQ {
 		t.Fatalf("code %d serialize %v", req.Code, req.SerializeType)
 	}
@@ -57,11 +56,11 @@ func TestSendRequestLayout(t *testing.T) {
 		t.Fatal("the caller's message was modified")
 	}
 	// The V1 option switches to SEND_MESSAGE with long names.
-	p1 := startProducer(t, b.addr, WithSendMessageV1(true))
+	p1 := startProducer(t, b.Addr(), WithSendMessageV1(true))
 	if _, err := p1.Send(ctx, NewMessage("T", []byte("v1"))); err != nil {
 		t.Fatal(err)
 	}
-	req = b.lastSend()
+	req = b.LastSend()
 	if req.Code != int32(protocol.SendMessage) || req.Ext("producerGroup") != "pg" || req.Ext("topic") != "T" {
 		t.Fatalf("v1 request %d %v", req.Code, req.ExtFields)
 	}
@@ -72,15 +71,15 @@ func TestSendRequestLayout(t *testing.T) {
 // are not.
 func TestCompression(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
-	p := startProducer(t, b.addr)
+	b.Serve("T", b)
+	p := startProducer(t, b.Addr())
 	ctx := testutil.Context(t, 10*time.Second)
 	for _, size := range []int{4095, 4096, 100_000} {
 		body := []byte(strings.Repeat("x", size))
 		if _, err := p.Send(ctx, NewMessage("T", body)); err != nil {
 			t.Fatal(err)
 		}
-		req := b.lastSend()
+		req := b.LastSend()
 		h := sendHeader(t, req)
 		compressed := h.SysFlag&message.SysFlagCompressed != 0
 		if compressed != (size >= 4096) {
@@ -103,7 +102,7 @@ func TestCompression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := b.lastSend()
+	req := b.LastSend()
 	h := sendHeader(t, req)
 	if req.Code != int32(protocol.SendBatchMessage) || !h.Batch || h.SysFlag != 0 {
 		t.Fatalf("batch: code %d header %+v", req.Code, h)
@@ -128,11 +127,11 @@ func TestCompression(t *testing.T) {
 func TestRetryMovesToAnotherBroker(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
 	b := newFakeBroker(t, "broker-b")
-	a.serve("T", a, b)
-	a.onSend = func(req *protocol.Command) *protocol.Command {
+	a.Serve("T", a, b)
+	a.OnSend(func(req *protocol.Command) *protocol.Command {
 		return &protocol.Command{Code: int32(protocol.SystemBusy), Remark: "busy"}
-	}
-	p := startProducer(t, a.addr)
+	})
+	p := startProducer(t, a.Addr())
 	ctx := testutil.Context(t, 10*time.Second)
 	for range 10 {
 		res, err := p.Send(ctx, NewMessage("T", []byte("x")))
@@ -161,10 +160,10 @@ func TestRetryMovesToAnotherBroker(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 
-	b.onSend = func(req *protocol.Command) *protocol.Command {
+	b.OnSend(func(req *protocol.Command) *protocol.Command {
 		return &protocol.Command{Code: int32(protocol.MessageIllegal), Remark: "bad"}
-	}
-	before := a.sendCount() + b.sendCount()
+	})
+	before := a.SendCount() + b.SendCount()
 	_, err := p.Send(ctx, NewMessage("T", []byte("x")))
 	var be *BrokerError
 	if !errors.As(err, &be) {
@@ -176,7 +175,7 @@ func TestRetryMovesToAnotherBroker(t *testing.T) {
 	if be.Topic != "T" || be.Addr == "" || be.BrokerName == "" || !strings.Contains(err.Error(), "T") {
 		t.Fatalf("error lacks context: %v", err)
 	}
-	attempts := a.sendCount() + b.sendCount() - before
+	attempts := a.SendCount() + b.SendCount() - before
 	if be.Code == int32(protocol.MessageIllegal) && attempts > 2 {
 		// SYSTEM_BUSY on a, then MESSAGE_ILLEGAL on b stops: at most 2.
 		t.Fatalf("%d attempts for a non-retriable failure", attempts)
@@ -203,9 +202,9 @@ func (l *txListener) CheckLocalTransaction(_ context.Context, m *MessageExt) Loc
 // §3.3.2, Appendix B).
 func TestTransaction(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
+	b.Serve("T", b)
 	l := &txListener{checked: make(chan *MessageExt, 1)}
-	p := startProducer(t, b.addr, WithTransactionListener(l))
+	p := startProducer(t, b.Addr(), WithTransactionListener(l))
 	ctx := testutil.Context(t, 10*time.Second)
 	for i, tc := range []struct {
 		state LocalTransactionState
@@ -219,13 +218,13 @@ func TestTransaction(t *testing.T) {
 		if res.LocalState != tc.state {
 			t.Fatalf("local state %v", res.LocalState)
 		}
-		h := sendHeader(t, b.lastSend())
+		h := sendHeader(t, b.LastSend())
 		props := message.DecodeProperties(h.Properties)
 		if h.SysFlag&message.SysFlagTransactionPreparedType == 0 || props["TRAN_MSG"] != "true" || props["PGROUP"] != "pg" || props["DELAY"] != "" {
 			t.Fatalf("half message header %+v props %v", h, props)
 		}
-		testutil.Eventually(t, 5*time.Second, func() bool { return len(b.endList()) == i+1 }, "no END_TRANSACTION")
-		end := b.endList()[i]
+		testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Ends()) == i+1 }, "no END_TRANSACTION")
+		end := b.Ends()[i]
 		_, clOffset, _ := message.ParseOffsetMsgID(res.OffsetMsgID)
 		if end.Ext("commitOrRollback") != tc.want || end.Ext("producerGroup") != "pg" ||
 			end.Ext("tranStateTableOffset") != itoa(res.QueueOffset) || end.Ext("commitLogOffset") != itoa(clOffset) ||
@@ -235,19 +234,11 @@ func TestTransaction(t *testing.T) {
 	}
 
 	// The broker checks back: CHECK_TRANSACTION_STATE with the half message.
-	var conn *remoting.Conn
-	b.mu.Lock()
-	for c := range b.conns {
-		conn = c
-	}
-	b.mu.Unlock()
-	if conn == nil {
-		t.Fatal("producer never heartbeated")
-	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Heartbeats()) > 0 }, "producer never heartbeated")
 	check := func(group string) {
 		e := &message.Ext{Message: message.Message{Topic: "T", Body: []byte("tx"), Properties: map[string]string{
 			"PGROUP": group, "UNIQ_KEY": "UNIQ-1", "__transactionId__": "UNIQ-1"}},
-			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort(b.addr),
+			BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort(b.Addr()),
 			QueueOffset: 5, CommitLogOffset: 1234}
 		body, err := message.AppendStored(nil, e)
 		if err != nil {
@@ -255,7 +246,7 @@ func TestTransaction(t *testing.T) {
 		}
 		req := protocol.NewRequest(protocol.CheckTransactionState, map[string]string{
 			"tranStateTableOffset": "5", "commitLogOffset": "1234", "msgId": "UNIQ-1", "transactionId": "UNIQ-1"}, body)
-		if err := b.srv.InvokeOneway(ctx, conn, req); err != nil {
+		if err := b.SendToClient(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,8 +260,8 @@ func TestTransaction(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no check")
 	}
-	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.endList()) == 4 }, "no END_TRANSACTION after check")
-	end := b.endList()[3]
+	testutil.Eventually(t, 5*time.Second, func() bool { return len(b.Ends()) == 4 }, "no END_TRANSACTION after check")
+	end := b.Ends()[3]
 	if end.Ext("fromTransactionCheck") != "true" || end.Ext("commitOrRollback") != "8" ||
 		end.Ext("commitLogOffset") != "1234" || end.Ext("tranStateTableOffset") != "5" || end.Ext("msgId") != "UNIQ-1" {
 		t.Fatalf("check answer %v", end.ExtFields)
@@ -286,20 +277,19 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // wire; the result shows the plain topic.
 func TestNamespaceOnTheWire(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("ns%T", b)
-	p := startProducer(t, b.addr, WithNamespace("ns"))
+	b.Serve("ns%T", b)
+	p := startProducer(t, b.Addr(), WithNamespace("ns"))
 	res, err := p.Send(testutil.Context(t, 10*time.Second), NewMessage("T", []byte("x")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sendHeader(t, b.lastSend())
+	h := sendHeader(t, b.LastSend())
 	if h.Topic != "ns%T" || h.ProducerGroup != "ns%pg" || res.Queue.Topic != "T" {
 		t.Fatalf("header %+v result %+v", h, res)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.heartbeats) > 0 && b.heartbeats[0].ProducerDataSet[0].GroupName == "ns%pg"
+		hbs := b.Heartbeats()
+		return len(hbs) > 0 && hbs[0].ProducerDataSet[0].GroupName == "ns%pg"
 	}, "no heartbeat with the namespaced group")
 }
 
@@ -307,21 +297,21 @@ func TestNamespaceOnTheWire(t *testing.T) {
 // sent along TBW102's route with queue ids below defaultTopicQueueNums.
 func TestAutoCreateThroughTBW102(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("TBW102", b)
-	p := startProducer(t, b.addr, WithDefaultTopicQueueNums(2))
+	b.Serve("TBW102", b)
+	p := startProducer(t, b.Addr(), WithDefaultTopicQueueNums(2))
 	ctx := testutil.Context(t, 10*time.Second)
 	for range 8 {
 		if _, err := p.Send(ctx, NewMessage("NEW", []byte("x"))); err != nil {
 			t.Fatal(err)
 		}
-		h := sendHeader(t, b.lastSend())
+		h := sendHeader(t, b.LastSend())
 		if h.Topic != "NEW" || h.DefaultTopic != "TBW102" || h.DefaultTopicQueueNums != 2 || h.QueueID >= 2 {
 			t.Fatalf("header %+v", h)
 		}
 	}
 	// Without TBW102 either, the error says there is no route.
-	b.serve("TBW102")
-	p2 := startProducer(t, b.addr)
+	b.Serve("TBW102")
+	p2 := startProducer(t, b.Addr())
 	if _, err := p2.Send(ctx, NewMessage("NONE", []byte("x"))); !errors.Is(err, ErrNoRoute) {
 		t.Fatalf("err %v, want ErrNoRoute", err)
 	}
@@ -344,9 +334,9 @@ func (h *recordingHook) OnAfterSend(_ context.Context, sc *SendContext) {
 // message validation.
 func TestHooksOrderedSendAndValidation(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
+	b.Serve("T", b)
 	hook := &recordingHook{}
-	p := startProducer(t, b.addr, WithHooks(hook))
+	p := startProducer(t, b.Addr(), WithHooks(hook))
 	ctx := testutil.Context(t, 10*time.Second)
 	queueOf := map[string]int{}
 	for i := range 20 {
@@ -378,8 +368,8 @@ func TestHooksOrderedSendAndValidation(t *testing.T) {
 // Close waits for outstanding async callbacks and is idempotent.
 func TestLifecycle(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
-	p, err := NewProducer("pg", WithNameServers(b.addr), WithLogger(testutil.Logger(t)))
+	b.Serve("T", b)
+	p, err := NewProducer("pg", WithNameServers(b.Addr()), WithLogger(testutil.Logger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +381,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
-	b.onSend = func(*protocol.Command) *protocol.Command { <-release; return nil }
+	b.OnSend(func(*protocol.Command) *protocol.Command { <-release; return nil })
 	var called atomic.Bool
 	if err := p.SendAsync(ctx, NewMessage("T", []byte("x")), func(*SendResult, error) { called.Store(true) }); err != nil {
 		t.Fatal(err)
@@ -432,17 +422,17 @@ func TestLifecycle(t *testing.T) {
 func TestRouteRefreshedAfterFailure(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
 	b := newFakeBroker(t, "broker-b")
-	a.serve("T", a)
-	p := startProducer(t, a.addr, WithRetries(0))
+	a.Serve("T", a)
+	p := startProducer(t, a.Addr(), WithRetries(0))
 	ctx := testutil.Context(t, 10*time.Second)
 	if _, err := p.Send(ctx, NewMessage("T", []byte("x"))); err != nil {
 		t.Fatal(err)
 	}
 	// The topic moves to broker-b; broker-a refuses it.
-	a.serve("T", b)
-	a.onSend = func(*protocol.Command) *protocol.Command {
+	a.Serve("T", b)
+	a.OnSend(func(*protocol.Command) *protocol.Command {
 		return &protocol.Command{Code: int32(protocol.TopicNotExist), Remark: "gone"}
-	}
+	})
 	if _, err := p.Send(ctx, NewMessage("T", []byte("x"))); err == nil {
 		t.Fatal("send to the old broker succeeded")
 	}
@@ -455,11 +445,11 @@ func TestRouteRefreshedAfterFailure(t *testing.T) {
 // TestNameServerFailover: a dead name server in the list is skipped.
 func TestNameServerFailover(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
+	b.Serve("T", b)
 	dead := newFakeBroker(t, "dead")
-	deadAddr := dead.addr
-	dead.srv.Close()
-	p := startProducer(t, deadAddr+";"+b.addr)
+	deadAddr := dead.Addr()
+	dead.Close()
+	p := startProducer(t, deadAddr+";"+b.Addr())
 	ctx := testutil.Context(t, 10*time.Second)
 	for range 4 { // round-robin start index: both orders are tried
 		if _, err := p.Queues(ctx, "T"); err != nil {
@@ -475,31 +465,27 @@ func TestNameServerFailover(t *testing.T) {
 func TestHeartbeatsAndRouteRefresh(t *testing.T) {
 	a := newFakeBroker(t, "broker-a")
 	b := newFakeBroker(t, "broker-b")
-	a.serve("T", a)
-	p := startProducer(t, a.addr, WithHeartbeatBrokerInterval(50*time.Millisecond), WithPollNameServerInterval(50*time.Millisecond))
+	a.Serve("T", a)
+	p := startProducer(t, a.Addr(), WithHeartbeatBrokerInterval(50*time.Millisecond), WithPollNameServerInterval(50*time.Millisecond))
 	ctx := testutil.Context(t, 10*time.Second)
 	if _, err := p.Send(ctx, NewMessage("T", []byte("x"))); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
 		n := 0
-		for _, hb := range a.heartbeats {
+		for _, hb := range a.Heartbeats() {
 			if hb.ClientID == p.ClientID() && len(hb.ProducerDataSet) == 1 && hb.ProducerDataSet[0].GroupName == "pg" {
 				n++
 			}
 		}
 		return n >= 3
 	}, "fewer than 3 heartbeats")
-	a.serve("T", a, b)
+	a.Serve("T", a, b)
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		qs, err := p.Queues(ctx, "T")
 		return err == nil && len(qs) == 8
 	}, "route refresh did not pick up broker-b")
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return len(b.heartbeats) > 0
+		return len(b.Heartbeats()) > 0
 	}, "new broker never heartbeated")
 }

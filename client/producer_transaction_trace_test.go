@@ -4,17 +4,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/internal/testutil/fakebroker"
 )
 
 // traceRecordsSent decodes every trace record the fake broker received on
 // the trace topic.
-func traceRecordsSent(t *testing.T, b *fakeBroker) []TraceRecord {
+func traceRecordsSent(t *testing.T, b *fakebroker.Broker) []TraceRecord {
 	t.Helper()
-	b.mu.Lock()
-	sends := append([]*protocol.Command(nil), b.sends...)
-	b.mu.Unlock()
+	sends := b.Sends()
 	var out []TraceRecord
 	for _, req := range sends {
 		if sendHeader(t, req).Topic == DefaultTraceTopic {
@@ -30,10 +28,10 @@ func traceRecordsSent(t *testing.T, b *fakeBroker) []TraceRecord {
 // transaction id, state, broker and fromTransactionCheck.
 func TestTransactionEndTransactionTrace(t *testing.T) {
 	b := newFakeBroker(t, "broker-a")
-	b.serve("T", b)
-	b.serve(DefaultTraceTopic, b)
+	b.Serve("T", b)
+	b.Serve(DefaultTraceTopic, b)
 	l := &txListener{state: TransactionRollback, checked: make(chan *MessageExt, 1)}
-	p := startProducer(t, b.addr, WithTransactionListener(l), WithTrace(""))
+	p := startProducer(t, b.Addr(), WithTransactionListener(l), WithTrace(""))
 	ctx := testutil.Context(t, 10*time.Second)
 	res, err := p.SendInTransaction(ctx, NewMessage("T", []byte("tx")).WithTag("tg").WithKeys("k1"), nil)
 	if err != nil {
@@ -50,7 +48,7 @@ func TestTransactionEndTransactionTrace(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, func() bool { _, ok := find(false); return ok }, "no EndTransaction trace record")
 	r, _ := find(false)
 	if r.MsgID != res.MsgID || r.TransactionID != res.TransactionID || r.TransactionState != "ROLLBACK_MESSAGE" ||
-		r.Topic != "T" || r.Tags != "tg" || r.Keys != "k1" || r.Group != "pg" || r.StoreHost != b.addr ||
+		r.Topic != "T" || r.Tags != "tg" || r.Keys != "k1" || r.Group != "pg" || r.StoreHost != b.Addr() ||
 		r.MsgType != TraceMsgTransCommit {
 		t.Fatalf("EndTransaction record %+v (send result %+v)", r, res)
 	}
@@ -59,12 +57,12 @@ func TestTransactionEndTransactionTrace(t *testing.T) {
 	m := &MessageExt{Message: *NewMessage("T", []byte("tx")).WithTag("tg"), MsgID: "UNIQ-1"}
 	m.Properties["UNIQ_KEY"] = "UNIQ-1"
 	m.Properties["__transactionId__"] = "TX-1"
-	p.tx.check(txCheck{brokerAddr: b.addr, msg: m,
+	p.tx.check(txCheck{brokerAddr: b.Addr(), msg: m,
 		header: map[string]string{"tranStateTableOffset": "5", "commitLogOffset": "1234", "msgId": "UNIQ-1"}})
 	testutil.Eventually(t, 5*time.Second, func() bool { _, ok := find(true); return ok }, "no EndTransaction trace record for the check")
 	r, _ = find(true)
 	if r.MsgID != "UNIQ-1" || r.TransactionID != "TX-1" || r.TransactionState != "COMMIT_MESSAGE" || r.Topic != "T" ||
-		r.StoreHost != b.addr {
+		r.StoreHost != b.Addr() {
 		t.Fatalf("check EndTransaction record %+v", r)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // catches up every message is consumed exactly once and the offset reaches
 // the end.
 func TestPushConsumerFlowControlPausesPulls(t *testing.T) {
-	env := newFakeBrokerEnv("c1")
+	env := newFakeBrokerEnv(t, "c1")
 	env.put("T", 1, 500, "m")
 	c, err := newFakePushConsumer(env, WithPullThresholdForQueue(50), WithPullBatchSize(10),
 		WithConsumeGoroutines(2), WithPersistConsumerOffsetInterval(20*time.Millisecond),
@@ -58,14 +58,14 @@ func TestPushConsumerFlowControlPausesPulls(t *testing.T) {
 		return qs != nil && qs.pq.count.Load() >= 50
 	}, "queue never filled")
 	// Paused: the pull count stops growing while the cache is full.
-	pulls := env.pulls.Load()
+	pulls := env.broker.Pulls()
 	for range 20 {
 		if n := qs.pq.count.Load(); n > 60 {
 			t.Fatalf("cached %d messages, threshold 50 + one batch", n)
 		}
 		time.Sleep(5 * time.Millisecond) // observation window, not a wait for a condition
 	}
-	if got := env.pulls.Load(); got > pulls+1 {
+	if got := env.broker.Pulls(); got > pulls+1 {
 		t.Fatalf("pulled %d more times while over the threshold", got-pulls)
 	}
 	close(release)
@@ -78,9 +78,7 @@ func TestPushConsumerFlowControlPausesPulls(t *testing.T) {
 	}
 	mu.Unlock()
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		env.mu.Lock()
-		defer env.mu.Unlock()
-		return env.offsets[mq] == 500
+		return env.offset(mq) == 500
 	}, "offset not persisted to 500")
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -94,7 +92,7 @@ func TestPushConsumerFlowControlPausesPulls(t *testing.T) {
 // consumer gives up the queues the strategy hands to it, persisting their
 // offsets first.
 func TestPushConsumerRebalanceDropsQueues(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 4, 40, "m")
 	var members atomic.Value
 	members.Store([]string{"a"})
@@ -120,10 +118,8 @@ func TestPushConsumerRebalanceDropsQueues(t *testing.T) {
 	members.Store([]string{"a", "b"})
 	c.rebalanceNow()
 	testutil.Eventually(t, 5*time.Second, func() bool { return c.Stats().Queues == 2 }, "queues not dropped")
-	env.mu.Lock()
-	defer env.mu.Unlock()
 	for q := 2; q < 4; q++ {
-		if off := env.offsets[MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: q}]; off != 10 {
+		if off := env.offset(MessageQueue{Topic: "T", BrokerName: fakeBrokerName, QueueID: q}); off != 10 {
 			t.Errorf("queue %d offset persisted as %d, want 10", q, off)
 		}
 	}
@@ -139,7 +135,7 @@ func TestPushConsumerLifecycleErrors(t *testing.T) {
 	if _, err := NewPushConsumer("g", WithNameServers("x:1"), WithPullBatchSize(0)); err == nil {
 		t.Fatal("bad batch size accepted")
 	}
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	c, err := newFakePushConsumer(env)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +168,7 @@ func (h *countingHook) AfterConsume(_ string, msgs []*MessageExt, res ConsumeRes
 // listener counts as a failure (RECONSUME_LATER) instead of killing the
 // worker (broadcasting drops failed messages, so nothing is retried).
 func TestPushConsumerHooksAndPanics(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 1, 5, "m")
 	h := &countingHook{}
 	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithConsumeHook(h),
@@ -204,7 +200,7 @@ func TestPushConsumerHooksAndPanics(t *testing.T) {
 // listener on the given stored message and reports the outcome with
 // Java's result names.
 func TestPushConsumerConsumeDirectly(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 1, 1, "m")
 	c, err := newFakePushConsumer(env, WithMessageModel(Broadcasting), WithOffsetStoreDir(t.TempDir()))
 	if err != nil {
@@ -222,9 +218,7 @@ func TestPushConsumerConsumeDirectly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	env.mu.Lock()
-	rec := env.msgs[MessageQueue{Topic: "T", BrokerName: fakeBrokerName}][0]
-	env.mu.Unlock()
+	rec := env.record(MessageQueue{Topic: "T", BrokerName: fakeBrokerName}, 0)
 	res := c.consumeDirectly(context.Background(), rec, fakeBrokerName)
 	if res.ConsumeResult != "CR_SUCCESS" || got.Load() != "m-0" {
 		t.Fatalf("result %+v, listener saw %v", res, got.Load())
@@ -237,7 +231,7 @@ func TestPushConsumerConsumeDirectly(t *testing.T) {
 // TestPushConsumerTopicThreshold: pullThresholdForTopic is divided among
 // the topic's queues.
 func TestPushConsumerTopicThreshold(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 4, 400, "m")
 	c, err := newFakePushConsumer(env, WithPullThresholdForTopic(40), WithPullBatchSize(5),
 		WithConsumeFromWhere(ConsumeFromFirstOffset))
@@ -277,7 +271,7 @@ func TestPushConsumerTopicThreshold(t *testing.T) {
 // TestPushConsumerSuspendResume: a suspended consumer keeps its queues
 // but does not pull; Resume continues.
 func TestPushConsumerSuspendResume(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 2, 10, "m")
 	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset))
 	if err != nil {
@@ -297,7 +291,7 @@ func TestPushConsumerSuspendResume(t *testing.T) {
 		t.Fatalf("suspended consumer holds %d queues", c.Stats().Queues)
 	}
 	time.Sleep(50 * time.Millisecond) // observation window, not a wait for a condition
-	if n := env.pulls.Load(); n != 0 {
+	if n := env.broker.Pulls(); n != 0 {
 		t.Fatalf("%d pulls while suspended", n)
 	}
 	c.Resume()
@@ -308,7 +302,7 @@ func TestPushConsumerSuspendResume(t *testing.T) {
 // consumeTimeout is sent back (delay level 3) and stops holding back the
 // queue's offset (docs/broker.md §4.6).
 func TestPushConsumerConsumeTimeout(t *testing.T) {
-	env := newFakeBrokerEnv("a")
+	env := newFakeBrokerEnv(t, "a")
 	env.put("T", 1, 5, "m")
 	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithConsumeTimeout(100*time.Millisecond))
 	if err != nil {
@@ -329,10 +323,8 @@ func TestPushConsumerConsumeTimeout(t *testing.T) {
 		off, _ := c.store.read(context.Background(), mq, false)
 		return off == 5
 	}, "offset held back by the stuck message")
-	env.mu.Lock()
-	defer env.mu.Unlock()
-	if len(env.sentBack) != 1 || env.sentBack[0] != 0 {
-		t.Fatalf("sent back %v, want the stuck message (commit-log offset 0)", env.sentBack)
+	if sentBack := env.broker.SentBack(); len(sentBack) != 1 || sentBack[0] != 0 {
+		t.Fatalf("sent back %v, want the stuck message (commit-log offset 0)", sentBack)
 	}
 }
 
@@ -340,8 +332,8 @@ func TestPushConsumerConsumeTimeout(t *testing.T) {
 // slave (suggestWhichBrokerId), the next pulls go there, without the
 // commit-offset bit (docs/protocol.md §7.2, §7.3).
 func TestPushConsumerPullsFromSuggestedSlave(t *testing.T) {
-	env := newFakeBrokerEnv("a")
-	env.slave = true
+	env := newFakeBrokerEnv(t, "a")
+	env.setSlave()
 	env.put("T", 1, 20, "m")
 	c, err := newFakePushConsumer(env, WithConsumeFromWhere(ConsumeFromFirstOffset), WithPullBatchSize(4),
 		WithPersistConsumerOffsetInterval(10*time.Millisecond))
@@ -358,7 +350,7 @@ func TestPushConsumerPullsFromSuggestedSlave(t *testing.T) {
 	}
 	defer c.Close()
 	defer func() {
-		t.Logf("consumed %d, slave pulls %d, pulls %d", total.Load(), env.slavePulls.Load(), env.pulls.Load())
+		t.Logf("consumed %d, slave pulls %d, pulls %d", total.Load(), env.slavePulls.Load(), env.broker.Pulls())
 	}()
 	testutil.Eventually(t, 5*time.Second, func() bool { return total.Load() == 20 && env.slavePulls.Load() > 2 },
 		"not consumed through the slave")
