@@ -51,6 +51,8 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 			protocol.Notification:               b.processNotification,
 			protocol.PollingInfo:                b.processPollingInfo,
 		}), pullPool)
+	s.RegisterProcessor(protocol.RecallMessage, b.processRecallMessage,
+		remoting.PoolConfig{Workers: max(2, c.SendMessageThreadPoolNums), QueueSize: 10000})
 	// Clients (heartbeat.go).
 	s.RegisterProcessor(protocol.HeartBeat, b.processHeartbeat, heartbeatPool)
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.UnregisterClient, protocol.CheckClientConfig},

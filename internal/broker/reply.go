@@ -61,7 +61,7 @@ func (b *Broker) sendReply(conn *remoting.Conn, req *protocol.Command, h *protoc
 	queueID := ext.QueueID
 	tm := b.meters.topic(ext.Topic) // meters.go
 	b.Store.PutMessage(ext, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal)
+		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, "")
 	})
 	return nil, nil
 }

@@ -108,8 +108,9 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	}
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	tm, mt := b.meters.topic(h.Topic), messageTypeOf(props) // meters.go
+	recall := b.recallHandleOf(ext)                         // recall.go
 	b.Store.PutMessage(ext, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, transactionID, tm, mt)
+		b.writeSendResponse(conn, req, res, queueID, transactionID, tm, mt, recall)
 	})
 	return nil, nil
 }
@@ -164,7 +165,7 @@ func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protoc
 	b.stats.sendRequests.Add(1)
 	tm := b.meters.topic(h.Topic) // meters.go
 	b.Store.PutMessages(batch, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal)
+		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, "")
 	})
 	return nil, nil
 }
@@ -172,7 +173,7 @@ func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protoc
 // writeSendResponse answers a send from the store's completion callback.
 // tm (nil without metrics) counts the stored messages as type mt.
 func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
-	tm *topicMeter, mt MessageType) {
+	tm *topicMeter, mt MessageType, recallHandle string) {
 	code, remark := putStatusResponse(res, b.Store.DiskUtil)
 	resp := protocol.NewResponse(req, code, remark)
 	if res.Status.Stored() {
@@ -192,6 +193,7 @@ func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, r
 			TransactionID: transactionID,
 			MsgRegion:     b.cfg.RegionID,
 			TraceOn:       strconv.FormatBool(b.cfg.TraceOn),
+			RecallHandle:  recallHandle,
 		})
 	} else {
 		b.stats.sendFailed.Add(1)

@@ -72,6 +72,6 @@ func (b *Broker) sendPlain(conn *remoting.Conn, req *protocol.Command, h *protoc
 	queueID := h.QueueID
 	tm, mt := b.meters.topic(h.Topic), plainMessageType(h.Properties) // meters.go
 	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt)
+		b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, "")
 	})
 }

@@ -51,6 +51,9 @@ type SendMessageResponseHeader struct {
 	BatchUniqID   string `ext:"batchUniqId,omitempty"`
 	MsgRegion     string `ext:"MSG_REGION,omitempty"`
 	TraceOn       string `ext:"TRACE_ON,omitempty"`
+	// RecallHandle is set for a timer (delay) message parked in the timer
+	// wheel: the handle RECALL_MESSAGE (370) takes (EncodeRecallHandle).
+	RecallHandle string `ext:"recallHandle,omitempty"`
 }
 
 // PullMessageRequestHeader is PULL_MESSAGE's (11) and LITE_PULL_MESSAGE's

@@ -192,6 +192,9 @@ func AppendSendResponseHeader(dst []string, h *SendMessageResponseHeader) []stri
 	if h.TraceOn != "" {
 		dst = append(dst, "TRACE_ON", h.TraceOn)
 	}
+	if h.RecallHandle != "" {
+		dst = append(dst, "recallHandle", h.RecallHandle)
+	}
 	return dst
 }
 

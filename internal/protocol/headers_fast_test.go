@@ -21,7 +21,7 @@ func fastHeaderCases() []any {
 			ExpressionType: "TAG", MaxMsgBytes: 1 << 20, BrokerName: "b"},
 		&PullMessageRequestHeader{},
 		&SendMessageResponseHeader{MsgID: "AC11", QueueID: 3, QueueOffset: 77, TransactionID: "t", BatchUniqID: "u",
-			MsgRegion: "r", TraceOn: "true"},
+			MsgRegion: "r", TraceOn: "true", RecallHandle: "djE="},
 		&SendMessageResponseHeader{},
 		&PullMessageResponseHeader{SuggestWhichBrokerID: 1, NextBeginOffset: 2, MinOffset: 3, MaxOffset: 4,
 			TopicSysFlag: 5, GroupSysFlag: 6, ForbiddenType: 7},
