@@ -108,4 +108,3 @@ func (b *Broker) processRecallMessage(_ context.Context, conn *remoting.Conn, re
 	})
 	return nil, nil
 }
-
