@@ -81,7 +81,6 @@ func (b *Broker) processGetTimerMetrics(_ context.Context, _ *remoting.Conn, req
 			m.TimeStamp = now
 			counts[string(topic)] = m
 		}
-		res.Release()
 		off = res.NextBeginOffset
 	}
 	body, err := protocol.MarshalJSON(struct {

@@ -36,9 +36,6 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 // empty queue counts as hot: its first message will be.
 func (b *Broker) firstMessageHot(topic string, queueID int32) bool {
 	res := b.Store.GetMessage("", topic, queueID, 0, 1, 0, nil)
-	if res.Release != nil {
-		defer res.Release()
-	}
 	if res.Status != store.Found {
 		return true
 	}

@@ -315,7 +315,6 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 		offset = gr.NextBeginOffset
 		gr = b.Store.GetMessage(k.Group, topic, queueID, offset, need, 0, f.store)
 	}
-	defer gr.Release()
 	if gr.MaxOffset > gr.NextBeginOffset {
 		res.restNum += gr.MaxOffset - gr.NextBeginOffset
 	}
@@ -423,7 +422,6 @@ func (p *popService) popQueueOrder(h *protocol.PopMessageRequestHeader, k pop.Qu
 		}
 		if gr.Status != store.Found || len(gr.Messages) == 0 {
 			next = max(next, gr.NextBeginOffset)
-			gr.Release()
 			break
 		}
 		full := false
@@ -450,7 +448,6 @@ func (p *popService) popQueueOrder(h *protocol.PopMessageRequestHeader, k pop.Qu
 			next = max(next, gr.NextBeginOffset)
 		}
 		adv := gr.NextBeginOffset
-		gr.Release()
 		if full || adv <= scan {
 			break
 		}
@@ -547,7 +544,6 @@ func (b *Broker) processPeekMessage(_ context.Context, _ *remoting.Conn, req *pr
 		if gr.MaxOffset > gr.NextBeginOffset {
 			rest += gr.MaxOffset - gr.NextBeginOffset
 		}
-		gr.Release()
 	}
 	now := b.now().UnixMilli()
 	resp := protocol.NewResponse(req, protocol.Success, "FOUND")

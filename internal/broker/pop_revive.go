@@ -117,11 +117,9 @@ func (p *popService) revive(ex pop.Expired) bool {
 		}
 		gr := b.Store.GetMessage(group, topic, ex.Key.QueueID, off, 1, 0, nil)
 		if gr.Status != store.Found || len(gr.Messages) == 0 {
-			gr.Release()
 			continue // deleted by retention: nothing left to deliver
 		}
 		m, _, err := message.DecodeStored(gr.Messages[0], message.DecodeOptions{})
-		gr.Release()
 		if err != nil || m.QueueOffset != off {
 			b.logger.Warn("pop: revive: unreadable message", "topic", topic, "queueId", ex.Key.QueueID, "offset", off, "err", err)
 			continue

@@ -158,9 +158,6 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		gm.consumed(len(res.Messages), len(body))
 		gm.pulledTo(h.QueueID, rh.NextBeginOffset)
 	}
-	if res.Release != nil {
-		res.Release()
-	}
 	if b.logger.Enabled(context.Background(), slog.LevelDebug) { // boxing the args costs allocations per pull
 		b.logger.Debug("pull", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID, "offset", h.QueueOffset,
 			"status", res.Status.String(), "code", code.String(), "sysFlag", h.SysFlag)

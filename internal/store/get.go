@@ -53,8 +53,8 @@ type PropertiesFilterless interface {
 }
 
 // GetResult is the outcome of GetMessage. Messages are raw stored records
-// (layout in doc.go), copied out of the mapping: they stay valid after
-// Release, which is a no-op kept for a future zero-copy path.
+// (layout in doc.go), copied out of the mapping: they stay valid however
+// long the caller keeps them.
 type GetResult struct {
 	Status          GetStatus
 	NextBeginOffset int64
@@ -66,15 +66,16 @@ type GetResult struct {
 	Buffer                  []byte
 	TotalBytes              int
 	SuggestPullingFromSlave bool
-	Release                 func()
 }
-
-func noRelease() {}
 
 // GetMessage reads up to maxMsgNums messages (and about maxBytes) from a
 // consume queue starting at offset (4.5). It never blocks writers.
+//
+// Pass 1 (unitScan) walks the consume queue and picks the units to
+// return, never stepping over a unit it did not read (see unitScan); pass
+// 2 (copyPicked) copies the picked records into one exactly sized buffer.
 func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, maxMsgNums int32, maxBytes int32, filter MessageFilter) *GetResult {
-	res := &GetResult{Release: noRelease}
+	res := &GetResult{}
 	if s.state.Load() != stateRunning {
 		res.Status = NoMatchedLogicQueue
 		return res
@@ -84,126 +85,25 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		res.Status = NoMatchedLogicQueue
 		return res
 	}
-	minO, maxO := cq.minOffset(), cq.maxOffset()
-	res.MinOffset, res.MaxOffset = minO, maxO
-	switch {
-	case maxO == 0:
-		res.Status, res.NextBeginOffset = NoMessageInQueue, 0
-		return res
-	case offset < minO:
-		res.Status, res.NextBeginOffset = OffsetTooSmall, minO
-		return res
-	case offset == maxO:
-		res.Status, res.NextBeginOffset = OffsetOverflowOne, offset
-		return res
-	case offset > maxO:
-		res.Status = OffsetOverflowBadly
-		if minO == 0 {
-			res.NextBeginOffset = minO
-		} else {
-			res.NextBeginOffset = maxO
-		}
+	res.MinOffset, res.MaxOffset = cq.minOffset(), cq.maxOffset()
+	if st, next, ok := checkQueueOffset(offset, res.MinOffset, res.MaxOffset); !ok {
+		res.Status, res.NextBeginOffset = st, next
 		return res
 	}
-	if maxMsgNums <= 0 {
-		maxMsgNums = 1
-	}
+	maxMsgNums = max(maxMsgNums, 1)
 	maxTotal := int64(maxBytes)
 	if maxTotal <= 0 || maxTotal > 128<<20 {
 		maxTotal = 128 << 20
 	}
-	maxPhy := s.commitLog.maxOffset()
-	minPhy := s.commitLog.minOffset()
 	memLimit := s.totalMemory * int64(s.cfg.AccessMessageInMemoryMaxRatio) / 100
 	maxFilter := max(s.cfg.MaxFilterMessageSize, int(maxMsgNums)*CQUnitSize) / CQUnitSize
-	skipProps := filter == nil
-	if pf, ok := filter.(PropertiesFilterless); ok && pf.PropertiesFilterless() {
-		skipProps = true
-	}
 
-	// Pass 1 walks the consume queue (no commit-log access unless a
-	// property filter needs the record) and picks the units to return;
-	// pass 2 copies them into one exactly sized buffer.
-	//
-	// Invariant: NextBeginOffset never passes a unit that was not examined
-	// with its record readable. Units are only skipped when filtered out or
-	// when their record is gone (below the commit log's min offset); a unit
-	// whose record is not readable ends the batch before it.
-	status := NoMatchedMessage
-	nextPhyFileStart := int64(-1)
-	var maxPhyPulling int64
-	picked := make([]pickedUnit, 0, min(int(maxMsgNums), 64))
-	var total int64
-	examined := 0
-	unreadable := false
-	scanned := cq.scan(offset, maxFilter, func(q int64, u cqUnit) bool {
-		if u.blank() {
-			examined++
-			return true
-		}
-		maxPhyPulling = u.PhyOffset
-		if nextPhyFileStart >= 0 && u.PhyOffset < nextPhyFileStart {
-			examined++
-			return true
-		}
-		if u.Size <= 0 {
-			// Not a unit dispatch writes (a torn or unwritten slot): never
-			// step over it.
-			unreadable = true
-			return false
-		}
-		if u.PhyOffset < minPhy {
-			examined++
-			if len(picked) == 0 {
-				status = MessageWasRemoving
-			}
-			nextPhyFileStart = s.rollNextFile(u.PhyOffset)
-			return true
-		}
-		if u.PhyOffset+int64(u.Size) > maxPhy {
-			// maxPhy is a snapshot taken before the scan: units dispatched
-			// since then point past it. Look again; a record still not
-			// readable (never expected) ends the batch, it is not skipped.
-			if maxPhy = s.commitLog.maxOffset(); u.PhyOffset+int64(u.Size) > maxPhy {
-				unreadable = true
-				return false
-			}
-		}
-		inDisk := maxPhy-u.PhyOffset > memLimit
-		if s.batchFull(total, len(picked), int64(u.Size), int(maxMsgNums), maxTotal, inDisk) {
-			return false
-		}
-		if filter != nil && !filter.MatchTagsCode(u.TagsCode) {
-			examined++
-			return true
-		}
-		if !skipProps {
-			raw, ok := s.readRaw(nil, u.PhyOffset, int64(u.Size))
-			if !ok {
-				if u.PhyOffset >= s.commitLog.minOffset() {
-					unreadable = true
-					return false // not readable (yet): never step over it
-				}
-				examined++ // deleted meanwhile
-				return true
-			}
-			ext, _, err := message.DecodeStored(raw, message.DecodeOptions{SkipBody: true})
-			if err != nil || !filter.MatchProperties(ext.Properties) {
-				examined++
-				if len(picked) == 0 {
-					status = NoMatchedMessage
-				}
-				return true
-			}
-		}
-		examined++
-		picked = append(picked, pickedUnit{cqUnit: u, q: q})
-		total += int64(u.Size)
-		status = Found
-		nextPhyFileStart = -1
-		return true
-	})
-	if scanned == 0 {
+	sc := newUnitScan(storeRecords{s}, filter, int(maxMsgNums))
+	sc.fileSize, sc.memLimit = s.cfg.MappedFileSizeCommitLog, memLimit
+	sc.full = func(total int64, count int, size int64, inDisk bool) bool {
+		return s.batchFull(total, count, size, int(maxMsgNums), maxTotal, inDisk)
+	}
+	if cq.scan(offset, maxFilter, sc.step) == 0 {
 		res.Status = OffsetFoundNull
 		res.NextBeginOffset = offset
 		if offset < cq.minOffset() || cq.files.find(offset*CQUnitSize, false) == nil {
@@ -212,10 +112,53 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		}
 		return res
 	}
-	next := offset + int64(examined)
-	buf := make([]byte, 0, total)
-	res.Messages = make([][]byte, 0, len(picked))
-	var cur *mappedFile // held while consecutive units fall in it
+	next := offset + int64(sc.examined)
+	res.Buffer, res.Messages, next = s.copyPicked(sc.picked, sc.total, next)
+	status := sc.status
+	if sc.unreadable && sc.examined == 0 {
+		status = OffsetFoundNull // retried from the same offset
+	}
+	if len(res.Messages) == 0 && status == Found {
+		status = MessageWasRemoving // removed between the passes
+	}
+	res.Status = status
+	res.NextBeginOffset = next
+	res.TotalBytes = len(res.Buffer)
+	res.SuggestPullingFromSlave = sc.maxPhy-sc.maxPhyPulling > memLimit
+	s.stats.gets.Add(1)
+	s.stats.getMessages.Add(int64(len(res.Messages)))
+	return res
+}
+
+// checkQueueOffset answers a request for offset outside [minO, maxO) the
+// way RocketMQ does: the status and the offset to pull next, and ok false.
+func checkQueueOffset(offset, minO, maxO int64) (status GetStatus, next int64, ok bool) {
+	switch {
+	case maxO == 0:
+		return NoMessageInQueue, 0, false
+	case offset < minO:
+		return OffsetTooSmall, minO, false
+	case offset == maxO:
+		return OffsetOverflowOne, offset, false
+	case offset > maxO:
+		if minO == 0 {
+			return OffsetOverflowBadly, minO, false
+		}
+		return OffsetOverflowBadly, maxO, false
+	}
+	return 0, 0, true
+}
+
+// copyPicked is GetMessage's second pass: it copies the picked records
+// (total bytes) into one buffer, holding each commit-log file while
+// consecutive units fall in it. next is where the batch ends after pass 1;
+// a picked unit that is no longer readable but not deleted ends the batch
+// before it (next becomes its queue offset: never stepped over), and a
+// deleted one is dropped.
+func (s *Store) copyPicked(picked []pickedUnit, total, next int64) (buf []byte, msgs [][]byte, nextOut int64) {
+	buf = make([]byte, 0, total)
+	msgs = make([][]byte, 0, len(picked))
+	var cur *mappedFile
 	for _, u := range picked {
 		if cur == nil || u.PhyOffset < cur.fromOffset || u.PhyOffset >= cur.fromOffset+cur.size {
 			if cur != nil {
@@ -236,31 +179,12 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		}
 		n := len(buf)
 		buf = append(buf, cur.data[pos:pos+int64(u.Size)]...)
-		res.Messages = append(res.Messages, buf[n:len(buf):len(buf)])
+		msgs = append(msgs, buf[n:len(buf):len(buf)])
 	}
 	if cur != nil {
 		cur.release()
 	}
-	if unreadable && examined == 0 {
-		status = OffsetFoundNull // retried from the same offset
-	}
-	res.Buffer = buf
-	if len(res.Messages) == 0 && status == Found {
-		status = MessageWasRemoving // removed between the passes
-	}
-	res.Status = status
-	res.NextBeginOffset = next
-	res.TotalBytes = len(buf)
-	res.SuggestPullingFromSlave = maxPhy-maxPhyPulling > memLimit
-	s.stats.gets.Add(1)
-	s.stats.getMessages.Add(int64(len(res.Messages)))
-	return res
-}
-
-// pickedUnit is a unit chosen by GetMessage's first pass and its queue offset.
-type pickedUnit struct {
-	cqUnit
-	q int64
+	return buf, msgs, next
 }
 
 // batchFull is RocketMQ's isTheBatchFull.
@@ -279,11 +203,9 @@ func (s *Store) batchFull(bufTotal int64, msgTotal int, size int64, maxMsgNums i
 		msgTotal > s.cfg.MaxTransferCountOnMessageInMemory-1
 }
 
-// rollNextFile is the start of the commit-log file after the one holding off.
-func (s *Store) rollNextFile(off int64) int64 {
-	size := s.cfg.MappedFileSizeCommitLog
-	return off + size - off%size
-}
+// nextFileStart is the start of the file after the one holding off, for
+// files of size bytes.
+func nextFileStart(off, size int64) int64 { return off + size - off%size }
 
 // rollNextCQFile is the first queue offset of the next consume-queue file.
 func (s *Store) rollNextCQFile(cq *consumeQueue, q int64) int64 {

@@ -219,9 +219,6 @@ func (t *Timer) enqueueBatch() bool {
 	offset := t.queueOffset
 	t.mu.Unlock()
 	res := t.st.GetMessage(consumerGroup, names.TopicTimerWheel, 0, offset, 64, 0, nil)
-	if res.Release != nil {
-		defer res.Release()
-	}
 	switch res.Status {
 	case store.Found:
 	case store.OffsetTooSmall, store.OffsetOverflowBadly:
