@@ -103,6 +103,20 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 			return err
 		}
 		logEffectiveConfig(logger, "broker", cfg.ToMap())
+		if cfg.EnableControllerMode {
+			// The controller assigns the role; a role change replaces the
+			// broker in process (broker.Node).
+			n, err := broker.NewNode(cfg, logger)
+			if err != nil {
+				return err
+			}
+			n.SetConfigFile(f.confFile)
+			if err := n.Start(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, n.Broker().Addr())
+			return serveUntilDone(cmd.Context(), logger, n.Close)
+		}
 		b, err := broker.New(cfg, logger)
 		if err != nil {
 			return err

@@ -57,6 +57,7 @@ type Broker struct {
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
 	ha         haState      // replication (ha_config.go, slave_sync.go)
 	auth       authState    // ACL 2.0 (auth.go, admin_auth.go)
+	ctl        ctlState     // controller mode (controller_mode.go)
 
 	addr      string         // brokerIP1:port, as advertised; set in Start
 	storeHost netip.AddrPort // same address, for ids
@@ -213,6 +214,9 @@ func (b *Broker) start() error {
 	b.addr = b.storeHost.String()
 	b.uniq = message.NewUniqIDGenerator(ip, os.Getpid())
 
+	if err := b.controllerPrepare(); err != nil { // controller_mode.go
+		return err
+	}
 	b.cfg.Store.StoreHost = b.storeHost
 	st, err := store.New(b.cfg.Store, b.logger)
 	if err != nil {
@@ -222,8 +226,11 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: store: %w", err)
 	}
 	b.Store = st
+	if err := b.controllerJoin(); err != nil { // controller_mode.go: may reopen the store
+		return err
+	}
 	if b.cfg.LongPollingEnable {
-		st.AddArrivalListener(b.pullHold.onArrival)
+		b.Store.AddArrivalListener(b.pullHold.onArrival)
 	}
 
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-nsclient"),
@@ -232,6 +239,9 @@ func (b *Broker) start() error {
 		return fmt.Errorf("broker: name-server client: %w", err)
 	}
 	if err := b.startHA(configured); err != nil { // ha_config.go
+		return err
+	}
+	if err := b.startControllerMode(); err != nil { // controller_mode.go
 		return err
 	}
 
@@ -279,6 +289,7 @@ func (b *Broker) newServer(port int) *remoting.Server {
 	}
 	s.AddConnListener(connListener{b})
 	b.registerProcessors(s)
+	b.registerControllerProcessors(s) // controller_mode.go
 	return s
 }
 
@@ -316,6 +327,7 @@ func (b *Broker) shutdown() error {
 		b.unregisterAll()
 	}
 	b.routines.Close()
+	b.closeControllerMode() // controller_mode.go
 	for _, s := range []*remoting.Server{b.vipServer, b.server} {
 		if s != nil {
 			if err := s.Close(); err != nil {

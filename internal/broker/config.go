@@ -109,8 +109,9 @@ type Config struct {
 	MetricsConfig // metricsExporterType, metricsPromExporterPort, ... (config_metrics.go)
 	// AuthConfig: authenticationEnabled, authorizationEnabled, ... (auth.go)
 	auth.AuthConfig
-	PopConfig  // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
-	GRPCConfig // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
+	PopConfig            // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
+	GRPCConfig           // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
+	ControllerModeConfig // enableControllerMode, controllerAddr, ... (controller_config.go)
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -178,11 +179,12 @@ func DefaultConfig() Config {
 
 		UseServerSideResetOffset: true,
 
-		TimerConfig:   DefaultTimerConfig(),
-		HAConfig:      DefaultHAConfig(),
-		MetricsConfig: DefaultMetricsConfig(),
-		PopConfig:     DefaultPopConfig(),
-		GRPCConfig:    DefaultGRPCConfig(),
+		TimerConfig:          DefaultTimerConfig(),
+		HAConfig:             DefaultHAConfig(),
+		MetricsConfig:        DefaultMetricsConfig(),
+		PopConfig:            DefaultPopConfig(),
+		GRPCConfig:           DefaultGRPCConfig(),
+		ControllerModeConfig: DefaultControllerModeConfig(),
 
 		Store: store.DefaultConfig(),
 	}

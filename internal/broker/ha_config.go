@@ -70,7 +70,12 @@ func (c *Config) isSlave() bool { return c.Store.BrokerRole == store.RoleSlave }
 // validateHA checks the HA keys and applies RocketMQ's start-up rule: a
 // master's brokerId is forced to 0, a slave needs brokerId > 0.
 func (c *Config) validateHA() error {
-	if c.isSlave() {
+	if err := c.validateControllerMode(); err != nil {
+		return err
+	}
+	if c.EnableControllerMode {
+		// brokerRole and brokerId come from the controller (controller_mode.go).
+	} else if c.isSlave() {
 		if c.BrokerID <= 0 {
 			return fmt.Errorf("broker: config brokerId=%d: a SLAVE needs brokerId > 0", c.BrokerID)
 		}
@@ -116,6 +121,8 @@ func (b *Broker) startHA(configuredListenPort int) error {
 	cfg.MaxGapNotInSync = b.cfg.HaMaxGapNotInSync
 	cfg.FlowControlEnable = b.cfg.HaFlowControlEnable
 	cfg.MaxTransferBytesPerSecond = b.cfg.MaxHaTransferByteInSecond
+	cfg.SyncFromMinOffset = b.cfg.EnableControllerMode
+	cfg.AllAck = b.cfg.EnableControllerMode && b.cfg.AllAckInSyncStateSet
 	srv, err := ha.NewServer(cfg, b.Store, b.logger)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

@@ -239,6 +239,8 @@ func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.Re
 		return protocol.ServiceNotAvailable, remark
 	case store.OSPageCacheBusy:
 		return protocol.SystemBusy, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+	case store.InSyncReplicasNotEnough:
+		return protocol.SystemError, "in-sync replicas not enough"
 	default:
 		remark := "UNKNOWN_ERROR"
 		if res.Remark != "" {

@@ -32,6 +32,7 @@ func (b *Broker) startSlave() error {
 	cfg.HeartbeatInterval = b.cfg.HaSendHeartbeatInterval
 	cfg.HousekeepingInterval = b.cfg.HaHousekeepingInterval
 	cfg.ReconnectInterval = b.cfg.HaReconnectInterval
+	cfg = b.haClientConfig(cfg) // controller_mode.go: handshake with the broker id
 	c, err := ha.NewClient(cfg, b.Store, b.logger)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
@@ -41,6 +42,9 @@ func (b *Broker) startSlave() error {
 	}
 	b.ha.client = c
 	b.ha.masterWake = make(chan struct{}, 1)
+	if b.MasterAddr() != "" {
+		b.ha.masterWake <- struct{}{} // controller mode knows the master already
+	}
 	b.goFunc("slave-sync", b.slaveSyncLoop)
 	return nil
 }
@@ -49,7 +53,7 @@ func (b *Broker) startSlave() error {
 // answer (set only while the master is registered). An empty answer keeps
 // the last known addresses: the HA client keeps retrying them.
 func (b *Broker) onRegisterResult(resp *protocol.Command) {
-	if b.ha.client == nil {
+	if b.ha.client == nil || b.cfg.EnableControllerMode { // controller mode: the controller names the master
 		return
 	}
 	var h protocol.RegisterBrokerResponseHeader
@@ -84,7 +88,13 @@ func (b *Broker) MasterAddr() string {
 // slaveSyncLoop is SlaveSynchronize: copy the master's metadata as soon as
 // its address is known or changes, then every slaveSyncPeriod.
 func (b *Broker) slaveSyncLoop() {
-	t := time.NewTicker(b.cfg.SlaveSyncPeriod)
+	period := b.cfg.SlaveSyncPeriod
+	if b.cfg.EnableControllerMode {
+		// A slave may become master at any time: topics and groups created
+		// on the master must reach it promptly.
+		period = min(period, time.Second)
+	}
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {

@@ -226,6 +226,15 @@ func (c *Client) transfer(nc net.Conn) error {
 		c.lastReported.Store(off)
 		return nil
 	}
+	if c.cfg.BrokerID > 0 {
+		var hs [2 * reportSize]byte
+		if err := nc.SetWriteDeadline(time.Now().Add(c.cfg.HousekeepingInterval)); err != nil {
+			return err
+		}
+		if _, err := nc.Write(appendHandshake(hs[:0], c.cfg.BrokerID)); err != nil {
+			return fmt.Errorf("ha: handshake: %w", err)
+		}
+	}
 	reported := c.log.MaxPhyOffset()
 	if err := sendReport(reported); err != nil {
 		return err

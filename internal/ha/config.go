@@ -36,6 +36,14 @@ type ServerConfig struct {
 	// (false) and maxHaTransferByteInSecond (100 MiB/s), summed over slaves.
 	FlowControlEnable         bool
 	MaxTransferBytesPerSecond int64
+	// SyncFromMinOffset makes an empty slave (report 0) start at the
+	// master's first commit-log offset instead of its last file, so it gets
+	// the whole history (controller mode; RocketMQ's syncFromLastFile=false).
+	SyncFromMinOffset bool
+	// AllAck makes SYNC puts wait for every replica of the SyncStateSet
+	// (allAckInSyncStateSet; set with GroupTransfer.SetSyncStateSet) instead
+	// of InSyncReplicas acknowledgements.
+	AllAck bool
 	// IdleWait is how long a writer with nothing to send waits for new
 	// data before looking again (RocketMQ: 100 ms). Not a RocketMQ key.
 	IdleWait time.Duration
@@ -94,6 +102,10 @@ type ClientConfig struct {
 	ReconnectInterval time.Duration
 	// DialTimeout bounds one connect (RocketMQ: 3 s). Not a RocketMQ key.
 	DialTimeout time.Duration
+	// BrokerID > 0 (controller mode) sends the handshake with this
+	// controller-assigned id before the first report, so the master can
+	// tell which SyncStateSet member acknowledges.
+	BrokerID int64
 }
 
 // DefaultClientConfig returns RocketMQ's defaults.

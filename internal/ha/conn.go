@@ -3,6 +3,7 @@ package ha
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -29,6 +30,18 @@ type slaveConn struct {
 	requestOffset atomic.Int64
 	reported      chan struct{} // closed by the read loop at the first report
 
+	// brokerID is the controller id from the handshake (0: classic slave);
+	// set by the read loop before reported is closed.
+	brokerID atomic.Int64
+	// lastCaughtUp is when the slave last acknowledged everything the
+	// master had at its previous report (unix nanos; haMaxTimeSlaveNotCatchup).
+	lastCaughtUp atomic.Int64
+	// prevMax is the master's max offset at the previous report; read loop only.
+	prevMax int64
+
+	unread    int64 // first report read while probing for the handshake
+	hasUnread bool
+
 	wake      chan struct{} // capacity 1: new data may be readable
 	done      chan struct{} // closed by close
 	closeOnce sync.Once
@@ -45,6 +58,18 @@ func newSlaveConn(s *Server, nc net.Conn, id uint64) *slaveConn {
 	return c
 }
 
+// ackKey is the GroupTransfer key: the controller broker id when the slave
+// sent the handshake, else the connection id above the id space.
+func (c *slaveConn) ackKey() uint64 {
+	if id := c.brokerID.Load(); id > 0 {
+		return uint64(id)
+	}
+	return classicKeyBase + c.id
+}
+
+// classicKeyBase separates connection ids from controller broker ids.
+const classicKeyBase = 1 << 62
+
 // close closes the socket once; both loops then exit.
 func (c *slaveConn) close() {
 	c.closeOnce.Do(func() {
@@ -60,12 +85,38 @@ func (c *slaveConn) readLoop() {
 	r := bufio.NewReaderSize(c.nc, 4096)
 	var buf [reportSize]byte
 	first := true
+	c.prevMax = c.s.log.MaxPhyOffset()
 	for {
 		if err := c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.HousekeepingInterval)); err != nil {
 			return
 		}
-		off, err := readReport(r, &buf)
-		if err != nil {
+		if first {
+			w, err := readWord(r, &buf)
+			if err != nil {
+				c.logEnd("read", err)
+				return
+			}
+			if w == handshakeMagic {
+				id, err := readWord(r, &buf)
+				if err != nil || id <= 0 {
+					c.logEnd("handshake", fmt.Errorf("ha: bad handshake broker id %d: %v", id, err))
+					return
+				}
+				c.brokerID.Store(id)
+				c.s.logger.Info("slave identified", "addr", c.addr, "brokerId", id)
+			} else if w < 0 {
+				c.logEnd("read", fmt.Errorf("ha: negative report offset %d: %w", w, errBadFrame))
+				return
+			} else {
+				c.unread = w
+				c.hasUnread = true
+			}
+		}
+		var off int64
+		var err error
+		if c.hasUnread {
+			off, c.hasUnread = c.unread, false
+		} else if off, err = readReport(r, &buf); err != nil {
 			c.logEnd("read", err)
 			return
 		}
@@ -77,6 +128,11 @@ func (c *slaveConn) readLoop() {
 			}
 		}
 		c.ackOffset.Store(off)
+		now := time.Now()
+		if off >= c.prevMax {
+			c.lastCaughtUp.Store(now.UnixNano())
+		}
+		c.prevMax = c.s.log.MaxPhyOffset()
 		if first {
 			first = false
 			c.requestOffset.Store(off)
@@ -88,7 +144,7 @@ func (c *slaveConn) readLoop() {
 				break
 			}
 		}
-		c.s.transfer.Ack(c.id, off)
+		c.s.transfer.Ack(c.ackKey(), off)
 	}
 }
 
@@ -115,6 +171,17 @@ func startOffset(reported, masterMax, fileSize int64) int64 {
 	return reported
 }
 
+// startOffsetFor applies SyncFromMinOffset: an empty slave gets the whole
+// history from the master's first offset.
+func (c *slaveConn) startOffsetFor(reported int64) int64 {
+	if reported == 0 && c.s.cfg.SyncFromMinOffset {
+		if m, ok := c.s.log.(interface{ MinPhyOffset() int64 }); ok {
+			return m.MinPhyOffset()
+		}
+	}
+	return startOffset(reported, c.s.log.MaxPhyOffset(), c.s.cfg.CommitLogFileSize)
+}
+
 // writeLoop is WriteSocketService. It waits for the first report, then
 // sends header + up to haTransferBatchSize bytes while data is readable,
 // waits up to IdleWait (100 ms) or a Notify when there is none, and sends
@@ -126,7 +193,7 @@ func (c *slaveConn) writeLoop() {
 		return
 	}
 	cfg := &c.s.cfg
-	next := startOffset(c.requestOffset.Load(), c.s.log.MaxPhyOffset(), cfg.CommitLogFileSize)
+	next := c.startOffsetFor(c.requestOffset.Load())
 	c.s.logger.Info("slave transfer starts", "addr", c.addr, "offset", next, "reported", c.requestOffset.Load())
 	var header [transferHeaderSize]byte
 	lastWrite := time.Now()

@@ -14,6 +14,13 @@ const (
 	transferHeaderSize = 12 // master -> slave: physicalOffset int64, bodySize int32
 )
 
+// handshakeMagic opens a controller-mode slave's stream: magic then its
+// controller broker id (two int64), before the first report. No classic
+// report is negative, so a master tells the two apart by the first word.
+// Apogee's own framing (RocketMQ's controller mode uses a different HA
+// protocol): a Java slave never sends it.
+const handshakeMagic int64 = -0x41504f474545 // "APOGEE"
+
 // MaxFrameBody bounds the body of one transfer frame a slave accepts. Java
 // masters send at most haTransferBatchSize (32 KiB by default); anything
 // beyond this is treated as a corrupt stream.
@@ -33,14 +40,28 @@ func putTransferHeader(dst []byte, offset int64, bodySize int32) {
 
 // readReport reads one 8-byte slave report.
 func readReport(r io.Reader, buf *[reportSize]byte) (int64, error) {
-	if _, err := io.ReadFull(r, buf[:]); err != nil {
+	off, err := readWord(r, buf)
+	if err != nil {
 		return 0, err
 	}
-	off := int64(binary.BigEndian.Uint64(buf[:]))
 	if off < 0 {
 		return 0, fmt.Errorf("ha: negative report offset %d: %w", off, errBadFrame)
 	}
 	return off, nil
+}
+
+// readWord reads one big-endian int64.
+func readWord(r io.Reader, buf *[reportSize]byte) (int64, error) {
+	if _, err := io.ReadFull(r, buf[:]); err != nil {
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint64(buf[:])), nil
+}
+
+func appendHandshake(dst []byte, brokerID int64) []byte {
+	magic := handshakeMagic
+	dst = binary.BigEndian.AppendUint64(dst, uint64(magic))
+	return binary.BigEndian.AppendUint64(dst, uint64(brokerID))
 }
 
 // transferDecoder splits the master's byte stream into transfer frames.

@@ -78,6 +78,7 @@ func NewServer(cfg ServerConfig, log CommitLogReader, logger *slog.Logger) (*Ser
 	s.flow.limit = cfg.MaxTransferBytesPerSecond
 	s.flow.enabled = cfg.FlowControlEnable
 	s.transfer = NewGroupTransfer(cfg.InSyncReplicas, cfg.SlaveTimeout, s.Notify)
+	s.transfer.allAck = cfg.AllAck
 	return s, nil
 }
 
@@ -204,7 +205,7 @@ func (s *Server) serve(nc net.Conn) {
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
-			s.transfer.Remove(c.id)
+			s.transfer.Remove(c.ackKey())
 			s.logger.Info("slave disconnected", "addr", c.addr, "ackOffset", c.ackOffset.Load())
 		}
 	}
@@ -245,6 +246,37 @@ func (s *Server) Stats() Stats {
 	}
 	s.mu.Unlock()
 	return st
+}
+
+// SlaveProgress is one identified (controller-mode) slave's replication
+// progress, for SyncStateSet maintenance.
+type SlaveProgress struct {
+	BrokerID     int64
+	Addr         string
+	AckOffset    int64
+	LastCaughtUp time.Time // zero: never caught up on this connection
+}
+
+// Progress returns the identified slaves (handshake sent), one entry per
+// broker id (the most advanced connection).
+func (s *Server) Progress() map[int64]SlaveProgress {
+	out := make(map[int64]SlaveProgress)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		id := c.brokerID.Load()
+		if id <= 0 {
+			continue
+		}
+		p := SlaveProgress{BrokerID: id, Addr: c.addr, AckOffset: c.ackOffset.Load()}
+		if ns := c.lastCaughtUp.Load(); ns > 0 {
+			p.LastCaughtUp = time.Unix(0, ns)
+		}
+		if old, ok := out[id]; !ok || p.AckOffset > old.AckOffset {
+			out[id] = p
+		}
+	}
+	return out
 }
 
 // InSyncSlaves counts connected slaves within haMaxGapNotInSync.

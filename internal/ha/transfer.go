@@ -15,9 +15,12 @@ import (
 // transport.
 type GroupTransfer struct {
 	needAcks int // inSyncReplicas, master included
-	timeout  time.Duration
-	now      func() time.Time
-	onWait   func() // wakes the writers when a put starts waiting
+	// allAck (allAckInSyncStateSet): a put needs an ack from every key of
+	// required instead of needAcks acks.
+	allAck  bool
+	timeout time.Duration
+	now     func() time.Time
+	onWait  func() // wakes the writers when a put starts waiting
 
 	wake chan struct{} // capacity 1: waiters or acks changed
 	quit chan struct{}
@@ -29,6 +32,9 @@ type GroupTransfer struct {
 	// waiters in arrival order, so deadlines are non-decreasing. Guarded by mu.
 	waiters []transferWaiter
 	closed  bool // guarded by mu
+	// required is the SyncStateSet without the master (allAck mode);
+	// guarded by mu.
+	required []uint64
 }
 
 type transferWaiter struct {
@@ -55,7 +61,7 @@ func NewGroupTransfer(needAcks int, timeout time.Duration, onWait func()) *Group
 // goroutine) when the offset is already acknowledged, else later on the
 // ack-reporting goroutine or the expiry goroutine; it must not block.
 func (g *GroupTransfer) AwaitReplicated(nextOffset int64, done func(store.PutStatus)) {
-	if g.needAcks <= 1 {
+	if g.needAcks <= 1 && !g.allAck {
 		done(store.PutOK)
 		return
 	}
@@ -84,6 +90,14 @@ func (g *GroupTransfer) AwaitReplicated(nextOffset int64, done func(store.PutSta
 // ackedLocked reports whether enough replicas hold nextOffset.
 // REQUIRES: g.mu held.
 func (g *GroupTransfer) ackedLocked(nextOffset int64) bool {
+	if g.allAck {
+		for _, id := range g.required {
+			if g.acks[id] < nextOffset {
+				return false
+			}
+		}
+		return true
+	}
 	n := 1 // the master
 	for _, a := range g.acks {
 		if a >= nextOffset {
@@ -106,6 +120,29 @@ func (g *GroupTransfer) Ack(id uint64, offset int64) {
 		g.mu.Unlock()
 		return
 	}
+	var ready []transferWaiter
+	kept := g.waiters[:0]
+	for _, w := range g.waiters {
+		if g.ackedLocked(w.nextOffset) {
+			ready = append(ready, w)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(g.waiters[len(kept):])
+	g.waiters = kept
+	g.mu.Unlock()
+	for _, w := range ready {
+		w.done(store.PutOK)
+	}
+}
+
+// SetSyncStateSet sets the replicas every put must reach in allAck mode
+// (the SyncStateSet without the master) and releases waiters the new set
+// satisfies (a shrink).
+func (g *GroupTransfer) SetSyncStateSet(replicas []uint64) {
+	g.mu.Lock()
+	g.required = append([]uint64(nil), replicas...)
 	var ready []transferWaiter
 	kept := g.waiters[:0]
 	for _, w := range g.waiters {

@@ -70,3 +70,64 @@ func TestGroupTransferAckReleasesAndTimeoutExpires(t *testing.T) {
 	}
 	testutil.Eventually(t, time.Second, func() bool { return g.Waiting() == 0 })
 }
+
+// allAckInSyncStateSet: a put needs every SyncStateSet replica; a shrink
+// of the set releases puts the remaining members already hold.
+func TestGroupTransferAllAck(t *testing.T) {
+	tests := []struct {
+		name string
+		set  []uint64
+		acks map[uint64]int64
+		want bool
+	}{
+		{"set of the master alone", nil, nil, true},
+		{"member behind", []uint64{2}, map[uint64]int64{2: 99}, false},
+		{"member at offset", []uint64{2}, map[uint64]int64{2: 100}, true},
+		{"an ack outside the set does not count", []uint64{2}, map[uint64]int64{3: 100}, false},
+		{"one of two members behind", []uint64{2, 3}, map[uint64]int64{2: 100, 3: 10}, false},
+		{"both members", []uint64{2, 3}, map[uint64]int64{2: 100, 3: 100}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGroupTransfer(1, time.Hour, nil)
+			g.allAck = true
+			defer g.stop()
+			g.SetSyncStateSet(tc.set)
+			for id, off := range tc.acks {
+				g.Ack(id, off)
+			}
+			var got []store.PutStatus
+			g.AwaitReplicated(100, func(st store.PutStatus) { got = append(got, st) })
+			if released := len(got) == 1 && got[0] == store.PutOK; released != tc.want {
+				t.Fatalf("released=%v (%v), want %v", released, got, tc.want)
+			}
+			if !tc.want {
+				g.SetSyncStateSet(nil) // shrink to the master: released
+				if len(got) != 1 || got[0] != store.PutOK {
+					t.Fatalf("after shrink: %v", got)
+				}
+			}
+		})
+	}
+}
+
+// A controller-mode slave identifies itself (handshake) and its acks are
+// keyed by its broker id; Progress reports it.
+func TestHandshakeIdentifiesSlave(t *testing.T) {
+	master := openStore(t, t.TempDir(), store.RoleSyncMaster)
+	slave := openStore(t, t.TempDir(), store.RoleSlave)
+	cfg := testServerConfig()
+	cfg.AllAck, cfg.SyncFromMinOffset = true, true
+	srv := startServer(t, cfg, master)
+	srv.Transfer().SetSyncStateSet([]uint64{7})
+	master.SetReplicator(srv.Replicator())
+	ccfg := testClientConfig(srv.Addr().String())
+	ccfg.BrokerID = 7
+	startClient(t, ccfg, slave)
+	putN(t, master, "T", 0, 20) // sync puts: released only by broker 7's acks
+	waitIdentical(t, master, slave, 0)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		p, ok := srv.Progress()[7]
+		return ok && p.AckOffset == master.MaxPhyOffset() && !p.LastCaughtUp.IsZero()
+	}, "progress of broker 7: %v", srv.Progress())
+}

@@ -118,6 +118,13 @@ type Config struct {
 	// StoreHost is written into every record's STOREHOST field and into
 	// offset message ids: the broker sets it to brokerIP1:listenPort.
 	StoreHost netip.AddrPort `conf:"-"`
+	// TruncateOnStart / TruncateOffset make recovery cut the commit log
+	// (and the consume queues) at TruncateOffset, a record boundary, when
+	// it ends later: controller mode's rejoin at the last common epoch
+	// boundary. Index entries beyond it stay (lookups of them find no
+	// message). Not broker.conf keys.
+	TruncateOnStart bool  `conf:"-"`
+	TruncateOffset  int64 `conf:"-"`
 
 	// Now is the clock (nil = time.Now). Tests inject one to exercise expiry.
 	Now func() time.Time `conf:"-"`

@@ -26,19 +26,23 @@ const (
 	PropertiesSizeExceeded
 	OSPageCacheBusy
 	UnknownError
+	// InSyncReplicasNotEnough: the write gate (controller mode) found the
+	// SyncStateSet smaller than minInSyncReplicas; nothing was written.
+	InSyncReplicasNotEnough
 )
 
 var putStatusNames = [...]string{
-	PutOK:                  "PUT_OK",
-	FlushDiskTimeout:       "FLUSH_DISK_TIMEOUT",
-	FlushSlaveTimeout:      "FLUSH_SLAVE_TIMEOUT",
-	SlaveNotAvailable:      "SLAVE_NOT_AVAILABLE",
-	ServiceNotAvailable:    "SERVICE_NOT_AVAILABLE",
-	CreateMappedFileFailed: "CREATE_MAPPED_FILE_FAILED",
-	MessageIllegal:         "MESSAGE_ILLEGAL",
-	PropertiesSizeExceeded: "PROPERTIES_SIZE_EXCEEDED",
-	OSPageCacheBusy:        "OS_PAGE_CACHE_BUSY",
-	UnknownError:           "UNKNOWN_ERROR",
+	PutOK:                   "PUT_OK",
+	FlushDiskTimeout:        "FLUSH_DISK_TIMEOUT",
+	FlushSlaveTimeout:       "FLUSH_SLAVE_TIMEOUT",
+	SlaveNotAvailable:       "SLAVE_NOT_AVAILABLE",
+	ServiceNotAvailable:     "SERVICE_NOT_AVAILABLE",
+	CreateMappedFileFailed:  "CREATE_MAPPED_FILE_FAILED",
+	MessageIllegal:          "MESSAGE_ILLEGAL",
+	PropertiesSizeExceeded:  "PROPERTIES_SIZE_EXCEEDED",
+	OSPageCacheBusy:         "OS_PAGE_CACHE_BUSY",
+	UnknownError:            "UNKNOWN_ERROR",
+	InSyncReplicasNotEnough: "IN_SYNC_REPLICAS_NOT_ENOUGH",
 }
 
 func (s PutStatus) String() string {
@@ -250,6 +254,13 @@ func (s *Store) checkWritable() (PutStatus, string) {
 		return ServiceNotAvailable, "store is not running"
 	case s.cfg.BrokerRole == RoleSlave:
 		return ServiceNotAvailable, "broker role is SLAVE"
+	}
+	if g := s.writeGate.Load(); g != nil {
+		if st, why := (*g)(); st != PutOK {
+			return st, why
+		}
+	}
+	switch {
 	case s.flushFailed.Load():
 		return ServiceNotAvailable, "store is not writable: a disk flush failed"
 	case s.diskFull.Load():
@@ -505,6 +516,22 @@ func (s *Store) replicate(res PutResult, wait bool, done func(PutResult)) {
 // FlushSlaveTimeout / SlaveNotAvailable. done must not block.
 type Replicator interface {
 	AwaitReplicated(nextOffset int64, done func(PutStatus))
+}
+
+// WriteGate is consulted before every put (after the running and role
+// checks): a status other than PutOK refuses the put with that status and
+// remark, before anything is written. Controller mode uses it for the
+// master's lease (fencing) and minInSyncReplicas. It must be cheap and
+// must not block.
+type WriteGate func() (PutStatus, string)
+
+// SetWriteGate installs the write gate (nil removes it).
+func (s *Store) SetWriteGate(g WriteGate) {
+	if g == nil {
+		s.writeGate.Store(nil)
+		return
+	}
+	s.writeGate.Store(&g)
 }
 
 // SetReplicator installs the replication stage (nil removes it).

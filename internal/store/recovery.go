@@ -182,6 +182,12 @@ scan:
 			processOffset = f.fromOffset + pos
 		}
 	}
+	if s.cfg.TruncateOnStart && s.cfg.TruncateOffset >= 0 && s.cfg.TruncateOffset < processOffset {
+		s.log.Warn("recovery: truncating the commit log as asked (controller mode rejoin)",
+			"from", processOffset, "to", s.cfg.TruncateOffset)
+		processOffset = max(s.cfg.TruncateOffset, s.commitLog.minOffset())
+		reason = "truncated to the last common epoch boundary"
+	}
 	rep.ValidEnd = processOffset
 
 	// Measure what lies beyond the valid end (the dropped part) and zero it,

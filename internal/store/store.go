@@ -74,6 +74,7 @@ type Store struct {
 
 	group       groupCommit
 	replicator  atomic.Pointer[Replicator]
+	writeGate   atomic.Pointer[WriteGate]
 	flushFailed atomic.Bool // sticky msync/fsync failure
 	diskFull    atomic.Bool
 	logicsError atomic.Bool
