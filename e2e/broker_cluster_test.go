@@ -17,41 +17,28 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
 
 	"github.com/apogeemq/apogee/internal/broker"
 	"github.com/apogeemq/apogee/internal/namesrv"
-	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/internal/testutil/cluster"
 )
 
-// testCluster is a name server plus one broker.
+// testCluster is a name server plus one broker (internal/testutil/cluster)
+// under the field names the e2e tests use; startBroker and stopBroker keep
+// the fields and the cluster in step, so a test may change cfg between a
+// stop and a start.
 type testCluster struct {
 	t      testing.TB
 	ns     *namesrv.Server
 	nsAddr string
 	cfg    broker.Config
 	b      *broker.Broker // nil while stopped
+	cl     *cluster.Cluster
 }
 
 // brokerTestConfig is a broker for dir with small store files.
-func brokerTestConfig(dir string) broker.Config {
-	cfg := broker.DefaultConfig()
-	cfg.BrokerName = "broker-a"
-	cfg.ListenPort = 0
-	cfg.Store.StorePathRootDir = dir
-	cfg.Store.MappedFileSizeCommitLog = 8 << 20
-	cfg.Store.MappedFileSizeConsumeQueue = 20 * 10000
-	cfg.Store.MaxMessageSize = 1 << 20
-	cfg.SendMessageThreadPoolNums = 2
-	cfg.PullMessageThreadPoolNums = 8
-	// RocketMQ's 200 ms is tuned for a broker that has its cores to itself.
-	// Under -race, with other test packages running on the same two cores,
-	// a send can wait that long for a worker with the queue empty, and the
-	// answer (SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]) is not retried for ordered
-	// sends. The fast-failure behaviour itself is tested in internal/broker.
-	cfg.WaitTimeMillsInSendQueue = 3 * time.Second
-	return cfg
-}
+func brokerTestConfig(dir string) broker.Config { return cluster.BrokerConfig(dir) }
 
 func startCluster(t *testing.T, mutate func(*broker.Config)) *testCluster {
 	t.Helper()
@@ -61,59 +48,40 @@ func startCluster(t *testing.T, mutate func(*broker.Config)) *testCluster {
 // startClusterTB is startCluster for tests and benchmarks.
 func startClusterTB(t testing.TB, mutate func(*broker.Config)) *testCluster {
 	t.Helper()
-	ns := startNamesrv(t, nil)
-	c := &testCluster{t: t, ns: ns, nsAddr: ns.Addr().String()}
-	c.cfg = brokerTestConfig(t.TempDir())
-	c.cfg.NamesrvAddr = []string{c.nsAddr}
-	if mutate != nil {
-		mutate(&c.cfg)
-	}
-	c.startBroker()
-	t.Cleanup(func() { c.stopBroker() })
-	return c
+	rlog.SetLogLevel("error")
+	cl := cluster.Start(t, testLogger(t), mutate)
+	return &testCluster{t: t, ns: cl.NS, nsAddr: cl.NSAddr, cfg: cl.Cfg, b: cl.B, cl: cl}
 }
 
 func (c *testCluster) startBroker() {
 	c.t.Helper()
-	b, err := broker.New(c.cfg, testLogger(c.t))
-	if err != nil {
-		c.t.Fatal(err)
+	if c.cl == nil {
+		c.cl = &cluster.Cluster{T: c.t, Logger: testLogger(c.t), NS: c.ns, NSAddr: c.nsAddr}
 	}
-	if err := b.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	// Restarts keep the port so clients' routes stay valid.
-	c.cfg.ListenPort = b.Config().ListenPort
-	c.b = b
+	c.cl.Cfg = c.cfg
+	c.cl.StartBroker()
+	c.cfg, c.b = c.cl.Cfg, c.cl.B
 }
 
 func (c *testCluster) stopBroker() {
-	if c.b != nil {
-		if err := c.b.Close(); err != nil {
-			c.t.Errorf("broker close: %v", err)
-		}
-		c.b = nil
+	if c.cl != nil {
+		c.cl.B = c.b
+		c.cl.StopBroker()
 	}
+	c.b = nil
 }
 
 // createTopic creates a topic on the broker and waits until the name server
 // routes it, so clients find it without the TBW102 detour.
 func (c *testCluster) createTopic(topic string, queues int32) {
 	c.t.Helper()
-	tc := protocol.NewTopicConfig(topic)
-	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
-	if err := c.b.Topics.Update(tc); err != nil {
-		c.t.Fatal(err)
-	}
-	waitRoute(c.t, c.ns, topic)
+	c.cl.B = c.b
+	c.cl.CreateTopic(topic, queues)
 }
 
 func waitRoute(t testing.TB, ns *namesrv.Server, topic string) {
 	t.Helper()
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		r := ns.Routes().PickupTopicRouteData(topic)
-		return r != nil && len(r.QueueDatas) > 0
-	}, "topic %s never routed", topic)
+	cluster.WaitRoute(t, ns, topic)
 }
 
 // uniqueName makes client instance and group names unique per test and per

@@ -31,24 +31,15 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/internal/testutil/cluster"
 )
 
-// startNamesrv runs a name server in-process on 127.0.0.1:0.
+// startNamesrv runs a name server in-process on 127.0.0.1:0
+// (internal/testutil/cluster).
 func startNamesrv(t testing.TB, mutate func(*namesrv.Config)) *namesrv.Server {
 	t.Helper()
 	rlog.SetLogLevel("error")
-	cfg := namesrv.DefaultConfig()
-	cfg.ListenPort, cfg.BindAddress = 0, "127.0.0.1"
-	cfg.KVConfigPath = filepath.Join(t.TempDir(), "kvConfig.json")
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	s := namesrv.New(cfg, testLogger(t))
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return cluster.StartNamesrv(t, testLogger(t), mutate)
 }
 
 // fakeBroker registers with a name server the way a broker does: over its

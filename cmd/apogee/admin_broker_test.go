@@ -15,9 +15,8 @@ import (
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/broker"
-	"github.com/apogeemq/apogee/internal/namesrv"
-	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/internal/testutil/cluster"
 )
 
 // adminCluster is an in-process name server and broker on ephemeral ports;
@@ -30,52 +29,23 @@ type adminCluster struct {
 
 func startAdminCluster(t *testing.T) *adminCluster {
 	t.Helper()
-	logger := testutil.Logger(t)
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.ListenPort = 0
-	nsCfg.BindAddress = "127.0.0.1"
-	nsCfg.KVConfigPath = filepath.Join(t.TempDir(), "kv.json")
-	ns := namesrv.New(nsCfg, logger)
-	if err := ns.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	c := &adminCluster{nsAddr: ns.Addr().String(), confFile: filepath.Join(t.TempDir(), "broker.conf")}
+	cl := cluster.New(t, testutil.Logger(t), func(cfg *broker.Config) {
+		cfg.Store.MappedFileSizeCommitLog = 4 << 20
+		cfg.Store.MappedFileSizeConsumeQueue = 20 * 1000
+		cfg.Store.MaxMessageSize = 64 << 10
+		cfg.Store.MessageIndexEnable = false
+		cfg.PullMessageThreadPoolNums = 4
+		cfg.TimerPrecisionMs = 100
+		cfg.MappedFileSizeTimerLog = 64 << 10
+	})
+	c := &adminCluster{nsAddr: cl.NSAddr, confFile: filepath.Join(t.TempDir(), "broker.conf")}
 	if err := os.WriteFile(c.confFile, []byte("# keep this comment\nbrokerName=broker-a\nbrokerPermission=6\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := broker.DefaultConfig()
-	cfg.BrokerName = "broker-a"
-	cfg.ListenPort = 0
-	cfg.NamesrvAddr = []string{c.nsAddr}
-	cfg.Store.StorePathRootDir = t.TempDir()
-	cfg.Store.MappedFileSizeCommitLog = 4 << 20
-	cfg.Store.MappedFileSizeConsumeQueue = 20 * 1000
-	cfg.Store.MaxMessageSize = 64 << 10
-	cfg.Store.MessageIndexEnable = false
-	cfg.SendMessageThreadPoolNums = 2
-	cfg.PullMessageThreadPoolNums = 4
-	cfg.TimerPrecisionMs = 100
-	cfg.MappedFileSizeTimerLog = 64 << 10
-	b, err := broker.New(cfg, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.SetConfigFile(c.confFile)
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	c.b = b
-	tc := protocol.NewTopicConfig("AdminT")
-	tc.ReadQueueNums, tc.WriteQueueNums = 2, 2
-	if err := b.Topics.Update(tc); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 10*time.Second, func() bool {
-		r := ns.Routes().PickupTopicRouteData("AdminT")
-		return r != nil && len(r.QueueDatas) > 0
-	}, "topic never routed")
+	cl.BeforeStart = func(b *broker.Broker) { b.SetConfigFile(c.confFile) }
+	cl.StartBroker()
+	c.b = cl.B
+	cl.CreateTopic("AdminT", 2)
 	return c
 }
 

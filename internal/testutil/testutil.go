@@ -1,5 +1,8 @@
 // Package testutil holds helpers shared by tests: polling instead of
-// sleeping, loggers that write to t.Log, and temp data directories.
+// sleeping, loggers that write to t.Log, and temp data directories. Its
+// subpackages hold the heavier shared pieces: cluster (a real name server
+// and broker in the test's process) and fakebroker (the one fake broker of
+// the SDK's tests, with request interception and injected latency).
 //
 // It is imported only from _test.go files and from e2e tests.
 package testutil
