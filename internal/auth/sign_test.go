@@ -14,7 +14,7 @@ import (
 )
 
 // goV2Sign signs ext and body the way the official Go v2 client's ACL
-// interceptor does (remoting.md §8.3): a map of the ext fields plus
+// interceptor does (docs/protocol.md §8.3): a map of the ext fields plus
 // AccessKey, keys sorted, values concatenated, body appended; SecurityToken
 // is sent but not signed.
 func goV2Sign(ext map[string]string, body []byte, ak, sk, token string) map[string]string {

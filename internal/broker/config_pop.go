@@ -2,7 +2,7 @@ package broker
 
 import "time"
 
-// PopConfig holds the POP keys of broker.conf (storage-and-broker §8.14,
+// PopConfig holds the POP keys of broker.conf (docs/broker.md §1.14,
 // grpc-v5 §8); Config embeds it.
 type PopConfig struct {
 	// EnableRetryTopicV2 names the pop retry topic %RETRY%group+topic

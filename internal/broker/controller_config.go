@@ -9,7 +9,7 @@ import (
 )
 
 // ControllerModeConfig holds the controller-mode keys of broker.conf
-// (RocketMQ 5, storage-and-broker.md §9.2). Config embeds it. With
+// (RocketMQ 5, docs/broker.md §2.2). Config embeds it. With
 // enableControllerMode=true the broker.conf brokerRole and brokerId are
 // ignored: the controller assigns the id and the role.
 type ControllerModeConfig struct {

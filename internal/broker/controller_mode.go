@@ -22,7 +22,7 @@ import (
 	"github.com/apogeemq/apogee/internal/store"
 )
 
-// Controller mode (storage-and-broker.md §9.2; DESIGN.md "Controller
+// Controller mode (docs/broker.md §2.2; DESIGN.md "Controller
 // mode"). A Broker's role is fixed for its lifetime: Start asks the
 // controller for it (join), and when the controller later names another
 // master, or this slave, the Broker fences itself if it was master and asks

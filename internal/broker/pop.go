@@ -17,7 +17,7 @@ import (
 )
 
 // popService is the broker side of POP consumption (grpc-v5 §8,
-// storage-and-broker §8.14): the processors of pop.go, pop_ack.go and
+// docs/broker.md §1.14): the processors of pop.go, pop_ack.go and
 // pop_hold.go, the revive loop of pop_revive.go, over the durable state of
 // internal/pop (<root>/pop). DESIGN.md ("POP consumption") has the design.
 type popService struct {

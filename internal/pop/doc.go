@@ -1,5 +1,5 @@
 // Package pop owns the durable state of POP consumption (grpc-v5 §8,
-// storage-and-broker §8.14): per consumer group and queue, the next offset
+// docs/broker.md §1.14): per consumer group and queue, the next offset
 // to pop, the in-flight checkpoints (which popped messages are still
 // invisible, until when, and which of them are acked), and the FIFO
 // (orderly) block of each queue.
