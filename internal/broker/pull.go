@@ -36,73 +36,20 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	rh := protocol.PullMessageResponseHeader{}
-	fail := func(code protocol.ResponseCode, forbidden int32, format string, args ...any) (*protocol.Command, error) {
-		e := protocol.Errorf(code, format, args...)
-		resp.Code, resp.Remark = int32(e.Code), e.Remark
+	gc, tc, refusal := b.pullTarget(conn, &h)
+	var holdFilter *tagFilter
+	var msgFilter store.MessageFilter
+	if refusal == nil {
+		rh.TopicSysFlag, rh.GroupSysFlag = tc.TopicSysFlag, gc.GroupSysFlag
+		holdFilter, msgFilter, refusal = b.pullFilters(&h, &gc)
+	}
+	if refusal != nil {
 		b.logger.Debug("pull refused", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID,
-			"code", e.Code.String(), "remark", e.Remark)
-		rh.ForbiddenType = forbidden
+			"code", refusal.err.Code.String(), "remark", refusal.err.Remark)
+		resp.Code, resp.Remark = int32(refusal.err.Code), refusal.err.Remark
+		rh.ForbiddenType = refusal.forbidden
 		resp.ExtList = protocol.AppendPullResponseHeader(nil, &rh)
 		return resp, nil
-	}
-	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
-		return fail(protocol.NoPermission, 1, "the broker[%s] pulling message is forbidden", b.addr)
-	}
-	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load())
-	if err != nil {
-		b.logger.Error("persist auto-created group", "group", h.ConsumerGroup, "err", err)
-	}
-	if !ok {
-		return fail(protocol.SubscriptionGroupNotExist, 0, "subscription group [%s] does not exist", h.ConsumerGroup)
-	}
-	if !gc.ConsumeEnable {
-		return fail(protocol.NoPermission, 2, "subscription group no permission, %s", h.ConsumerGroup)
-	}
-	tc, ok := b.Topics.Get(h.Topic)
-	if !ok {
-		return fail(protocol.TopicNotExist, 0, "topic[%s] not exist, apply first please!", h.Topic)
-	}
-	if tc.Perm&protocol.PermRead == 0 {
-		return fail(protocol.NoPermission, 3, "the topic[%s] pulling message is forbidden", h.Topic)
-	}
-	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {
-		return fail(protocol.InvalidParameter, 0, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
-			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr())
-	}
-	rh.TopicSysFlag = tc.TopicSysFlag
-	rh.GroupSysFlag = gc.GroupSysFlag
-
-	var sub *protocol.SubscriptionData
-	if h.SysFlag&protocol.PullFlagSubscription != 0 {
-		s := normalizeSubscription(protocol.SubscriptionData{
-			Topic: h.Topic, SubString: h.Subscription, ExpressionType: h.ExpressionType, SubVersion: h.SubVersion,
-		})
-		sub = &s
-	} else {
-		info, ok := b.Clients.ConsumerGroup(h.ConsumerGroup)
-		if !ok {
-			return fail(protocol.SubscriptionNotExist, 0, "the consumer's group info not exist")
-		}
-		if info.MessageModel == protocol.MessageModelBroadcasting && !gc.ConsumeBroadcastEnable {
-			return fail(protocol.NoPermission, 4, "the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)
-		}
-		s, ok := info.Subscriptions[h.Topic]
-		if !ok {
-			return fail(protocol.SubscriptionNotExist, 0, "the consumer's subscription not exist")
-		}
-		if s.SubVersion < h.SubVersion {
-			return fail(protocol.SubscriptionNotLatest, 0, "the consumer's subscription not latest")
-		}
-		sub = s
-	}
-	filter := newTagFilter(sub)
-	var msgFilter store.MessageFilter = filter
-	if !sub.IsTag() { // SQL92 (filter_sql.go); held pulls then wake on any arrival
-		f, perr := b.newSQLFilter(sub)
-		if perr != nil {
-			return fail(perr.Code, 0, "%s", perr.Remark)
-		}
-		msgFilter, filter = f, &tagFilter{all: true}
 	}
 
 	// A pending server-side reset is delivered as an offset move (docs/protocol.md §7.6).
@@ -115,48 +62,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 		return resp, nil
 	}
 
-	maxBytes := h.MaxMsgBytes
-	if maxBytes <= 0 {
-		maxBytes = 0
-	}
-	res := b.Store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, h.MaxMsgNums, maxBytes, msgFilter)
+	res := b.Store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, h.MaxMsgNums, max(h.MaxMsgBytes, 0), msgFilter)
 	rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset = res.NextBeginOffset, res.MinOffset, res.MaxOffset
-	if res.SuggestPullingFromSlave && b.cfg.SlaveReadEnable {
-		rh.SuggestWhichBrokerID = gc.WhichBrokerWhenConsumeSlowly
-	} else {
-		rh.SuggestWhichBrokerID = gc.BrokerID
-	}
-	code := pullStatusResponse(res.Status, h.QueueOffset)
-	if b.cfg.Store.BrokerRole == store.RoleSlave {
-		// A slave never moves a consumer's offset (it may lag its master),
-		// and without slaveReadEnable it sends consumers back to the master
-		// (docs/protocol.md §7.3).
-		switch {
-		case !b.cfg.SlaveReadEnable:
-			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, protocol.MasterID
-		case code == protocol.PullOffsetMoved && !b.cfg.OffsetCheckInSlave:
-			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, gc.BrokerID
-		}
-	}
+	code := b.pullCode(res, &gc, h.QueueOffset, &rh)
 	resp.Code = int32(code)
 	resp.Remark = res.Status.String()
 	if code == protocol.Success {
-		// The store already laid the records out back to back in Buffer;
-		// concatenate only if a store without that buffer answered.
-		body := res.Buffer
-		if len(body) != res.TotalBytes || body == nil {
-			body = make([]byte, 0, res.TotalBytes)
-			for _, m := range res.Messages {
-				body = append(body, m...)
-			}
-		}
-		resp.Body = body
-		b.stats.pullFound.Add(1)
-		b.stats.messagesOut.Add(int64(len(res.Messages)))
-		b.stats.bytesOut.Add(int64(len(body)))
-		gm := b.meters.group(h.Topic, h.ConsumerGroup) // meters.go; nil-safe
-		gm.consumed(len(res.Messages), len(body))
-		gm.pulledTo(h.QueueID, rh.NextBeginOffset)
+		resp.Body = b.pullBody(&h, res, rh.NextBeginOffset)
 	}
 	if b.logger.Enabled(context.Background(), slog.LevelDebug) { // boxing the args costs allocations per pull
 		b.logger.Debug("pull", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID, "offset", h.QueueOffset,
@@ -183,12 +95,131 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 			}
 			b.pullHold.suspend(&pullRequest{
 				conn: conn, req: req, topic: h.Topic, queueID: h.QueueID, offset: h.QueueOffset,
-				filter: filter, deadline: b.now().Add(hold),
+				filter: holdFilter, deadline: b.now().Add(hold),
 			})
 			return nil, nil
 		}
 	}
 	return resp, nil
+}
+
+// pullRefusal is a pull answered with an error: its code and remark, and
+// for permission refusals the forbidden type the response header reports.
+type pullRefusal struct {
+	err       *protocol.Error
+	forbidden int32
+}
+
+func refusePull(code protocol.ResponseCode, forbidden int32, format string, args ...any) *pullRefusal {
+	return &pullRefusal{err: protocol.Errorf(code, format, args...), forbidden: forbidden}
+}
+
+// pullTarget checks that h may be served: the broker and topic are
+// readable, the group exists (or is auto-created) and may consume, and the
+// queue id is within the topic's read queues.
+func (b *Broker) pullTarget(conn *remoting.Conn, h *protocol.PullMessageRequestHeader) (protocol.SubscriptionGroupConfig, protocol.TopicConfig, *pullRefusal) {
+	var gc protocol.SubscriptionGroupConfig
+	var tc protocol.TopicConfig
+	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
+		return gc, tc, refusePull(protocol.NoPermission, 1, "the broker[%s] pulling message is forbidden", b.addr)
+	}
+	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load())
+	if err != nil {
+		b.logger.Error("persist auto-created group", "group", h.ConsumerGroup, "err", err)
+	}
+	if !ok {
+		return gc, tc, refusePull(protocol.SubscriptionGroupNotExist, 0, "subscription group [%s] does not exist", h.ConsumerGroup)
+	}
+	if !gc.ConsumeEnable {
+		return gc, tc, refusePull(protocol.NoPermission, 2, "subscription group no permission, %s", h.ConsumerGroup)
+	}
+	tc, ok = b.Topics.Get(h.Topic)
+	if !ok {
+		return gc, tc, refusePull(protocol.TopicNotExist, 0, "topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if tc.Perm&protocol.PermRead == 0 {
+		return gc, tc, refusePull(protocol.NoPermission, 3, "the topic[%s] pulling message is forbidden", h.Topic)
+	}
+	if h.QueueID < 0 || h.QueueID >= tc.ReadQueueNums {
+		return gc, tc, refusePull(protocol.InvalidParameter, 0, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
+			h.QueueID, h.Topic, tc.ReadQueueNums, conn.RemoteAddr())
+	}
+	return gc, tc, nil
+}
+
+// pullFilters resolves the pull's subscription (posted with the request,
+// or the one the group's heartbeat registered) and returns the filter the
+// hold service wakes on and the filter the store applies: both the tag
+// filter for a TAG expression; for SQL92 the store gets the SQL filter
+// and held pulls wake on any arrival.
+func (b *Broker) pullFilters(h *protocol.PullMessageRequestHeader, gc *protocol.SubscriptionGroupConfig) (*tagFilter, store.MessageFilter, *pullRefusal) {
+	var sub *protocol.SubscriptionData
+	if h.SysFlag&protocol.PullFlagSubscription != 0 {
+		s := normalizeSubscription(protocol.SubscriptionData{
+			Topic: h.Topic, SubString: h.Subscription, ExpressionType: h.ExpressionType, SubVersion: h.SubVersion,
+		})
+		sub = &s
+	} else {
+		info, ok := b.Clients.ConsumerGroup(h.ConsumerGroup)
+		if !ok {
+			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's group info not exist")
+		}
+		if info.MessageModel == protocol.MessageModelBroadcasting && !gc.ConsumeBroadcastEnable {
+			return nil, nil, refusePull(protocol.NoPermission, 4, "the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)
+		}
+		s, ok := info.Subscriptions[h.Topic]
+		if !ok {
+			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's subscription not exist")
+		}
+		if s.SubVersion < h.SubVersion {
+			return nil, nil, refusePull(protocol.SubscriptionNotLatest, 0, "the consumer's subscription not latest")
+		}
+		sub = s
+	}
+	filter := newTagFilter(sub)
+	if sub.IsTag() {
+		return filter, filter, nil
+	}
+	f, perr := b.newSQLFilter(sub) // filter_sql.go
+	if perr != nil {
+		return nil, nil, refusePull(perr.Code, 0, "%s", perr.Remark)
+	}
+	return &tagFilter{all: true}, f, nil
+}
+
+// pullCode maps the store's answer to the response code and sets the
+// suggested broker: a slave never moves a consumer's offset (it may lag
+// its master), and without slaveReadEnable it sends consumers back to the
+// master (docs/protocol.md §7.3).
+func (b *Broker) pullCode(res *store.GetResult, gc *protocol.SubscriptionGroupConfig, requestOffset int64, rh *protocol.PullMessageResponseHeader) protocol.ResponseCode {
+	if res.SuggestPullingFromSlave && b.cfg.SlaveReadEnable {
+		rh.SuggestWhichBrokerID = gc.WhichBrokerWhenConsumeSlowly
+	} else {
+		rh.SuggestWhichBrokerID = gc.BrokerID
+	}
+	code := pullStatusResponse(res.Status, requestOffset)
+	if b.cfg.Store.BrokerRole == store.RoleSlave {
+		switch {
+		case !b.cfg.SlaveReadEnable:
+			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, protocol.MasterID
+		case code == protocol.PullOffsetMoved && !b.cfg.OffsetCheckInSlave:
+			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, gc.BrokerID
+		}
+	}
+	return code
+}
+
+// pullBody is a found pull's response body, the records back to back, and
+// counts them.
+func (b *Broker) pullBody(h *protocol.PullMessageRequestHeader, res *store.GetResult, next int64) []byte {
+	body := res.Buffer // the store lays the records out back to back
+	b.stats.pullFound.Add(1)
+	b.stats.messagesOut.Add(int64(len(res.Messages)))
+	b.stats.bytesOut.Add(int64(len(body)))
+	gm := b.meters.group(h.Topic, h.ConsumerGroup) // meters.go; nil-safe
+	gm.consumed(len(res.Messages), len(body))
+	gm.pulledTo(h.QueueID, next)
+	return body
 }
 
 // pullStatusResponse maps a store get status to the pull response code
