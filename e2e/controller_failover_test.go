@@ -22,6 +22,7 @@ import (
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -367,4 +368,154 @@ func TestControllerFailoverSIGKILL(t *testing.T) {
 	if !bytes.Equal(b1.commitLog(want), b2.commitLog(want)) {
 		t.Fatal("rejoined slave's commit log differs from the new master's")
 	}
+}
+
+// TestControllerFailoverSIGSTOP: a hung master (SIGSTOP: no closed socket)
+// is detected by missed heartbeats and replaced; after SIGCONT it refuses
+// writes (fenced: its lease ran out before the election) and rejoins as a
+// slave with its unreplicated tail truncated. The tail is made
+// deterministic: the slave is stopped first, so the master writes sends it
+// cannot replicate (never acknowledged: allAckInSyncStateSet), then the
+// master is stopped and the slave resumed and elected.
+func TestControllerFailoverSIGSTOP(t *testing.T) {
+	e := newFailoverEnv(t)
+	const cluster, name = "FenceCluster", "broker-s"
+	// The master drops a silent slave's HA connection after 1 s, so what
+	// it writes afterwards never leaves it; the slave stays in the
+	// SyncStateSet meanwhile (10 s).
+	extra := map[string]string{"haHousekeepingInterval": "1000", "haMaxTimeSlaveNotCatchup": "10000"}
+	b1 := newCtlBroker(t, e.bin, e.ctl, e.nsAddr, cluster, name, extra)
+	b2 := newCtlBroker(t, e.bin, e.ctl, e.nsAddr, cluster, name, extra)
+	b1.start()
+	e.waitMaster(name, b1.addr, 1, 20*time.Second)
+	b2.start()
+	ri := e.waitMaster(name, b1.addr, 2, 20*time.Second)
+	t.Cleanup(func() { b1.signal(syscall.SIGCONT); b2.signal(syscall.SIGCONT) })
+
+	topic := uniqueName(t, "Fence")
+	ctx := testutil.Context(t, 10*time.Second)
+	if err := e.admin.CreateTopic(ctx, admin.TopicConfig{Topic: topic, ReadQueues: 4, WriteQueues: 4}, admin.Target{Cluster: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	p := startSyncProducer(t, e.nsAddr, uniqueName(t, "PG"))
+	var load loadResult
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); sendLoop(p, topic, "a", 100000, stop, &load) }()
+	testutil.Eventually(t, 20*time.Second, func() bool { acked, _ := load.snapshot(); return len(acked) >= 100 }, "load never reached 100 acked sends")
+
+	// Slave hangs: the master's sends wait for its ack and pile up as an
+	// unreplicated tail.
+	b2.signal(syscall.SIGSTOP)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		h, err := e.admin.HAStatus(ctx, b1.addr)
+		return err == nil && h.Master && len(h.HAConnectionInfo) == 0
+	}, "the master kept the hung slave's HA connection")
+	slaveEnd := e.maxOffset(b1.addr)
+	raw := newRawSender(t, b1.addr)
+	tailCodes := make(chan int32, 5)
+	for range 5 { // written on the master, never replicated
+		go func() { tailCodes <- raw.send(topic) }()
+	}
+	var tailEnd int64
+	testutil.Eventually(t, 5*time.Second, func() bool { tailEnd = e.maxOffset(b1.addr); return tailEnd > slaveEnd+400 },
+		"the master wrote no unreplicated tail")
+	time.Sleep(200 * time.Millisecond)
+	tailEnd = e.maxOffset(b1.addr)
+	b1.signal(syscall.SIGSTOP)
+	hung := time.Now()
+	b2.signal(syscall.SIGCONT)
+	ri2 := e.waitMaster(name, b2.addr, 1, 15*time.Second)
+	elected := time.Since(hung)
+	if ri2.MasterEpoch != ri.MasterEpoch+1 {
+		t.Fatalf("epoch %d after the hang, want %d", ri2.MasterEpoch, ri.MasterEpoch+1)
+	}
+	// The old master wakes up: it must refuse writes at once (fenced).
+	b1.signal(syscall.SIGCONT)
+	woke := time.Now()
+	if code := raw.send(topic); code == int32(protocol.Success) {
+		t.Fatalf("old master acknowledged a send after waking up (fence missing)")
+	}
+	for range 5 {
+		if code := <-tailCodes; code == int32(protocol.Success) {
+			t.Fatalf("old master acknowledged an unreplicated send")
+		}
+	}
+	close(stop)
+	<-done
+	t.Logf("SIGSTOP: new master elected %v after the hang; slave was at %d", elected.Round(time.Millisecond), slaveEnd)
+
+	// It rejoins as a slave (in-process restart) with the tail truncated.
+	e.waitMaster(name, b2.addr, 2, 20*time.Second)
+	var want int64
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		want = e.maxOffset(b2.addr)
+		return want > 0 && e.maxOffset(b1.addr) == want
+	}, "old master never converged with the new master")
+	if !bytes.Equal(b1.commitLog(want), b2.commitLog(want)) {
+		t.Fatal("old master's commit log differs from the new master's after rejoining")
+	}
+	t.Logf("old master rejoined %v after waking up", time.Since(woke).Round(time.Millisecond))
+	ec, err := e.admin.BrokerEpoch(ctx, b2.addr)
+	if err != nil || len(ec.EpochList) == 0 {
+		t.Fatalf("epoch cache of the new master: %v %v", ec, err)
+	}
+	newStart := ec.EpochList[len(ec.EpochList)-1].StartOffset
+	if tailEnd <= newStart {
+		t.Fatalf("no divergent tail to truncate: old master ended at %d, new epoch starts at %d", tailEnd, newStart)
+	}
+	t.Logf("old master's tail [%d, %d) was truncated and replaced by the new master's epoch %d",
+		newStart, tailEnd, ec.EpochList[len(ec.EpochList)-1].Epoch)
+
+	p2 := startSyncProducer(t, e.nsAddr, uniqueName(t, "PG2"))
+	var after loadResult
+	deadline := time.Now().Add(15 * time.Second)
+	for len(after.acked) < 20 && time.Now().Before(deadline) {
+		sendLoop(p2, topic, fmt.Sprintf("b%d", len(after.acked)), 1, nil, &after)
+	}
+	if len(after.acked) < 20 {
+		t.Fatalf("only %d sends to the new master succeeded", len(after.acked))
+	}
+	got := e.readAll(topic, name, 4)
+	var lost []string
+	for _, body := range append(load.acked, after.acked...) {
+		if !got[body] {
+			lost = append(lost, body)
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d acknowledged messages missing on the new master, e.g. %v", len(lost), lost[:min(5, len(lost))])
+	}
+}
+
+// rawSender sends one message straight to a broker address (no route), to
+// probe a specific broker.
+type rawSender struct {
+	t    *testing.T
+	addr string
+	c    *remoting.Client
+}
+
+func newRawSender(t *testing.T, addr string) *rawSender {
+	c := remoting.NewClient(remoting.ClientConfig{})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawSender{t: t, addr: addr, c: c}
+}
+
+// send returns the response code (-1 on a transport error).
+func (r *rawSender) send(topic string) int32 {
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "probe", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: 0, BornTimestamp: time.Now().UnixMilli(), Properties: "WAIT\x01true\x02"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := r.c.InvokeSync(ctx, r.addr, protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), []byte("probe")))
+	if err != nil {
+		return -1
+	}
+	return resp.Code
 }
