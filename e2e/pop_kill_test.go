@@ -95,7 +95,7 @@ func (p *popClient) ack(m poppedMsg) error {
 // holds popped, unacked messages and restarts it on the same data
 // directory: every unacked message is delivered again (through the retry
 // topic, after its invisible time), no message acked before the kill is
-// delivered again, none is lost (grpc-v5 §8; internal/pop doc.go).
+// delivered again, none is lost (docs/grpc.md §8; internal/pop doc.go).
 func TestPopSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the apogee binary")

@@ -3,7 +3,7 @@ package broker
 import "time"
 
 // PopConfig holds the POP keys of broker.conf (docs/broker.md §1.14,
-// grpc-v5 §8); Config embeds it.
+// docs/grpc.md §8); Config embeds it.
 type PopConfig struct {
 	// EnableRetryTopicV2 names the pop retry topic %RETRY%group+topic
 	// (default true here: the issue asks for v2; RocketMQ's default is the

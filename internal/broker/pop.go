@@ -16,7 +16,7 @@ import (
 	"github.com/apogeemq/apogee/internal/store"
 )
 
-// popService is the broker side of POP consumption (grpc-v5 §8,
+// popService is the broker side of POP consumption (docs/grpc.md §8,
 // docs/broker.md §1.14): the processors of pop.go, pop_ack.go and
 // pop_hold.go, the revive loop of pop_revive.go, over the durable state of
 // internal/pop (<root>/pop). DESIGN.md ("POP consumption") has the design.

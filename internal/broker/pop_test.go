@@ -108,7 +108,7 @@ func popTestConfig(t *testing.T, dir string) Config {
 // TestPopAckRedeliver: popped messages are invisible to the group; the
 // unacked ones come back through %RETRY%group+topic after the invisible
 // time with reconsumeTimes+1, their topic and message id unchanged; acked
-// ones never come back (grpc-v5 §8.1-8.3).
+// ones never come back (docs/grpc.md §8.1-8.3).
 func TestPopAckRedeliver(t *testing.T) {
 	b := startBroker(t, popTestConfig(t, t.TempDir()))
 	c := newClient(t)
@@ -379,7 +379,7 @@ func TestPopDLQ(t *testing.T) {
 
 // TestPopOrderly: in order mode a queue is blocked until its batch is
 // acked or expires; after expiry the unacked message comes back first with
-// its delivery count, acked ones do not (grpc-v5 §8.4).
+// its delivery count, acked ones do not (docs/grpc.md §8.4).
 func TestPopOrderly(t *testing.T) {
 	b := startBroker(t, popTestConfig(t, t.TempDir()))
 	c := newClient(t)

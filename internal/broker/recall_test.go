@@ -18,7 +18,7 @@ func recallReq(topic, handle string) *protocol.Command {
 // TestRecallTimerMessage: a timer message's send result carries a recall
 // handle; RECALL_MESSAGE with it cancels the message, which is then never
 // delivered, while a message sent alongside and not recalled is; bad
-// handles get ILLEGAL_OPERATION (grpc-v5 §11).
+// handles get ILLEGAL_OPERATION (docs/grpc.md §11).
 func TestRecallTimerMessage(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.TimerPrecisionMs = 100

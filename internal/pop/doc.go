@@ -1,4 +1,4 @@
-// Package pop owns the durable state of POP consumption (grpc-v5 §8,
+// Package pop owns the durable state of POP consumption (docs/grpc.md §8,
 // docs/broker.md §1.14): per consumer group and queue, the next offset
 // to pop, the in-flight checkpoints (which popped messages are still
 // invisible, until when, and which of them are acked), and the FIFO

@@ -1,6 +1,6 @@
 package protocol
 
-// Custom headers of the POP family (docs/broker.md §1.14, grpc-v5 §8)
+// Custom headers of the POP family (docs/broker.md §1.14, docs/grpc.md §8)
 // and RECALL_MESSAGE (370). The ext names are those of RocketMQ's header
 // classes (PopMessageRequestHeader, AckMessageRequestHeader, ...); `,req`
 // marks the fields Java declares @CFNotNull. The POP codes (200050+) do

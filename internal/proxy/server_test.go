@@ -14,7 +14,7 @@ import (
 )
 
 // TestTLSAndPlaintextOnOnePort: the same port serves a TLS client (ALPN h2,
-// self-signed certificate) and a plaintext HTTP/2 client (grpc-v5 §0.1).
+// self-signed certificate) and a plaintext HTTP/2 client (docs/grpc.md §0.1).
 func TestTLSAndPlaintextOnOnePort(t *testing.T) {
 	e := startEnv(t)
 	e.createTopic(t, "RouteTopic", 3, "+message.type=FIFO")
@@ -45,7 +45,7 @@ func TestTLSAndPlaintextOnOnePort(t *testing.T) {
 }
 
 // TestBadInputStatuses: business statuses for bad requests, never a gRPC
-// error (grpc-v5 §0.15, §6.3).
+// error (docs/grpc.md §0.15, §6.3).
 func TestBadInputStatuses(t *testing.T) {
 	e := startEnv(t)
 	e.createTopic(t, "NormalTopic", 2, "+message.type=NORMAL")
@@ -121,7 +121,7 @@ func TestBadInputStatuses(t *testing.T) {
 // TestTelemetrySettingsAndSend: every settings command gets the merged
 // settings (max_body_size, exponential backoff; consumer batch size, long
 // polling, customized backoff); a send stores the client's message id as
-// UNIQ_KEY with tag, keys and user properties (grpc-v5 §7.3, §9.1).
+// UNIQ_KEY with tag, keys and user properties (docs/grpc.md §7.3, §9.1).
 func TestTelemetrySettingsAndSend(t *testing.T) {
 	e := startEnv(t)
 	e.createTopic(t, "SendTopic", 2, "")
@@ -213,7 +213,7 @@ func TestTelemetrySettingsAndSend(t *testing.T) {
 	}
 }
 
-// TestExpandQueues follows RocketMQ's route expansion (grpc-v5 §6.1 step 4).
+// TestExpandQueues follows RocketMQ's route expansion (docs/grpc.md §6.1 step 4).
 func TestExpandQueues(t *testing.T) {
 	for _, tc := range []struct {
 		read, write, perm int32
