@@ -33,6 +33,7 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 		nsCfg.ListenPort = namesrvPort
 		nsCfg.BindAddress = cfg.BindAddress
 		nsCfg.KVConfigPath = filepath.Join(abs, "namesrv", "kvConfig.json")
+		nsCfg.Settings = cfg.Settings // the same tlsMode on both ports
 		if cfg.InnerClientAuthenticationCredentials != "" {
 			// The broker registers with its inner credentials, so the name
 			// server can check its admin writes too (admin_auth.go).

@@ -33,6 +33,8 @@ var rules = []rule{
 	// The timer store sits on the store; it never learns about sockets or the broker.
 	{"internal/timer", []string{"internal/broker", "internal/remoting", "internal/protocol", "internal/namesrv", "net/http"}},
 	// ACL 2.0 is a pure package: no sockets, no servers; they call it.
+	// TLS settings and the sniffing listener: pure crypto/tls and net.
+	{"internal/tlsconf", []string{"internal/remoting", "internal/protocol", "internal/store", "internal/broker", "internal/namesrv", "client"}},
 	{"internal/auth", []string{"internal/remoting", "internal/store", "internal/broker", "internal/namesrv", "client", "net/http"}},
 	{"client", []string{"internal/store", "internal/broker", "internal/namesrv", "github.com/prometheus"}},
 	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},

@@ -58,6 +58,7 @@ type Broker struct {
 	ha         haState      // replication (ha_config.go, slave_sync.go)
 	auth       authState    // ACL 2.0 (auth.go, admin_auth.go)
 	ctl        ctlState     // controller mode (controller_mode.go)
+	tls        tlsState     // tlsMode (tls.go)
 
 	addr      string         // brokerIP1:port, as advertised; set in Start
 	storeHost netip.AddrPort // same address, for ids
@@ -185,6 +186,9 @@ func (b *Broker) start() error {
 	if err := b.startAuth(); err != nil { // auth.go
 		return err
 	}
+	if err := b.startTLS(); err != nil { // tls.go
+		return err
+	}
 
 	// Listen first: the store needs the real port for STOREHOST. The gate
 	// hook answers SYSTEM_BUSY until the broker is running.
@@ -234,7 +238,7 @@ func (b *Broker) start() error {
 	}
 
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-nsclient"),
-		Sign: b.signInner})
+		Sign: b.signInner, TLS: b.tls.client})
 	if err := b.nsClient.Start(); err != nil {
 		return fmt.Errorf("broker: name-server client: %w", err)
 	}
@@ -279,6 +283,8 @@ func (b *Broker) newServer(port int) *remoting.Server {
 		ListenAddr:  net.JoinHostPort(b.cfg.BindAddress, strconv.Itoa(port)),
 		IdleTimeout: idle,
 		Logger:      b.logger.With("component", "broker-remoting"),
+		TLS:         b.tls.server, // tls.go: nil unless tlsMode is set
+		TLSEnforce:  b.tls.enforce,
 	})
 	s.AddHook(gateHook{b})
 	if b.auth.guard != nil {

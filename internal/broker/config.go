@@ -15,6 +15,7 @@ import (
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/store"
+	"github.com/apogeemq/apogee/internal/tlsconf"
 )
 
 // Config is the broker's own configuration: the BrokerConfig and
@@ -109,6 +110,9 @@ type Config struct {
 	MetricsConfig // metricsExporterType, metricsPromExporterPort, ... (config_metrics.go)
 	// AuthConfig: authenticationEnabled, authorizationEnabled, ... (auth.go)
 	auth.AuthConfig
+	// Settings: tlsMode, tlsServerCertPath, tlsServerKeyPath, ... (tls.go);
+	// the gRPC endpoint uses the same certificate keys.
+	tlsconf.Settings
 	PopConfig            // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
 	GRPCConfig           // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
 	ControllerModeConfig // enableControllerMode, controllerAddr, ... (controller_config.go)

@@ -7,11 +7,9 @@ type GRPCConfig struct {
 	// GRPCServerPort is the gRPC endpoint's port (default 8081, the
 	// RocketMQ proxy's); 0 picks a free port, -1 turns the endpoint off.
 	GRPCServerPort int `conf:"grpcServerPort"`
-	// TLSServerCertPath and TLSServerKeyPath name the PEM certificate and
-	// key the endpoint offers on TLS connections; without them it creates a
-	// self-signed certificate at start.
-	TLSServerCertPath string `conf:"tlsServerCertPath"`
-	TLSServerKeyPath  string `conf:"tlsServerKeyPath"`
+	// The endpoint's certificate is tlsServerCertPath / tlsServerKeyPath
+	// (tlsconf.Settings, shared with the remoting ports); without them it
+	// creates a self-signed certificate at start.
 }
 
 // DefaultGRPCConfig returns the RocketMQ proxy's defaults.

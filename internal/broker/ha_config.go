@@ -8,6 +8,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/ha"
 	"github.com/apogeemq/apogee/internal/store"
+	"github.com/apogeemq/apogee/internal/tlsconf"
 )
 
 // HAConfig holds the classic replication keys of broker.conf
@@ -123,6 +124,7 @@ func (b *Broker) startHA(configuredListenPort int) error {
 	cfg.MaxTransferBytesPerSecond = b.cfg.MaxHaTransferByteInSecond
 	cfg.SyncFromMinOffset = b.cfg.EnableControllerMode
 	cfg.AllAck = b.cfg.EnableControllerMode && b.cfg.AllAckInSyncStateSet
+	cfg.Listen = tlsconf.Listen(nil, b.tls.server, b.tls.enforce) // tls.go
 	srv, err := ha.NewServer(cfg, b.Store, b.logger)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/ha"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/tlsconf"
 )
 
 // haState is the broker's replication state (Broker.ha).
@@ -32,6 +33,7 @@ func (b *Broker) startSlave() error {
 	cfg.HeartbeatInterval = b.cfg.HaSendHeartbeatInterval
 	cfg.HousekeepingInterval = b.cfg.HaHousekeepingInterval
 	cfg.ReconnectInterval = b.cfg.HaReconnectInterval
+	cfg.Dial = tlsconf.Dial(nil, b.tls.client) // tls.go
 	cfg = b.haClientConfig(cfg) // controller_mode.go: handshake with the broker id
 	c, err := ha.NewClient(cfg, b.Store, b.logger)
 	if err != nil {

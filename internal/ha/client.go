@@ -185,8 +185,14 @@ func (c *Client) run() {
 
 // session runs one connection until it fails.
 func (c *Client) session(addr string) error {
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	nc, err := d.DialContext(c.ctx, "tcp", addr) // Close cancels c.ctx
+	dial := c.cfg.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: c.cfg.DialTimeout}
+		dial = d.DialContext
+	}
+	dctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout) // Close cancels c.ctx
+	nc, err := dial(dctx, "tcp", addr)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("ha: connect %s: %w", addr, err)
 	}

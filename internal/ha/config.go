@@ -1,8 +1,10 @@
 package ha
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -47,6 +49,9 @@ type ServerConfig struct {
 	// IdleWait is how long a writer with nothing to send waits for new
 	// data before looking again (RocketMQ: 100 ms). Not a RocketMQ key.
 	IdleWait time.Duration
+	// Listen opens the HA port; default net.Listen. The broker wraps it for
+	// TLS (tlsMode).
+	Listen func(network, addr string) (net.Listener, error)
 }
 
 // DefaultServerConfig returns RocketMQ's defaults (docs/broker.md §2.1).
@@ -106,6 +111,9 @@ type ClientConfig struct {
 	// controller-assigned id before the first report, so the master can
 	// tell which SyncStateSet member acknowledges.
 	BrokerID int64
+	// Dial opens the connection to the master; default a net.Dialer. The
+	// broker wraps it for TLS (tlsEnable).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // DefaultClientConfig returns RocketMQ's defaults.

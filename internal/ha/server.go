@@ -89,7 +89,11 @@ func (s *Server) Start() error {
 	if s.state.Load() != stateNew {
 		return ErrClosed
 	}
-	ln, err := net.Listen("tcp", s.cfg.ListenAddr)
+	listen := s.cfg.Listen
+	if listen == nil {
+		listen = net.Listen
+	}
+	ln, err := listen("tcp", s.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("ha: listen %s: %w", s.cfg.ListenAddr, err)
 	}

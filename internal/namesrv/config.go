@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/apogeemq/apogee/internal/auth"
+	"github.com/apogeemq/apogee/internal/tlsconf"
 	"net"
 	"os"
 	"path/filepath"
@@ -80,6 +81,8 @@ type Config struct {
 
 	// AuthConfig: authenticationEnabled, initAuthenticationUser, ... (auth.go).
 	auth.AuthConfig
+	// Settings: tlsMode, tlsServerCertPath, ... (TLS on the remoting port).
+	tlsconf.Settings
 }
 
 // DefaultConfig returns RocketMQ's defaults.

@@ -36,6 +36,7 @@ type Server struct {
 	startTime time.Time
 
 	routines *run.Group // the expiry scan; Close stops and waits for it
+	tlsErr   error      // a bad tlsMode setting, returned by Start
 }
 
 // New returns an unstarted name server. logger may be nil.
@@ -49,7 +50,10 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	if cfg.ServerChannelMaxIdleTimeSeconds == 0 {
 		idle = -1 // 0 disables, as in Netty's IdleStateHandler
 	}
+	// tlsMode: a bad setting is reported by Start.
+	tlsCfg, tlsEnforce, tlsErr := cfg.Settings.Server()
 	s := &Server{
+		tlsErr: tlsErr,
 		logger: logger,
 		routes: NewRouteInfoManager(cfg.routeOptions(), nil, logger),
 		kv:     NewKVConfigManager(cfg.KVConfigPath),
@@ -57,6 +61,8 @@ func New(cfg Config, logger *slog.Logger) *Server {
 			ListenAddr:  cfg.ListenAddr(),
 			IdleTimeout: idle,
 			Logger:      base,
+			TLS:         tlsCfg,
+			TLSEnforce:  tlsEnforce,
 		}),
 		cfg:      cfg,
 		routines: run.NewGroup("namesrv"),
@@ -80,6 +86,9 @@ func (s *Server) Start() error {
 	cfg := s.config()
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if s.tlsErr != nil {
+		return fmt.Errorf("namesrv: %w", s.tlsErr)
 	}
 	if err := s.kv.Load(); err != nil {
 		return err
