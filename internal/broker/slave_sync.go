@@ -34,7 +34,7 @@ func (b *Broker) startSlave() error {
 	cfg.HousekeepingInterval = b.cfg.HaHousekeepingInterval
 	cfg.ReconnectInterval = b.cfg.HaReconnectInterval
 	cfg.Dial = tlsconf.Dial(nil, b.tls.client) // tls.go
-	cfg = b.haClientConfig(cfg) // controller_mode.go: handshake with the broker id
+	cfg = b.haClientConfig(cfg)                // controller_mode.go: handshake with the broker id
 	c, err := ha.NewClient(cfg, b.Store, b.logger)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
