@@ -140,7 +140,7 @@ func (b *Broker) processPopMessage(_ context.Context, conn *remoting.Conn, req *
 func (p *popService) serve(conn *remoting.Conn, req *protocol.Command, deadline time.Time) (*protocol.Command, error) {
 	b := p.b
 	var h protocol.PopMessageRequestHeader
-	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+	if err := protocol.DecodePopHeader(req.ExtFields, &h); err != nil {
 		return nil, err
 	}
 	nowT := b.now()
@@ -209,7 +209,7 @@ func (p *popService) popResponse(req *protocol.Command, h *protocol.PopMessageRe
 	if h.Order {
 		rh.OrderCountInfo = string(res.orderInfo)
 	}
-	resp.ExtList = protocol.AppendHeader(nil, &rh, false)
+	resp.ExtList = protocol.AppendPopResponseHeader(nil, &rh)
 	return resp
 }
 
@@ -351,6 +351,12 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 	tt := protocol.PopTopicTypeOf(topic)
 	res.startInfo = protocol.AppendStartOffsetInfo(res.startInfo, tt, queueID, offset)
 	res.msgInfo = protocol.AppendMsgOffsetInfo(res.msgInfo, tt, queueID, offs)
+	if !tt.IsRetry() && len(res.body) == 0 && len(gr.Buffer) == gr.TotalBytes {
+		// The store laid the records out back to back: use them as the body.
+		res.body = gr.Buffer
+		res.count += len(offs)
+		return
+	}
 	for i, rec := range recs {
 		if tt.IsRetry() {
 			ck := protocol.ReceiptHandle{CkQueueOffset: offset, PopTime: now, InvisibleTime: h.InvisibleTime,

@@ -44,7 +44,7 @@ func (b *Broker) ackTarget(topic string, queueID int32, offset int64, extraInfo 
 // offset advances past the messages acked in sequence.
 func (b *Broker) processAckMessage(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var h protocol.AckMessageRequestHeader
-	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+	if err := protocol.DecodeAckHeader(req.ExtFields, &h); err != nil {
 		return nil, err
 	}
 	ei, perr := b.ackTarget(h.Topic, h.QueueID, h.Offset, h.ExtraInfo, true)

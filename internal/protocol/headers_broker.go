@@ -188,6 +188,10 @@ func DecodeHeader(ext map[string]string, dst any, v2 bool) error {
 		return DecodeSendHeader(ext, h, v2)
 	case *PullMessageRequestHeader:
 		return DecodePullHeader(ext, h)
+	case *PopMessageRequestHeader:
+		return DecodePopHeader(ext, h)
+	case *AckMessageRequestHeader:
+		return DecodeAckHeader(ext, h)
 	}
 	return decodeHeaderReflect(ext, dst, v2)
 }
@@ -294,6 +298,9 @@ var hotHeaderFields = func() map[reflect.Type][]headerField {
 		reflect.TypeFor[QueueHeader](), reflect.TypeFor[ConsumerGroupHeader](),
 		reflect.TypeFor[ConsumerSendMsgBackRequestHeader](), reflect.TypeFor[EndTransactionRequestHeader](),
 		reflect.TypeFor[GetRouteInfoRequestHeader](), reflect.TypeFor[RegisterBrokerRequestHeader](),
+		reflect.TypeFor[PopMessageRequestHeader](), reflect.TypeFor[PopMessageResponseHeader](),
+		reflect.TypeFor[AckMessageRequestHeader](), reflect.TypeFor[ChangeInvisibleTimeRequestHeader](),
+		reflect.TypeFor[ChangeInvisibleTimeResponseHeader](), reflect.TypeFor[NotificationRequestHeader](),
 	} {
 		m[t] = parseHeaderFields(t)
 	}

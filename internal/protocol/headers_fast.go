@@ -131,6 +131,8 @@ func appendFastHeader(dst []string, src any, v2 bool) ([]string, bool) {
 		return AppendSendResponseHeader(dst, h), true
 	case *PullMessageResponseHeader:
 		return AppendPullResponseHeader(dst, h), true
+	case *PopMessageResponseHeader:
+		return AppendPopResponseHeader(dst, h), true
 	}
 	return dst, false
 }

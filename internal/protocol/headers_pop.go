@@ -140,3 +140,52 @@ type RecallMessageRequestHeader struct {
 type RecallMessageResponseHeader struct {
 	MsgID string `ext:"msgId"`
 }
+
+// DecodePopHeader is DecodeHeader for POP_MESSAGE's header without
+// reflect (DecodeHeader dispatches to it; TestPopFastHeadersMatchReflect
+// holds it to the reflect path).
+func DecodePopHeader(ext map[string]string, h *PopMessageRequestHeader) error {
+	d := extDecoder{ext: ext}
+	d.str("consumerGroup", true, &h.ConsumerGroup)
+	d.str("topic", true, &h.Topic)
+	d.int32("queueId", true, &h.QueueID)
+	d.int32("maxMsgNums", true, &h.MaxMsgNums)
+	d.int64("invisibleTime", true, &h.InvisibleTime)
+	d.int64("pollTime", true, &h.PollTime)
+	d.int64("bornTime", true, &h.BornTime)
+	d.int32("initMode", true, &h.InitMode)
+	d.str("expType", false, &h.ExpType)
+	d.str("exp", false, &h.Exp)
+	d.boolean("order", &h.Order)
+	d.str("attemptId", false, &h.AttemptID)
+	return d.err
+}
+
+// DecodeAckHeader is DecodeHeader for ACK_MESSAGE's header without
+// reflect.
+func DecodeAckHeader(ext map[string]string, h *AckMessageRequestHeader) error {
+	d := extDecoder{ext: ext}
+	d.str("consumerGroup", true, &h.ConsumerGroup)
+	d.str("topic", true, &h.Topic)
+	d.int32("queueId", true, &h.QueueID)
+	d.str("extraInfo", true, &h.ExtraInfo)
+	d.int64("offset", true, &h.Offset)
+	return d.err
+}
+
+// AppendPopResponseHeader is AppendHeader for a pop response header
+// without reflect.
+func AppendPopResponseHeader(dst []string, h *PopMessageResponseHeader) []string {
+	dst = append(grow(dst, 7), "popTime", itoa(h.PopTime), "invisibleTime", itoa(h.InvisibleTime),
+		"reviveQid", itoa(int64(h.ReviveQid)), "restNum", itoa(h.RestNum))
+	if h.StartOffsetInfo != "" {
+		dst = append(dst, "startOffsetInfo", h.StartOffsetInfo)
+	}
+	if h.MsgOffsetInfo != "" {
+		dst = append(dst, "msgOffsetInfo", h.MsgOffsetInfo)
+	}
+	if h.OrderCountInfo != "" {
+		dst = append(dst, "orderCountInfo", h.OrderCountInfo)
+	}
+	return dst
+}

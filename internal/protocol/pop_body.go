@@ -55,37 +55,61 @@ func (a BatchAck) MarshalJSON() ([]byte, error) {
 		a.ReviveQueueID, a.PopTime, a.InvisibleTime, a.BitSet})
 }
 
-// UnmarshalJSON reads the short names or the long ones.
+// batchAckAny accepts both spellings in one pass (no map of raw values).
+type batchAckAny struct {
+	batchAckWire
+	LC  *string `json:"consumerGroup"`
+	LT  *string `json:"topic"`
+	LR  *string `json:"retry"`
+	LSO *int64  `json:"startOffset"`
+	LQ  *int32  `json:"queueId"`
+	LRQ *int32  `json:"reviveQueueId"`
+	LPT *int64  `json:"popTime"`
+	LIT *int64  `json:"invisibleTime"`
+	LB  []byte  `json:"bitSet"`
+}
+
+// UnmarshalJSON reads the short names or the long ones (a long name
+// applies only when its short one is absent).
 func (a *BatchAck) UnmarshalJSON(b []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
+	var w batchAckAny
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("protocol: batch ack: %w", err)
 	}
-	field := func(short, long string, dst any) error {
-		raw, ok := m[short]
-		if !ok {
-			raw, ok = m[long]
+	var short map[string]json.RawMessage
+	if w.LC != nil || w.LT != nil || w.LR != nil || w.LSO != nil || w.LQ != nil || w.LRQ != nil || w.LPT != nil || w.LIT != nil || w.LB != nil {
+		// Rare (clients send the short names): find which short names are present.
+		if err := json.Unmarshal(b, &short); err != nil {
+			return fmt.Errorf("protocol: batch ack: %w", err)
 		}
-		if !ok || string(raw) == "null" {
-			return nil
-		}
-		if err := json.Unmarshal(raw, dst); err != nil {
-			return fmt.Errorf("protocol: batch ack field %s: %w", short, err)
-		}
-		return nil
 	}
-	var w batchAckWire
-	for _, f := range []struct {
-		short, long string
-		dst         any
-	}{
-		{"c", "consumerGroup", &w.C}, {"t", "topic", &w.T}, {"r", "retry", &w.R},
-		{"so", "startOffset", &w.SO}, {"q", "queueId", &w.Q}, {"rq", "reviveQueueId", &w.RQ},
-		{"pt", "popTime", &w.PT}, {"it", "invisibleTime", &w.IT}, {"b", "bitSet", &w.B},
-	} {
-		if err := field(f.short, f.long, f.dst); err != nil {
-			return err
-		}
+	has := func(k string) bool { _, ok := short[k]; return ok }
+	if w.LC != nil && !has("c") {
+		w.C = *w.LC
+	}
+	if w.LT != nil && !has("t") {
+		w.T = *w.LT
+	}
+	if w.LR != nil && !has("r") {
+		w.R = *w.LR
+	}
+	if w.LSO != nil && !has("so") {
+		w.SO = *w.LSO
+	}
+	if w.LQ != nil && !has("q") {
+		w.Q = *w.LQ
+	}
+	if w.LRQ != nil && !has("rq") {
+		w.RQ = *w.LRQ
+	}
+	if w.LPT != nil && !has("pt") {
+		w.PT = *w.LPT
+	}
+	if w.LIT != nil && !has("it") {
+		w.IT = *w.LIT
+	}
+	if w.LB != nil && !has("b") {
+		w.B = w.LB
 	}
 	*a = BatchAck{w.C, w.T, w.R, w.SO, w.Q, w.RQ, w.PT, w.IT, w.B}
 	return nil
@@ -140,6 +164,30 @@ func (a *BatchAck) SetOffsets(offsets []int64) error {
 	a.BitSet = make([]byte, (hi-lo)/8+1)
 	for _, o := range offsets {
 		d := o - lo
+		a.BitSet[d/8] |= 1 << (d % 8)
+	}
+	return nil
+}
+
+// SetOffsetsFrom sets StartOffset to start (a checkpoint's ckQueueOffset,
+// which may precede its first message) and BitSet to offsets relative to
+// it; every offset must be in [start, start+65536).
+func (a *BatchAck) SetOffsetsFrom(start int64, offsets []int64) error {
+	hi := start
+	for _, o := range offsets {
+		if o < start || o-start >= maxBatchAckBits {
+			return fmt.Errorf("%w: batch ack offset %d outside [%d, %d)", ErrBadPopHandle, o, start, start+maxBatchAckBits)
+		}
+		hi = max(hi, o)
+	}
+	a.StartOffset = start
+	a.BitSet = nil
+	if len(offsets) == 0 {
+		return nil
+	}
+	a.BitSet = make([]byte, (hi-start)/8+1)
+	for _, o := range offsets {
+		d := o - start
 		a.BitSet[d/8] |= 1 << (d % 8)
 	}
 	return nil

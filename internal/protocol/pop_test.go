@@ -202,6 +202,16 @@ func TestBatchAckBody(t *testing.T) {
 	if tt, _ := lb.Acks[0].TopicType(); tt != PopTopicRetryV2 || lb.Acks[0].StartOffset != 4 {
 		t.Fatalf("long names %+v", lb.Acks[0])
 	}
+	var from BatchAck
+	if err := from.SetOffsetsFrom(98, []int64{100, 103}); err != nil || from.StartOffset != 98 {
+		t.Fatal(err)
+	}
+	if offs, _ := from.Offsets(); !slices.Equal(offs, []int64{100, 103}) {
+		t.Fatalf("SetOffsetsFrom offsets %v", offs)
+	}
+	if err := from.SetOffsetsFrom(98, []int64{97}); err == nil {
+		t.Fatal("offset before start accepted")
+	}
 	if err := (&BatchAck{}).SetOffsets([]int64{0, 1 << 20}); err == nil {
 		t.Fatal("wide offsets accepted")
 	}
@@ -240,5 +250,33 @@ func TestPopHeadersRoundTrip(t *testing.T) {
 	var e *Error
 	if err := DecodeHeader(ack, &ah, false); !errors.As(err, &e) || e.Code != SystemError {
 		t.Fatalf("bad offset: %v", err)
+	}
+}
+
+// TestPopFastHeadersMatchReflect: the typed POP codecs give what the
+// reflect walk gives, errors included.
+func TestPopFastHeadersMatchReflect(t *testing.T) {
+	full := map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "-1", "maxMsgNums": "32",
+		"invisibleTime": "60000", "pollTime": "1000", "bornTime": "5", "initMode": "1", "expType": "SQL92",
+		"exp": "a > 1", "order": "TRUE", "attemptId": "x", "extraInfo": "0 1 2 3 0 b 0 5", "offset": "5"}
+	cases := []map[string]string{full, {}, {"consumerGroup": "G", "topic": "T", "queueId": "x"}}
+	for i, ext := range cases {
+		var fp, rp PopMessageRequestHeader
+		fe, re := DecodePopHeader(ext, &fp), decodeHeaderReflect(ext, &rp, false)
+		if fp != rp || (fe == nil) != (re == nil) || fe != nil && fe.Error() != re.Error() {
+			t.Fatalf("case %d pop: %+v %v vs %+v %v", i, fp, fe, rp, re)
+		}
+		var fa, ra AckMessageRequestHeader
+		fe, re = DecodeAckHeader(ext, &fa), decodeHeaderReflect(ext, &ra, false)
+		if fa != ra || (fe == nil) != (re == nil) || fe != nil && fe.Error() != re.Error() {
+			t.Fatalf("case %d ack: %+v %v vs %+v %v", i, fa, fe, ra, re)
+		}
+	}
+	for _, h := range []*PopMessageResponseHeader{{}, {PopTime: 1, InvisibleTime: 2, ReviveQid: 3, RestNum: 4,
+		StartOffsetInfo: "0 0 1", MsgOffsetInfo: "0 0 1,2", OrderCountInfo: "0 0 1"}} {
+		got, want := AppendPopResponseHeader(nil, h), appendHeaderReflect(nil, h, false)
+		if !slices.Equal(got, want) {
+			t.Fatalf("append %v, want %v", got, want)
+		}
 	}
 }
