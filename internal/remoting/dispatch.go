@@ -267,7 +267,7 @@ func (d *dispatcher) process(t task, mode writeMode) {
 	if mode == writeQueued && d.ep.inFlight.Load() == 1 {
 		// The only request in progress on this endpoint: nothing to
 		// coalesce with, so write it in place if the write loop is idle
-		// (saves waking the write loop; measured in DESIGN.md). Under load
+		// (saves waking the write loop; benchmarks/nats/RESULTS.md, Remoting). Under load
 		// inFlight is rarely 1, and responses keep coalescing.
 		mode = writeNow
 	}
