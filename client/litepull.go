@@ -19,7 +19,8 @@ import (
 // It uses LITE_PULL_MESSAGE with the subscription in every request, so the
 // broker filters with the selector given here.
 type LitePullConsumer struct {
-	c *PushConsumer
+	c   *PushConsumer
+	svc *liteService // c's consume service: the Poll buffer
 
 	mu     sync.Mutex
 	polled map[MessageQueue]int64 // manual commit: offset after the last polled message; guarded by mu
@@ -31,14 +32,13 @@ func NewLitePullConsumer(group string, opts ...ConsumerOpt) (*LitePullConsumer, 
 	if err != nil {
 		return nil, err
 	}
-	c.lite = true
-	c.cfg.orderly = false
-	c.pollCh = make(chan polledBatch, 64)
+	svc := &liteService{c: c, pollCh: make(chan polledBatch, 64)}
+	c.newService = func(*PushConsumer) consumeService { return svc }
 	if c.cfg.autoCommit {
 		c.cfg.persistInterval = c.cfg.autoCommitInterval
 	}
 	c.logger = c.cfg.logger.With("component", "lite-pull-consumer", "group", group)
-	return &LitePullConsumer{c: c, polled: map[MessageQueue]int64{}}, nil
+	return &LitePullConsumer{c: c, svc: svc, polled: map[MessageQueue]int64{}}, nil
 }
 
 // Subscribe adds a topic; the group's members share its queues. Before
@@ -101,7 +101,7 @@ func (l *LitePullConsumer) Poll(ctx context.Context) ([]*MessageExt, error) {
 			return nil, ctx.Err()
 		case <-l.c.quit:
 			return nil, ErrClosed
-		case b := <-l.c.pollCh:
+		case b := <-l.svc.pollCh:
 			if b.qs.pq.dropped.Load() {
 				continue // seeked or reassigned: stale
 			}

@@ -102,14 +102,17 @@ type PushConsumer struct {
 
 	stats consumerStats
 
-	// Lite pull mode (LitePullConsumer): pulled batches go to pollCh
-	// instead of the worker pool, and assigned, when set, replaces the
+	// svc consumes what the pull loops cache (consume_service.go); set
+	// once at Start by newService (newConsumeService unless the
+	// LitePullConsumer installs its Poll buffer).
+	svc        consumeService
+	newService func(*PushConsumer) consumeService
+
+	// LitePullConsumer controls: assigned, when set, replaces the
 	// allocation.
-	suspended   atomic.Bool           // Suspend/Resume: no pulls while set
-	pausedMu    sync.Mutex            // guards paused
-	paused      map[MessageQueue]bool // lite Pause/Resume per queue
-	lite        bool
-	pollCh      chan polledBatch
+	suspended   atomic.Bool               // Suspend/Resume: no pulls while set
+	pausedMu    sync.Mutex                // guards paused
+	paused      map[MessageQueue]bool     // lite Pause/Resume per queue
 	assigned    map[string][]MessageQueue // wire topic -> queues; fixed after Start
 	rebalanceMu sync.Mutex                // serialises doRebalance and Seek
 }
@@ -166,15 +169,16 @@ func NewPushConsumer(group string, opts ...ConsumerOpt) (*PushConsumer, error) {
 		return nil, err
 	}
 	c := &PushConsumer{
-		cfg:      cfg,
-		group:    group,
-		logger:   cfg.logger.With("component", "push-consumer", "group", group),
-		newEnv:   newConsumerEnv,
-		subs:     make(map[string]*subscription),
-		handlers: make(map[string]MessageListener),
-		queues:   make(map[MessageQueue]*queueState),
-		wake:     make(chan struct{}, 1),
-		routines: run.NewGroup("apogee"),
+		cfg:        cfg,
+		group:      group,
+		logger:     cfg.logger.With("component", "push-consumer", "group", group),
+		newEnv:     newConsumerEnv,
+		newService: newConsumeService,
+		subs:       make(map[string]*subscription),
+		handlers:   make(map[string]MessageListener),
+		queues:     make(map[MessageQueue]*queueState),
+		wake:       make(chan struct{}, 1),
+		routines:   run.NewGroup("apogee"),
 	}
 	c.ctx, c.quit = c.routines.Context(), c.routines.Done()
 	return c, nil
@@ -229,10 +233,11 @@ func (c *PushConsumer) Start() error {
 		return err
 	}
 	c.env, c.releaseEnv = env, release
+	c.svc = c.newService(c)
 	c.wireGroup = wrapNamespace(c.cfg.namespace, c.group)
 	c.api = &consumerAPI{env: env, group: c.wireGroup}
 	if c.cfg.model == Clustering {
-		if !c.lite {
+		if c.svc.consumesRetryTopic() {
 			// Clustering push consumers also consume their retry topic.
 			retry := names.RetryGroupTopicPrefix + c.wireGroup
 			s, _ := newSubscription(retry, TagSelector("*"))
@@ -252,11 +257,7 @@ func (c *PushConsumer) Start() error {
 	}
 	c.started = true
 	c.tasks = newTaskQueue()
-	if !c.lite {
-		for i := 0; i < c.cfg.consumeGoroutines; i++ {
-			c.goFunc("consume", func() { c.tasks.run(c.quit) })
-		}
-	}
+	c.svc.start()
 	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 	defer cancel()
 	for topic := range c.subs {
@@ -268,13 +269,7 @@ func (c *PushConsumer) Start() error {
 	c.doRebalance(ctx)
 	c.goFunc("rebalance", c.rebalanceLoop)
 	c.goFunc("persist-offsets", c.persistLoop)
-	if !c.cfg.orderly && !c.lite && c.cfg.model == Clustering {
-		c.goFunc("clean-expired", c.cleanExpiredLoop)
-	}
-	if c.cfg.orderly && c.cfg.model == Clustering {
-		c.goFunc("lock-renew", c.lockLoop)
-	}
-	c.logger.Info("push consumer started", "clientId", env.clientID(), "model", c.cfg.model.String(), "orderly", c.cfg.orderly)
+	c.logger.Info("push consumer started", "clientId", env.clientID(), "model", c.cfg.model.String(), "orderly", c.svc.orderly())
 	return nil
 }
 
@@ -306,9 +301,7 @@ func (c *PushConsumer) Close() error {
 	c.queues = map[MessageQueue]*queueState{}
 	c.queuesMu.Unlock()
 	err := c.store.persist(ctx, all)
-	if c.cfg.orderly && c.cfg.model == Clustering {
-		c.unlockAll(ctx, all)
-	}
+	c.svc.closed(ctx, all)
 	// UNREGISTER_CLIENT to every master: the group rebalances at once
 	// instead of waiting for the connection to close or expire.
 	c.env.unregisterConsumer(c.wireGroup)
@@ -433,12 +426,7 @@ func (c *PushConsumer) consumerData() protocol.ConsumerData {
 	return d
 }
 
-func (c *PushConsumer) consumeType() string {
-	if c.lite {
-		return protocol.ConsumeActively
-	}
-	return protocol.ConsumePassively
-}
+func (c *PushConsumer) consumeType() string { return c.svc.consumeType() }
 
 func (c *PushConsumer) subscribedTopics() []string { return slices.Collect(maps.Keys(c.subs)) }
 
@@ -471,39 +459,25 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			continue
 		}
 		maxCount, maxMiB := c.queueLimits(mq.Topic)
-		if pq.count.Load() > maxCount || pq.cachedSizeMiB() > maxMiB ||
-			(!c.cfg.orderly && pq.span() > c.cfg.consumeMaxSpan) {
+		if pq.count.Load() > maxCount || pq.cachedSizeMiB() > maxMiB {
 			sleep(ctx, 50*time.Millisecond)
 			continue
 		}
-		if c.cfg.orderly && c.cfg.model == Clustering && !pq.locked.Load() {
-			sleep(ctx, time.Second)
+		if wait := c.svc.pullWait(qs); wait > 0 {
+			sleep(ctx, wait)
 			continue
 		}
 		req := &pullRequest{
 			mq: mq, offset: offset, maxNums: c.cfg.pullBatchSize, sysFlag: protocol.PullFlagSuspend,
 			suspend: c.cfg.pullSuspend, timeout: c.cfg.pullTimeout, expressionType: sub.expressionType(),
 		}
-		// Lite pull consumers commit only through Commit or their auto-commit
-		// timer, as RocketMQ's DefaultLitePullConsumer (its pulls never
-		// carry a commit offset): a piggy-backed offset taken before a Seek
-		// could reach the broker after a later Commit and move it back.
-		if c.cfg.model == Clustering && !c.lite {
-			if committed, ok := c.store.(*remoteOffsetStore).get(mq); ok && committed > 0 {
-				req.sysFlag |= protocol.PullFlagCommitOffset
-				req.commitOffset = committed
-			}
-		}
-		if c.cfg.postSubscriptionOnPull || sub.sql92 || c.lite {
+		c.svc.preparePull(req)
+		if c.cfg.postSubscriptionOnPull || sub.sql92 || req.sysFlag&protocol.PullFlagSubscription != 0 {
 			req.sysFlag |= protocol.PullFlagSubscription
 			req.subExpression = sub.expr
 			if sub.sql92 {
 				req.subVersion = sub.version
 			}
-		}
-		if c.lite {
-			req.lite = true
-			req.sysFlag |= protocol.PullFlagLitePull
 		}
 		req.brokerID = qs.suggestedBroker
 		res, err := c.api.pull(ctx, req)
@@ -544,7 +518,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 				continue
 			}
 			pq.putMessages(msgs)
-			if !c.submit(ctx, qs, msgs) {
+			if !c.svc.submit(ctx, qs, msgs) {
 				return
 			}
 		case protocol.PullNotFound, protocol.PullRetryImmediately:
@@ -590,28 +564,6 @@ func (c *PushConsumer) queueLimits(topic string) (count, mib int64) {
 		mib = max(c.cfg.pullThresholdSizeForTop/n, 1)
 	}
 	return count, mib
-}
-
-// submit hands freshly cached messages to the pool: batches of
-// consumeMessageBatchMaxSize in concurrent mode, one queue task in orderly
-// mode. It never blocks: flow control bounds what is queued.
-func (c *PushConsumer) submit(ctx context.Context, qs *queueState, msgs []*MessageExt) bool {
-	if c.lite {
-		select {
-		case c.pollCh <- polledBatch{qs: qs, msgs: msgs}:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if c.cfg.orderly {
-		c.scheduleOrderly(qs, 0)
-		return true
-	}
-	for batch := range slices.Chunk(msgs, c.cfg.consumeBatchMaxSize) {
-		c.tasks.push(func() { c.consumeConcurrently(qs, batch) })
-	}
-	return true
 }
 
 // callListener runs the listener with hooks and panic recovery.
@@ -728,8 +680,8 @@ func (c *PushConsumer) cleanExpiredLoop() {
 
 func (c *PushConsumer) maxReconsume() int32 {
 	if c.cfg.maxReconsumeTimes < 0 {
-		if c.cfg.orderly {
-			return 1<<31 - 1
+		if c.svc.orderly() {
+			return unboundedReconsume
 		}
 		return 16
 	}

@@ -27,8 +27,8 @@ type directConsumer interface {
 // consumeDirectly runs the listener of the message's topic once, outside
 // the queues: no offset is committed and a failure is only reported.
 func (c *PushConsumer) consumeDirectly(ctx context.Context, body []byte, brokerName string) consumeMessageDirectlyResult {
-	res := consumeMessageDirectlyResult{Order: c.cfg.orderly, AutoCommit: true}
-	if c.lite {
+	res := consumeMessageDirectlyResult{Order: c.svc.orderly(), AutoCommit: true}
+	if c.svc.consumeType() == protocol.ConsumeActively {
 		res.ConsumeResult, res.Remark = "CR_THROW_EXCEPTION", "lite pull consumers have no listener"
 		return res
 	}

@@ -88,23 +88,10 @@ func (c *PushConsumer) doRebalance(ctx context.Context) {
 		for _, mq := range mqs {
 			c.store.remove(mq)
 		}
-		if c.cfg.orderly && c.cfg.model == Clustering {
-			// Release a broker lock only once no listener runs on the
-			// queue, so the next owner cannot overtake a batch still in
-			// progress; a busy queue keeps its lock until it expires.
-			var idle []MessageQueue
-			for _, qs := range removed {
-				if waitConsumeIdle(ctx, qs.pq, time.Second) {
-					idle = append(idle, qs.mq)
-				}
-			}
-			c.unlockAll(ctx, idle)
-		}
+		c.svc.released(ctx, removed)
 	}
 	slices.SortFunc(added, compareMessageQueue)
-	if c.cfg.orderly && c.cfg.model == Clustering && len(added) > 0 {
-		added = c.lockQueues(ctx, added)
-	}
+	added = c.svc.acquire(ctx, added)
 	// Each pull goroutine computes its start offset itself, so one slow
 	// broker does not hold up the queues of the others.
 	c.addQueues(added, -1)
@@ -153,9 +140,7 @@ func (c *PushConsumer) addQueues(mqs []MessageQueue, offset int64) {
 	for i, mq := range mqs {
 		qctx, cancel := context.WithCancel(c.ctx)
 		qs := &queueState{mq: mq, pq: newProcessQueue(), cancel: cancel, done: make(chan struct{})}
-		if c.cfg.orderly && c.cfg.model == Clustering {
-			qs.pq.setLocked(time.Now())
-		}
+		c.svc.newQueue(qs)
 		c.queues[mq] = qs
 		states[i], ctxs[i] = qs, qctx
 	}
