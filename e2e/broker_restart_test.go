@@ -122,7 +122,7 @@ func TestStandaloneBinary(t *testing.T) {
 		}
 		return nsAddr != "" && brokerAddr != ""
 	}, "standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "-1", "--log-level", "warn",
-		"--set", "metricsPromExporterPort=0")
+		"--set", "metricsPromExporterPort=0", "--console-port", "-1")
 	rlog.SetLogLevel("error")
 	topic := uniqueName(t, "T")
 	p := newProducer(t, nsAddr)

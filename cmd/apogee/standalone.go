@@ -18,7 +18,7 @@ func init() { register(newStandaloneCmd) }
 func newStandaloneCmd(g *globalFlags) *cobra.Command {
 	f := &brokerFlags{defaultBrokerName: "broker-a"}
 	var dataDir string
-	var namesrvPort, brokerPort int
+	var namesrvPort, brokerPort, consolePort int
 	cmd := serverCommand(g, "standalone", "Run a name server and a broker in one process (data under --data)", func(cmd *cobra.Command, logger *slog.Logger) error {
 		cfg, err := f.load(cmd, logger)
 		if err != nil {
@@ -62,22 +62,28 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 			ns.Close()
 			return err
 		}
-		closeMetrics := startBrokerMetrics(b, logger, metrics.NewNamesrvCollector(ns)) // metrics.go
+		closeMetrics := startBrokerMetrics(b, logger, metrics.NewNamesrvCollector(ns))        // metrics.go
+		consoleAddr, closeConsole := startConsole(cfg.BrokerIP1, consolePort, nsAddr, logger) // console.go
 		fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
+		if consoleAddr != "" {
+			fmt.Fprintf(cmd.OutOrStdout(), "console listening on http://%s\n", consoleAddr)
+		}
 		closeGRPC, err := startLocalGRPC(cfg, b, logger, cmd.OutOrStdout())
 		if err != nil {
+			closeConsole()
 			closeMetrics()
 			b.Close()
 			ns.Close()
 			return err
 		}
 		// Startup in reverse: the broker unregisters from the name server first.
-		return serveUntilDone(cmd.Context(), logger, closeGRPC, closeMetrics, b.Close, ns.Close)
+		return serveUntilDone(cmd.Context(), logger, closeGRPC, closeConsole, closeMetrics, b.Close, ns.Close)
 	})
 	f.registerCommon(cmd, f.defaultBrokerName)
 	fl := cmd.Flags()
 	fl.StringVar(&dataDir, "data", "./data", "data directory (broker store and name-server KV config)")
 	fl.IntVar(&namesrvPort, "namesrv-port", namesrv.DefaultListenPort, "name-server port (0 = any free port)")
 	fl.IntVar(&brokerPort, "broker-port", 10911, "broker port (0 = any free port)")
+	fl.IntVar(&consolePort, "console-port", defaultConsolePort, "web console port on brokerIP1 (0 = any free port, -1 = no console)")
 	return cmd
 }

@@ -37,7 +37,10 @@ var rules = []rule{
 	{"internal/tlsconf", []string{"internal/remoting", "internal/protocol", "internal/store", "internal/broker", "internal/namesrv", "client"}},
 	{"internal/auth", []string{"internal/remoting", "internal/store", "internal/broker", "internal/namesrv", "client", "net/http"}},
 	{"client", []string{"internal/store", "internal/broker", "internal/namesrv", "github.com/prometheus"}},
-	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/remoting"}},
+	// The console reaches the cluster through client/admin (which dials
+	// through remoting); TestConsoleImportsOnlyAdmin keeps its own imports
+	// to the SDK.
+	{"internal/console", []string{"internal/store", "internal/broker", "internal/namesrv", "internal/metrics"}},
 	// The POP state store is a leaf: no sockets, no commit log, no request codes.
 	{"internal/pop", []string{"internal/", "client", "net"}},
 	// The goroutine-group helper is a leaf every component imports.
@@ -98,4 +101,33 @@ func TestImportRules(t *testing.T) {
 		t.Error("positive control failed: internal/broker's dependencies do not list internal/store")
 	}
 	t.Logf("checked %d packages against %d rules", checked, len(rules))
+}
+
+// TestConsoleImportsOnlyAdmin: the console's own imports from this module
+// are the SDK (client, client/admin) and the shared names; everything it
+// does to the cluster goes through the admin client, like RocketMQ
+// Dashboard.
+func TestConsoleImportsOnlyAdmin(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/internal/console").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var p struct{ Imports []string }
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	allowed := []string{module + "/client", module + "/client/admin", module + "/internal/names"}
+	seenAdmin := false
+	for _, imp := range p.Imports {
+		if !strings.HasPrefix(imp, module+"/") {
+			continue
+		}
+		if !slices.Contains(allowed, imp) {
+			t.Errorf("internal/console imports %s; it may import only %v", imp, allowed)
+		}
+		seenAdmin = seenAdmin || imp == module+"/client/admin"
+	}
+	if !seenAdmin {
+		t.Error("positive control failed: internal/console does not import client/admin")
+	}
 }
