@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
@@ -124,8 +122,8 @@ func (c *configFile) append(b []byte, n int) error {
 	if _, err := c.log.Write(b); err != nil {
 		return fmt.Errorf("broker: persist %s: %w", c.logPath(), err)
 	}
-	if err := unix.Fdatasync(int(c.log.Fd())); err != nil {
-		return fmt.Errorf("broker: persist %s: fdatasync: %w", c.logPath(), err)
+	if err := c.log.Sync(); err != nil {
+		return fmt.Errorf("broker: persist %s: sync: %w", c.logPath(), err)
 	}
 	c.lines += n
 	c.lastAppend = time.Now()

@@ -228,7 +228,7 @@ func (bl *syncBaseline) run(b *testing.B, n int) time.Duration {
 		if _, err := bl.f.WriteAt(bl.rec, bl.off); err != nil {
 			b.Fatal(err)
 		}
-		if err := unix.Fdatasync(int(bl.f.Fd())); err != nil {
+		if err := fdatasync(bl.f); err != nil {
 			b.Fatal(err)
 		}
 		bl.off = (bl.off + int64(len(bl.rec))) % (64<<20 - int64(len(bl.rec)))

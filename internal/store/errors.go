@@ -85,3 +85,7 @@ type RecoveryReport struct {
 	// IndexFilesDropped counts index files discarded after a crash.
 	IndexFilesDropped int
 }
+
+// errUnsupported: the platform or file system lacks a call (sys_*.go); the
+// caller takes its fallback.
+var errUnsupported = errors.New("store: not supported here")

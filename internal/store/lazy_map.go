@@ -193,7 +193,7 @@ func (mf *mappedFile) syncLazy(from, to int64) error {
 		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
 	}
 	defer f.Close()
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+	if err := fdatasync(f); err != nil {
 		return fmt.Errorf("store: fdatasync %s: %w", mf.path, err)
 	}
 	return nil
@@ -235,9 +235,9 @@ func (mf *mappedFile) reserve(end int64) error {
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
 	}
-	err = unix.Fallocate(int(f.Fd()), 0, start, to-start)
+	err = fallocate(f, start, to-start)
 	f.Close()
-	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+	if err != nil && !errors.Is(err, errUnsupported) {
 		return fmt.Errorf("store: reserve %s [%d, %d): %w", mf.path, start, to, diskErr(err))
 	}
 	l.reserved.Store(to)

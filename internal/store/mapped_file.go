@@ -136,8 +136,8 @@ func openMappedPath(path string, fromOffset, size int64, create bool) (*mappedFi
 		// Reserve the blocks now: writing through a mapping into a hole of
 		// a full file system raises SIGBUS, while a failed fallocate is an
 		// ordinary error (CREATE_MAPPED_FILE_FAILED).
-		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
-		if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
+		err := fallocate(f, 0, size)
+		if errors.Is(err, errUnsupported) {
 			err = f.Truncate(size)
 		}
 		if err != nil {
@@ -180,7 +180,7 @@ func (mf *mappedFile) warmFrom(from int64, quit <-chan struct{}) bool {
 		default:
 		}
 		end := min(p+chunk, mf.size)
-		if err := unix.Madvise(mf.data[p:end], unix.MADV_POPULATE_WRITE); err != nil {
+		if err := populateWrite(mf.data[p:end]); err != nil {
 			// Older kernels: touch one byte per page with an atomic add of
 			// zero (never changes data a concurrent writer put there).
 			for q := p; q < end; q += pageSize {
@@ -493,7 +493,7 @@ func (mf *mappedFile) flush(leastPages int) (int64, error) {
 		if err != nil {
 			return flushed, err
 		}
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		if err := fdatasync(f); err != nil {
 			return flushed, fmt.Errorf("store: fdatasync %s: %w", mf.path, err)
 		}
 	case mf.lazy != nil:
@@ -614,7 +614,7 @@ func (mf *mappedFile) populate(from, to int64) bool {
 	}
 	defer mf.release()
 	from &^= pageSize - 1
-	if err := unix.Madvise(mf.data[from:to], unix.MADV_POPULATE_WRITE); err != nil {
+	if err := populateWrite(mf.data[from:to]); err != nil {
 		for q := from; q < to; q += pageSize {
 			atomicTouch(mf.data[q:])
 		}

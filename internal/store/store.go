@@ -144,10 +144,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 	s.mapper = newMapper(limit)
 	s.confirmOffset.Store(-1)
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
-	var si unix.Sysinfo_t
-	if unix.Sysinfo(&si) == nil {
-		s.totalMemory = int64(si.Totalram) * int64(si.Unit)
-	} else {
+	if s.totalMemory = totalMemory(); s.totalMemory <= 0 {
 		s.totalMemory = 8 << 30
 	}
 	return s, nil
