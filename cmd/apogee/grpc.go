@@ -19,13 +19,14 @@ func startLocalGRPC(cfg broker.Config, b *broker.Broker, logger *slog.Logger, ou
 		return func() error { return nil }, nil
 	}
 	s, err := proxy.New(proxy.Config{
-		ListenAddr:    net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.GRPCServerPort)),
-		AdvertiseHost: cfg.BrokerIP1,
-		TLSCertPath:   cfg.TLSServerCertPath,
-		TLSKeyPath:    cfg.TLSServerKeyPath,
-		BrokerName:    cfg.BrokerName,
-		BrokerAddr:    b.Addr(),
-		Logger:        logger,
+		ListenAddr:             net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.GRPCServerPort)),
+		AdvertiseHost:          cfg.BrokerIP1,
+		TLSCertPath:            cfg.TLSServerCertPath,
+		TLSKeyPath:             cfg.TLSServerKeyPath,
+		BrokerName:             cfg.BrokerName,
+		BrokerAddr:             b.Addr(),
+		MinInvisibleForReceive: cfg.MinInvisibleTimeMillsForRecv,
+		Logger:                 logger,
 	})
 	if err != nil {
 		return nil, err

@@ -70,7 +70,9 @@ func startServer(t *testing.T, data string, extra ...string) *server {
 		data = t.TempDir()
 	}
 	args := append([]string{"standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0",
-		"--grpc-port", "0", "--log-level", "warn", "--set", "metricsPromExporterPort=0"}, extra...)
+		"--grpc-port", "0", "--log-level", "warn", "--set", "metricsPromExporterPort=0",
+		// Short invisible times keep the redelivery tests short.
+		"--set", "minInvisibleTimeMillsForRecv=1000"}, extra...)
 	cmd := exec.Command(apogeeBin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/apogeemq/apogee/internal/remoting"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
@@ -37,6 +40,11 @@ type Config struct {
 	// Namesrv lists the name servers of the cluster (cluster mode).
 	Namesrv []string
 
+	// MinInvisibleForReceive is the shortest invisible_duration a
+	// ReceiveMessage may ask for (minInvisibleTimeMillsForRecv; default
+	// 10 s, the RocketMQ proxy's).
+	MinInvisibleForReceive time.Duration
+
 	Logger *slog.Logger
 }
 
@@ -51,6 +59,8 @@ type Server struct {
 	backend *backend
 	clients *registry
 	svc     *service
+	// minInvisible is Config.MinInvisibleForReceive with its default.
+	minInvisible time.Duration
 
 	mu      sync.Mutex
 	started bool
@@ -74,6 +84,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	logger = logger.With("component", "grpc")
 	s := &Server{cfg: cfg, logger: logger, clients: newRegistry(time.Now), group: run.NewGroup("grpc")}
+	s.minInvisible = cfg.MinInvisibleForReceive
+	if s.minInvisible <= 0 {
+		s.minInvisible = DefaultMinInvisibleRcv
+	}
 	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger})
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
 	s.svc = newService(s)
@@ -111,6 +125,8 @@ func (s *Server) Start() error {
 		grpc.MaxRecvMsgSize(130<<20),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream),
 	)
 	pb.RegisterMessagingServiceServer(s.gs, s.svc)
 	s.started = true
@@ -120,6 +136,7 @@ func (s *Server) Start() error {
 		}
 	})
 	s.group.Every("client-expiry", 10*time.Second, func(context.Context) { s.expireClients() })
+	s.group.Every("auto-renew", renewInterval, s.svc.renewer.run)
 	s.logger.Info("grpc endpoint listening", "addr", raw.Addr().String(), "advertise", s.svc.advertise)
 	return nil
 }
@@ -169,4 +186,27 @@ func (s *Server) expireClients() {
 // withTimeout bounds a broker call made on behalf of a gRPC request.
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
+}
+
+// recoverUnary turns a panic in a handler into a gRPC INTERNAL error for
+// that call: one bad request never takes the process down.
+func (s *Server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("grpc handler panicked", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+			resp, err = nil, grpcstatus.Errorf(codes.Internal, "internal error")
+		}
+	}()
+	return h(ctx, req)
+}
+
+// recoverStream is recoverUnary for streaming RPCs.
+func (s *Server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Error("grpc handler panicked", "method", info.FullMethod, "panic", r, "stack", string(debug.Stack()))
+			err = grpcstatus.Errorf(codes.Internal, "internal error")
+		}
+	}()
+	return h(srv, ss)
 }

@@ -46,11 +46,13 @@ type service struct {
 	txns      *transactions
 	sender    *sender
 	groups    *groupCache
+	renewer   *renewer
 }
 
 func newService(s *Server) *service {
 	svc := &service{srv: s, txns: newTransactions(), groups: newGroupCache()}
 	svc.sender = newSender(svc)
+	svc.renewer = newRenewer(svc)
 	return svc
 }
 
@@ -324,6 +326,9 @@ func (svc *service) applySettings(ctx context.Context, id string, in *pb.Setting
 	out.Metric = &pb.Metric{On: false}
 	switch ps := in.GetPubSub().(type) {
 	case *pb.Settings_Publishing:
+		if ps.Publishing == nil {
+			return nil, errStatus(pb.Code_BAD_REQUEST, "settings carry an empty publishing")
+		}
 		for _, t := range ps.Publishing.GetTopics() {
 			if _, err := checkTopic(t); err != nil {
 				return nil, err
@@ -340,6 +345,9 @@ func (svc *service) applySettings(ctx context.Context, id string, in *pb.Setting
 		out.GetPublishing().ValidateMessageType = true
 	case *pb.Settings_Subscription:
 		sub := out.GetSubscription()
+		if sub == nil {
+			return nil, errStatus(pb.Code_BAD_REQUEST, "settings carry an empty subscription")
+		}
 		group, err := checkGroup(sub.GetGroup())
 		if err != nil {
 			return nil, err
