@@ -18,6 +18,11 @@ func startLocalGRPC(cfg broker.Config, b *broker.Broker, logger *slog.Logger, ou
 	if cfg.GRPCServerPort < 0 {
 		return func() error { return nil }, nil
 	}
+	// The endpoint reaches its broker like any client of the broker does.
+	brokerTLS, err := cfg.Settings.Client()
+	if err != nil {
+		return nil, err
+	}
 	s, err := proxy.New(proxy.Config{
 		ListenAddr:             net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.GRPCServerPort)),
 		AdvertiseHost:          cfg.BrokerIP1,
@@ -25,6 +30,7 @@ func startLocalGRPC(cfg broker.Config, b *broker.Broker, logger *slog.Logger, ou
 		TLSKeyPath:             cfg.TLSServerKeyPath,
 		BrokerName:             cfg.BrokerName,
 		BrokerAddr:             b.Addr(),
+		BrokerTLS:              brokerTLS,
 		MinInvisibleForReceive: cfg.MinInvisibleTimeMillsForRecv,
 		Logger:                 logger,
 	})

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,9 @@ type Config struct {
 	BrokerName, BrokerAddr string
 	// Namesrv lists the name servers of the cluster (cluster mode).
 	Namesrv []string
+	// BrokerTLS, when set, makes the remoting connections to brokers and
+	// name servers TLS (a cluster with tlsMode=enforcing).
+	BrokerTLS *tls.Config
 
 	// MinInvisibleForReceive is the shortest invisible_duration a
 	// ReceiveMessage may ask for (minInvisibleTimeMillsForRecv; default
@@ -88,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	if s.minInvisible <= 0 {
 		s.minInvisible = DefaultMinInvisibleRcv
 	}
-	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger})
+	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger, TLS: cfg.BrokerTLS})
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
 	s.svc = newService(s)
 	return s, nil
