@@ -85,7 +85,9 @@ type OrderBatch struct {
 // than before for a message of the previous batch). When the batch is
 // empty the commit offset moves to NextOffset if nothing before it is
 // pending.
-func (s *Store) OrderPop(b OrderBatch) ([]int32, error) {
+func (s *Store) OrderPop(b OrderBatch) (_ []int32, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	start := int64(0)
 	if len(b.Offsets) > 0 {
 		start = b.Offsets[0]
@@ -111,11 +113,10 @@ func (s *Store) OrderPop(b OrderBatch) ([]int32, error) {
 	}
 	e := enc{b: make([]byte, 0, 96)}
 	encodeOrderPop(&e, b, deliveries)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return nil, err
 	}
 	s.applyOrderPopLocked(q, b, deliveries)
-	s.maybeCompactLocked()
 	return deliveries, nil
 }
 
@@ -174,7 +175,9 @@ func (s *Store) advanceOrderLocked(o *orderQueue) {
 // commit offset. NotFound: no such batch (popTime differs: an older batch)
 // or offset not in it; AlreadyAcked: acked before or below the commit
 // offset.
-func (s *Store) OrderAck(k QueueKey, popTime, offset int64) (AckResult, int64, error) {
+func (s *Store) OrderAck(k QueueKey, popTime, offset int64) (_ AckResult, _ int64, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[k]
@@ -200,12 +203,11 @@ func (s *Store) OrderAck(k QueueKey, popTime, offset int64) (AckResult, int64, e
 	e.key(k)
 	e.v(popTime)
 	e.v(offset)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return NotFound, o.commit, err
 	}
 	o.msgs[i].acked = true
 	s.advanceOrderLocked(o)
-	s.maybeCompactLocked()
 	return Acked, o.commit, nil
 }
 
@@ -220,7 +222,9 @@ func orderIndex(o *orderQueue, offset int64) int {
 
 // OrderChange moves the next visible time of offset in k's batch popped at
 // popTime (the pop time stays: a FIFO handle keeps its checkpoint).
-func (s *Store) OrderChange(k QueueKey, popTime, offset, nextVisible int64) (AckResult, error) {
+func (s *Store) OrderChange(k QueueKey, popTime, offset, nextVisible int64) (_ AckResult, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[k]
@@ -241,7 +245,7 @@ func (s *Store) OrderChange(k QueueKey, popTime, offset, nextVisible int64) (Ack
 	e.v(popTime)
 	e.v(offset)
 	e.v(nextVisible)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return NotFound, err
 	}
 	o.msgs[i].nextVisible = nextVisible

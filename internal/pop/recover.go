@@ -185,7 +185,7 @@ func (s *Store) applyRecordLocked(p []byte) error {
 
 // maybeCompactLocked rewrites the log as a snapshot once it has grown past
 // its threshold. A failure is logged and retried at a later append; the
-// current file stays active. REQUIRES: s.mu held.
+// current file stays active. REQUIRES: s.wmu and s.mu held.
 func (s *Store) maybeCompactLocked() {
 	if s.log.size < max(s.opts.CompactBytes, 4*s.snapSize) {
 		return
@@ -198,6 +198,8 @@ func (s *Store) maybeCompactLocked() {
 
 // Compact rewrites the log as a snapshot now.
 func (s *Store) Compact() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -207,7 +209,10 @@ func (s *Store) Compact() error {
 }
 
 // writeSnapshotLocked writes the live state as log seq, fsyncs it, makes it
-// the active log and deletes the previous one. REQUIRES: s.mu held.
+// the active log and deletes the previous one. Pending records are already
+// part of the in-memory state the snapshot holds, so they are dropped and
+// count as written. REQUIRES: s.wmu and s.mu held (or no concurrency, in
+// Open).
 func (s *Store) writeSnapshotLocked(seq uint64) error {
 	path := logName(s.opts.Dir, seq)
 	var buf []byte
@@ -290,6 +295,7 @@ func (s *Store) writeSnapshotLocked(seq uint64) error {
 	}
 	old := s.log
 	s.log = &logFile{f: f, seq: seq, size: int64(len(buf)), path: path}
+	s.pending, s.written = s.pending[:0], s.enqueued
 	s.snapSize = int64(len(buf))
 	if old != nil {
 		old.f.Close()

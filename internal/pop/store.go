@@ -46,14 +46,23 @@ type Store struct {
 	// one group on one queue are serialised, others skip the queue.
 	popLocks sync.Map // QueueKey -> *atomic.Bool
 
+	// wmu serialises writes to the log file (and its swap by compaction).
+	// Lock order: wmu before mu. Records are framed into pending under mu
+	// (so their order is the order of the state changes) and written by
+	// whichever caller takes wmu first: concurrent acks share one write.
+	wmu sync.Mutex
+
 	mu       sync.Mutex
 	closed   bool                // guarded by mu
+	pending  []byte              // framed records not yet written; guarded by mu
+	spare    []byte              // the previous pending buffer, for reuse; guarded by mu
+	enqueued uint64              // records framed so far; guarded by mu
+	written  uint64              // records written (or folded into a snapshot); guarded by mu
 	log      *logFile            // guarded by mu
 	snapSize int64               // size of the active file's snapshot; guarded by mu
 	queues   map[QueueKey]*queue // guarded by mu
 	deadline ckHeap              // unrevived checkpoints by deadline; guarded by mu
 	sticky   error               // first append error; refuses writes after; guarded by mu
-	buf      []byte              // frame scratch; guarded by mu
 	inFlight int64               // unacked messages in checkpoints; guarded by mu
 	recovery RecoveryReport      // set by Open
 }
@@ -143,15 +152,25 @@ func Open(opts Options) (*Store, error) {
 // Recovery returns what Open replayed.
 func (s *Store) Recovery() RecoveryReport { return s.recovery }
 
-// Close syncs and closes the log. Later calls fail with ErrClosed.
+// Close writes what is pending, syncs and closes the log. Later calls
+// fail with ErrClosed.
 func (s *Store) Close() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	err := s.log.f.Sync()
+	var err error
+	if len(s.pending) > 0 && s.sticky == nil {
+		_, err = s.log.f.Write(s.pending)
+		s.pending, s.written = nil, s.enqueued
+	}
+	if serr := s.log.f.Sync(); err == nil {
+		err = serr
+	}
 	if cerr := s.log.f.Close(); err == nil {
 		err = cerr
 	}
@@ -163,14 +182,19 @@ func (s *Store) Close() error {
 
 // Sync fsyncs the active log.
 func (s *Store) Sync() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	closed, f := s.closed, s.log.f
+	s.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	if err := s.log.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
+		s.mu.Lock()
 		s.sticky = fmt.Errorf("pop: fsync: %w", err)
-		return s.sticky
+		s.mu.Unlock()
+		return err
 	}
 	return nil
 }
@@ -198,19 +222,58 @@ func (s *Store) queueLocked(k QueueKey) *queue {
 	return q
 }
 
-// appendLocked writes one record. REQUIRES: s.mu held.
-func (s *Store) appendLocked(e *enc) error {
+// appendLocked frames one record into pending and sets *seq to its
+// sequence number; the caller's deferred commit writes it once s.mu is
+// released. REQUIRES: s.mu held.
+func (s *Store) appendLocked(e *enc, seq *uint64) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if s.sticky != nil {
 		return s.sticky
 	}
-	s.buf = appendFrame(s.buf[:0], e.b)
-	if err := s.log.write(s.buf); err != nil {
-		s.sticky = err
+	s.pending = appendFrame(s.pending, e.b)
+	s.enqueued++
+	*seq = s.enqueued
+	return nil
+}
+
+// commit writes the records up to seq before a state-changing method
+// returns; deferred before the method takes s.mu, so it runs after the
+// unlock. A method that failed or wrote nothing (seq 0) passes through.
+func (s *Store) commit(seq *uint64, err *error) {
+	if *err == nil && *seq > 0 {
+		*err = s.flush(*seq)
+	}
+}
+
+// flush writes every pending record if record seq is not written yet, then
+// compacts the log when it outgrew its threshold.
+func (s *Store) flush(seq uint64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if s.written >= seq {
+		err := s.sticky
+		s.mu.Unlock()
 		return err
 	}
+	buf, target, lf := s.pending, s.enqueued, s.log
+	s.pending = s.spare[:0]
+	s.mu.Unlock()
+	_, werr := lf.f.Write(buf)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spare = buf[:0]
+	s.written = target
+	if werr != nil {
+		if s.sticky == nil {
+			s.sticky = fmt.Errorf("pop: append %s: %w", lf.path, werr)
+		}
+		return s.sticky
+	}
+	lf.size += int64(len(buf))
+	s.maybeCompactLocked()
 	return nil
 }
 
@@ -226,14 +289,16 @@ func (s *Store) PopOffset(k QueueKey) (offset int64, ok bool) {
 }
 
 // SetPopOffset sets k's next pop offset (first pop of a queue, a reset).
-func (s *Store) SetPopOffset(k QueueKey, offset int64) error {
+func (s *Store) SetPopOffset(k QueueKey, offset int64) (err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := enc{b: make([]byte, 0, 64)}
 	e.byte(recPopOffset)
 	e.key(k)
 	e.v(offset)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return err
 	}
 	s.queueLocked(k).popOffset = offset
@@ -270,7 +335,9 @@ func checkOffsets(start int64, offs []int64) error {
 // ck.NextOffset. The checkpoint is named by (Key, Offsets[0], PopTime), the
 // ckQueueOffset and popTime of its receipt handles; a second checkpoint
 // with the same name is refused.
-func (s *Store) AddCheckpoint(ck Checkpoint) error {
+func (s *Store) AddCheckpoint(ck Checkpoint) (err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	if len(ck.Offsets) == 0 {
 		ck.StartOffset = max(ck.StartOffset, 0)
 	}
@@ -287,11 +354,10 @@ func (s *Store) AddCheckpoint(ck Checkpoint) error {
 	}
 	e := enc{b: make([]byte, 0, 64+len(ck.Key.Group)+len(ck.Key.Topic)+2*len(ck.Offsets))}
 	encodeCheckpoint(&e, ck.Key, ck.StartOffset, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return err
 	}
 	s.applyCheckpointLocked(q, ck.StartOffset, ck.PopTime, ck.InvisibleTime, ck.NextOffset, ck.Offsets, 0)
-	s.maybeCompactLocked()
 	return nil
 }
 
@@ -374,7 +440,9 @@ const (
 
 // Ack acks the message at offset of the checkpoint (k, ckStart, popTime).
 // Nothing is written unless the message was in flight.
-func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (AckResult, error) {
+func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (_ AckResult, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[k]
@@ -398,17 +466,18 @@ func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (AckResult, erro
 	e.v(ckStart)
 	e.v(popTime)
 	e.v(offset)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return NotFound, err
 	}
 	s.ackLocked(c, i)
-	s.maybeCompactLocked()
 	return Acked, nil
 }
 
 // AckBatch acks several messages of one checkpoint with a single write
 // and returns how many were in flight.
-func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (int, error) {
+func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (_ int, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[k]
@@ -419,13 +488,6 @@ func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (i
 	if c == nil {
 		return 0, nil
 	}
-	if s.closed {
-		return 0, ErrClosed
-	}
-	if s.sticky != nil {
-		return 0, s.sticky
-	}
-	s.buf = s.buf[:0]
 	var idx []int
 	e := enc{b: make([]byte, 0, 64)}
 	for _, off := range offsets {
@@ -433,26 +495,20 @@ func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (i
 		if i < 0 || c.acked&(1<<i) != 0 || slices.Contains(idx, i) {
 			continue
 		}
-		idx = append(idx, i)
 		e.b = e.b[:0]
 		e.byte(recAck)
 		e.key(k)
 		e.v(ckStart)
 		e.v(popTime)
 		e.v(off)
-		s.buf = appendFrame(s.buf, e.b)
-	}
-	if len(idx) == 0 {
-		return 0, nil
-	}
-	if err := s.log.write(s.buf); err != nil {
-		s.sticky = err
-		return 0, err
+		if err := s.appendLocked(&e, &seq); err != nil {
+			return 0, err
+		}
+		idx = append(idx, i)
 	}
 	for _, i := range idx {
 		s.ackLocked(c, i)
 	}
-	s.maybeCompactLocked()
 	return len(idx), nil
 }
 
@@ -462,7 +518,9 @@ func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (i
 // newPopTime': newPopTime, or the next free millisecond when a checkpoint
 // of that name exists. It returns NotFound or AlreadyAcked (and changes
 // nothing) when the message is not in flight there.
-func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime, newInvisible int64) (AckResult, int64, error) {
+func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime, newInvisible int64) (_ AckResult, _ int64, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[k]
@@ -491,11 +549,10 @@ func (s *Store) ChangeInvisible(k QueueKey, ckStart, popTime, offset, newPopTime
 	e.v(offset)
 	e.v(newPopTime)
 	e.v(newInvisible)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return NotFound, 0, err
 	}
 	s.applyChangeLocked(q, c, i, offset, newPopTime, newInvisible)
-	s.maybeCompactLocked()
 	return Acked, newPopTime, nil
 }
 
@@ -550,7 +607,9 @@ func (s *Store) NextDeadline() int64 {
 
 // Revived records that the expired checkpoint's messages were re-delivered
 // (written to the retry topic or the DLQ) and forgets it.
-func (s *Store) Revived(ex Expired) error {
+func (s *Store) Revived(ex Expired) (err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queues[ex.Key]
@@ -566,11 +625,10 @@ func (s *Store) Revived(ex Expired) error {
 	e.key(ex.Key)
 	e.v(ex.StartOffset)
 	e.v(ex.PopTime)
-	if err := s.appendLocked(&e); err != nil {
+	if err := s.appendLocked(&e, &seq); err != nil {
 		return err
 	}
 	s.dropLocked(c)
-	s.maybeCompactLocked()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,4 +323,46 @@ func TestCheckpointStartBeforeMessages(t *testing.T) {
 	if err := s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 40, PopTime: 8, Offsets: []int64{39}}); err == nil {
 		t.Fatal("offset before start accepted")
 	}
+}
+
+// TestConcurrentAcksShareWrites: acks from many goroutines all land (and
+// survive a reopen) while sharing writes.
+func TestConcurrentAcksShareWrites(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	const n = 64
+	for i := int64(0); i < n; i++ {
+		must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: i * 32, PopTime: 1, InvisibleTime: 1000,
+			Offsets: seq32(i * 32), NextOffset: i*32 + 32}))
+	}
+	done := make(chan error, n)
+	for i := int64(0); i < n; i++ {
+		go func() {
+			for j := int64(0); j < 32; j++ {
+				if r, err := s.Ack(kA, i*32, 1, i*32+j); err != nil || r != Acked {
+					done <- fmt.Errorf("ack %d/%d: %v %v", i, j, r, err)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s = open(t, dir)
+	if st := s.Stats(); st.InFlight != 0 || st.Checkpoints != 0 {
+		t.Fatalf("after reopen %+v", st)
+	}
+}
+
+func seq32(start int64) []int64 {
+	out := make([]int64, 32)
+	for i := range out {
+		out[i] = start + int64(i)
+	}
+	return out
 }
