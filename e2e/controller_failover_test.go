@@ -245,8 +245,9 @@ func startSyncProducer(t *testing.T, nsAddr, group string) rocketmq.Producer {
 // loadResult is what a bounded send loop saw.
 type loadResult struct {
 	mu     sync.Mutex
-	acked  []string
-	failed int
+	acked   []string
+	failed  int
+	lastErr string
 	// firstOKAfter is the first acknowledged send after the mark (zero if none).
 	mark, firstOKAfter time.Time
 }
@@ -277,6 +278,11 @@ func sendLoop(p rocketmq.Producer, topic, prefix string, n int, stop <-chan stru
 			}
 		} else {
 			r.failed++
+			if err != nil {
+				r.lastErr = err.Error()
+			} else {
+				r.lastErr = res.String()
+			}
 		}
 		r.mu.Unlock()
 		if err != nil {
@@ -518,4 +524,96 @@ func (r *rawSender) send(topic string) int32 {
 		return -1
 	}
 	return resp.Code
+}
+
+// leaderIndex is the index of the controller raft leader (-1 if unknown).
+func (e *failoverEnv) leaderIndex() int {
+	for _, addr := range e.ctl.rpc {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		md, err := e.admin.ControllerMetaData(ctx, addr)
+		cancel()
+		if err != nil || md.ControllerLeaderAddress == "" {
+			continue
+		}
+		for i, a := range e.ctl.rpc {
+			if a == md.ControllerLeaderAddress {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// sendAcked sends n messages with a fresh official producer, each retried for
+// a bounded time, and returns the acknowledged bodies.
+func sendAcked(t *testing.T, nsAddr, topic, prefix string, n int, within time.Duration) []string {
+	t.Helper()
+	p := startSyncProducer(t, nsAddr, uniqueName(t, "PG"))
+	var r loadResult
+	deadline := time.Now().Add(within)
+	for len(r.acked) < n && time.Now().Before(deadline) {
+		sendLoop(p, topic, fmt.Sprintf("%s%d", prefix, len(r.acked)), 1, nil, &r)
+	}
+	if len(r.acked) < n {
+		t.Fatalf("only %d of %d sends succeeded within %v (%d failed, last: %s)", len(r.acked), n, within, r.failed, r.lastErr)
+	}
+	return r.acked
+}
+
+// TestControllerLeaderAndMasterLoss (#7689): the controller leader and the
+// master are SIGKILLed together. The two remaining controllers elect a
+// leader, which restarts liveness and elects the slave once the master's
+// heartbeat timeout passed; nothing acknowledged is lost. Then every
+// controller is restarted: epochs, SyncStateSets and broker ids survive,
+// and the master's writes resume once its lease is renewed.
+func TestControllerLeaderAndMasterLoss(t *testing.T) {
+	e := newFailoverEnv(t)
+	const cluster, name = "LossCluster", "broker-l"
+	b1 := newCtlBroker(t, e.bin, e.ctl, e.nsAddr, cluster, name, nil)
+	b2 := newCtlBroker(t, e.bin, e.ctl, e.nsAddr, cluster, name, nil)
+	b1.start()
+	e.waitMaster(name, b1.addr, 1, 20*time.Second)
+	b2.start()
+	ri := e.waitMaster(name, b1.addr, 2, 20*time.Second)
+	topic := uniqueName(t, "Loss")
+	ctx := testutil.Context(t, 10*time.Second)
+	if err := e.admin.CreateTopic(ctx, admin.TopicConfig{Topic: topic, ReadQueues: 4, WriteQueues: 4}, admin.Target{Cluster: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	acked := sendAcked(t, e.nsAddr, topic, "a", 100, 20*time.Second)
+
+	leader := e.leaderIndex()
+	if leader < 0 {
+		t.Fatal("no controller leader")
+	}
+	killed := time.Now()
+	e.ctl.kill(leader)
+	b1.kill()
+	ri2 := e.waitMaster(name, b2.addr, 1, 20*time.Second)
+	t.Logf("controller leader + master killed: slave elected after %v", time.Since(killed).Round(time.Millisecond))
+	if ri2.MasterEpoch != ri.MasterEpoch+1 {
+		t.Fatalf("epoch %d, want %d", ri2.MasterEpoch, ri.MasterEpoch+1)
+	}
+	acked = append(acked, sendAcked(t, e.nsAddr, topic, "b", 20, 20*time.Second)...)
+
+	// Restart every controller (the killed one included).
+	for i := range e.ctl.procs {
+		e.ctl.kill(i)
+	}
+	e.ctl.startAll()
+	ri3 := e.waitMaster(name, b2.addr, 1, 20*time.Second)
+	if ri3.MasterEpoch != ri2.MasterEpoch || ri3.MasterBrokerID != ri2.MasterBrokerID || ri3.SyncStateSetEpoch != ri2.SyncStateSetEpoch {
+		t.Fatalf("metadata after restarting every controller: %+v, before %+v", ri3, ri2)
+	}
+	if len(ri3.NotInSyncReplicas) != 1 || ri3.NotInSyncReplicas[0].BrokerAddress != b1.addr {
+		t.Fatalf("the dead broker's id and address are gone after the restart: %+v", ri3)
+	}
+	acked = append(acked, sendAcked(t, e.nsAddr, topic, "c", 20, 20*time.Second)...)
+
+	got := e.readAll(topic, name, 4)
+	for _, body := range acked {
+		if !got[body] {
+			t.Fatalf("acknowledged message %q missing on the new master", body)
+		}
+	}
 }

@@ -57,6 +57,8 @@ type ctlState struct {
 	syncSet    []int64             // master: the SyncStateSet (sorted); guarded by mu
 	ssEpoch    int32               // guarded by mu
 	caughtUp   map[int64]time.Time // master: last caught-up time per slave; guarded by mu
+	members    []string            // master: the other members' addresses; guarded by mu
+	membersAt  time.Time           // when members was fetched; guarded by mu
 
 	restart     chan struct{} // closed once a restart is wanted
 	restartOnce sync.Once
@@ -104,6 +106,12 @@ func (b *Broker) controllerPrepare() error {
 		return nil
 	}
 	b.cfg.Store.BrokerRole = store.RoleSlave
+	if prev := b.Topics.onChange; prev != nil {
+		b.Topics.onChange = func(tcs []protocol.TopicConfig) {
+			prev(tcs)
+			b.pushTopicsToSlaves(tcs)
+		}
+	}
 	ep, err := loadEpochFile(b.cfg.epochFilePath())
 	if err != nil {
 		return err
@@ -294,8 +302,9 @@ func (b *Broker) ctlRegister(ctx context.Context) (replicaView, error) {
 		b.ctl.id = ident.ID
 		b.logger.Info("controller mode: broker id", "brokerId", ident.ID)
 	}
+	timeout := b.cfg.ControllerHeartBeatTimeoutMills.Milliseconds()
 	rh := protocol.RegisterBrokerToControllerRequestHeader{ClusterName: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
-		BrokerID: b.ctl.id, BrokerAddress: b.addr, InvokeTime: b.now().UnixMilli()}
+		BrokerID: b.ctl.id, BrokerAddress: b.addr, InvokeTime: b.now().UnixMilli(), HeartbeatTimeoutMills: &timeout}
 	resp, err := b.ctlInvoke(ctx, protocol.NewRequest(protocol.ControllerRegisterBroker, protocol.EncodeHeader(&rh, false), nil))
 	if err != nil {
 		return replicaView{}, err
@@ -798,4 +807,67 @@ func (b *Broker) describeControllerMode() string {
 		role = "MASTER"
 	}
 	return strings.Join([]string{role, "epoch", strconv.Itoa(int(b.ctl.epoch))}, " ")
+}
+
+// pushTopicsToSlaves copies topics just created or changed on a
+// controller-mode master to its slaves before the change is acknowledged
+// (UPDATE_AND_CREATE_TOPIC to each slave, bounded by 2 s), so a topic
+// created just before the master dies is served by the new master. The
+// periodic slave sync still reconciles the whole table.
+func (b *Broker) pushTopicsToSlaves(tcs []protocol.TopicConfig) {
+	if !b.cfg.EnableControllerMode || !b.ctl.master || len(tcs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.baseCtx, 2*time.Second)
+	defer cancel()
+	addrs := b.slaveAddrs(ctx)
+	var wg sync.WaitGroup
+	for _, addr := range addrs {
+		for _, tc := range tcs {
+			h := protocol.CreateTopicRequestHeader{Topic: tc.TopicName, DefaultTopic: "TBW102", ReadQueueNums: tc.ReadQueueNums,
+				WriteQueueNums: tc.WriteQueueNums, Perm: tc.Perm, TopicFilterType: string(tc.TopicFilterType),
+				TopicSysFlag: tc.TopicSysFlag, Order: tc.Order}
+			req := protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&h, false), nil)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := b.ctl.client.InvokeSync(ctx, addr, req); err != nil {
+					b.logger.Debug("controller mode: push topic to slave failed", "slave", addr, "topic", h.Topic, "err", err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// slaveAddrs returns the other members' addresses from the controller
+// (CONTROLLER_GET_SYNC_STATE_DATA), cached for a second.
+func (b *Broker) slaveAddrs(ctx context.Context) []string {
+	b.ctl.mu.Lock()
+	if time.Since(b.ctl.membersAt) < time.Second {
+		out := slices.Clone(b.ctl.members)
+		b.ctl.mu.Unlock()
+		return out
+	}
+	b.ctl.mu.Unlock()
+	body, _ := json.Marshal([]string{b.cfg.BrokerName})
+	resp, err := b.ctlInvoke(ctx, protocol.NewRequest(protocol.ControllerGetSyncStateData, nil, body))
+	if err != nil || resp.Code != int32(protocol.Success) {
+		return nil
+	}
+	var info protocol.BrokerReplicasInfo
+	if json.Unmarshal(resp.Body, &info) != nil {
+		return nil
+	}
+	ri := info.ReplicasInfoTable[b.cfg.BrokerName]
+	var out []string
+	for _, r := range append(ri.InSyncReplicas, ri.NotInSyncReplicas...) {
+		if r.BrokerID != b.ctl.id && r.Alive && r.BrokerAddress != "" {
+			out = append(out, r.BrokerAddress)
+		}
+	}
+	b.ctl.mu.Lock()
+	b.ctl.members, b.ctl.membersAt = out, time.Now()
+	b.ctl.mu.Unlock()
+	return out
 }

@@ -49,7 +49,11 @@ func (t *liveTable) reset(st *state, now time.Time) {
 	clear(t.m)
 	for name, set := range st.Sets {
 		for id, r := range set.Brokers {
-			t.m[liveKey{name, id}] = &liveInfo{cluster: set.Cluster, addr: r.Addr, lastUpdate: now, timeout: DefaultHeartbeatTimeout, epoch: -1}
+			timeout := DefaultHeartbeatTimeout
+			if r.TimeoutMs > 0 {
+				timeout = time.Duration(r.TimeoutMs) * time.Millisecond
+			}
+			t.m[liveKey{name, id}] = &liveInfo{cluster: set.Cluster, addr: r.Addr, lastUpdate: now, timeout: timeout, epoch: -1}
 		}
 	}
 }

@@ -160,9 +160,13 @@ func (c *Controller) registerBroker(_ context.Context, conn *remoting.Conn, req 
 	if set == nil || set.Brokers[h.BrokerID] == nil {
 		return nil, protocol.Errorf(protocol.ControllerBrokerMetadataNotExist, "broker %s id %d has not applied for its id", h.BrokerName, h.BrokerID)
 	}
-	if set.Brokers[h.BrokerID].Addr != h.BrokerAddress {
+	var timeoutMs int64
+	if h.HeartbeatTimeoutMills != nil && *h.HeartbeatTimeoutMills > 0 {
+		timeoutMs = *h.HeartbeatTimeoutMills
+	}
+	if r := set.Brokers[h.BrokerID]; r.Addr != h.BrokerAddress || r.TimeoutMs != timeoutMs {
 		c.opMu.Lock()
-		res, err := c.propose(&op{Kind: opRegisterBroker, BrokerName: h.BrokerName, BrokerID: h.BrokerID, Addr: h.BrokerAddress})
+		res, err := c.propose(&op{Kind: opRegisterBroker, BrokerName: h.BrokerName, BrokerID: h.BrokerID, Addr: h.BrokerAddress, TimeoutMs: timeoutMs})
 		c.opMu.Unlock()
 		if err != nil {
 			return nil, protocol.Errorf(protocol.ControllerJRaftInternalError, "%v", err)

@@ -18,6 +18,9 @@ const FirstBrokerID int64 = 1
 type replica struct {
 	Addr      string `json:"addr"`
 	CheckCode string `json:"checkCode"`
+	// TimeoutMs is the broker's heartbeat timeout (0: the default), so a
+	// new leader times it out as configured.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 }
 
 // brokerSet is one broker group's replicated metadata (RocketMQ's
@@ -86,6 +89,7 @@ type op struct {
 	BrokerID   int64  `json:"brokerId,omitempty"`
 	Addr       string `json:"addr,omitempty"`
 	CheckCode  string `json:"checkCode,omitempty"`
+	TimeoutMs  int64  `json:"timeoutMs,omitempty"`
 	// elect: the new master (0 = none) and the epoch it was decided at.
 	NewMaster       int64 `json:"newMaster,omitempty"`
 	ExpectEpoch     int32 `json:"expectEpoch,omitempty"`
@@ -137,6 +141,7 @@ func (s *state) apply(o *op) opResult {
 			return fail(protocol.ControllerBrokerMetadataNotExist, "broker %s id %d has not applied for its id", o.BrokerName, o.BrokerID)
 		}
 		set.Brokers[o.BrokerID].Addr = o.Addr
+		set.Brokers[o.BrokerID].TimeoutMs = o.TimeoutMs
 	case opElect:
 		if set == nil {
 			return fail(protocol.ControllerBrokerMetadataNotExist, "broker set %s does not exist", o.BrokerName)

@@ -49,6 +49,11 @@ type RegisterBrokerToControllerRequestHeader struct {
 	BrokerID      int64  `ext:"brokerId"`
 	BrokerAddress string `ext:"brokerAddress"`
 	InvokeTime    int64  `ext:"invokeTime"`
+	// HeartbeatTimeoutMills is an Apogee extension: the broker's
+	// controllerHeartBeatTimeoutMills, kept in the replicated state so a new
+	// controller leader times the broker out as configured (Java brokers do
+	// not send it: 10 s).
+	HeartbeatTimeoutMills *int64 `ext:"heartbeatTimeoutMills"`
 }
 
 // ReplicaHeader is the master view shared by the answers of 1003, 1004,
