@@ -244,7 +244,7 @@ func startSyncProducer(t *testing.T, nsAddr, group string) rocketmq.Producer {
 
 // loadResult is what a bounded send loop saw.
 type loadResult struct {
-	mu     sync.Mutex
+	mu      sync.Mutex
 	acked   []string
 	failed  int
 	lastErr string
