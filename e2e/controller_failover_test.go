@@ -374,6 +374,51 @@ func TestControllerFailoverSIGKILL(t *testing.T) {
 	if !bytes.Equal(b1.commitLog(want), b2.commitLog(want)) {
 		t.Fatal("rejoined slave's commit log differs from the new master's")
 	}
+
+	// The tools: clusterList shows role and epoch, getBrokerEpoch and
+	// haStatus describe both brokers, electMaster moves the master back.
+	table, _, code := runApogee(t, e.bin, "admin", "clusterList", "-n", e.nsAddr)
+	if code != 0 || !strings.Contains(table, "#ROLE") || !regexpLine(table, name, "MASTER", strconv.Itoa(int(epoch+1))) {
+		t.Fatalf("clusterList (%d):\n%s", code, table)
+	}
+	out, _, code := runApogee(t, e.bin, "admin", "getBrokerEpoch", "-b", b1.addr, "--json")
+	if code != 0 || !strings.Contains(out, `"epoch": 2`) {
+		t.Fatalf("getBrokerEpoch of the rejoined slave (%d): %s", code, out)
+	}
+	out, _, code = runApogee(t, e.bin, "admin", "haStatus", "-b", b2.addr, "--json")
+	if code != 0 || !strings.Contains(out, `"master": true`) || !strings.Contains(out, `"inSync": true`) {
+		t.Fatalf("haStatus of the master (%d): %s", code, out)
+	}
+	ri = e.waitMaster(name, b2.addr, 2, 10*time.Second)
+	var b1ID int64
+	for _, r := range ri.InSyncReplicas {
+		if r.BrokerAddress == b1.addr {
+			b1ID = r.BrokerID
+		}
+	}
+	out, _, code = runApogee(t, e.bin, "admin", "electMaster", "-a", e.ctl.rpc[0], "-b", name, "-n", cluster, "-i", strconv.FormatInt(b1ID, 10))
+	if code != 0 || !strings.Contains(out, b1.addr) {
+		t.Fatalf("electMaster %d (%d): %s", b1ID, code, out)
+	}
+	e.waitMaster(name, b1.addr, 2, 20*time.Second)
+	sendAcked(t, e.nsAddr, topic, "c", 10, 20*time.Second)
+}
+
+// regexpLine reports whether one line of text holds every field.
+func regexpLine(text string, fields ...string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		all := true
+		for _, f := range fields {
+			if !strings.Contains(line, f) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // TestControllerFailoverSIGSTOP: a hung master (SIGSTOP: no closed socket)

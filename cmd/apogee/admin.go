@@ -350,7 +350,7 @@ func cmdClusterList(g *globalFlags, af *adminFlags) *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			r := &result{value: ci, header: []string{"#CLUSTER_NAME", "#BROKER_NAME", "#BID", "#ADDR"}}
+			r := &result{value: ci, header: []string{"#CLUSTER_NAME", "#BROKER_NAME", "#BID", "#ADDR", "#ROLE", "#EPOCH"}}
 			clusters := make([]string, 0, len(ci.Clusters))
 			for c := range ci.Clusters {
 				clusters = append(clusters, c)
@@ -365,7 +365,8 @@ func cmdClusterList(g *globalFlags, af *adminFlags) *cobra.Command {
 					}
 					sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 					for _, id := range ids {
-						r.rows = append(r.rows, []string{c, name, strconv.FormatInt(id, 10), b.Addrs[id]})
+						role, epoch := brokerRoleEpoch(ctx, a, id, b.Addrs[id]) // admin_controller.go
+						r.rows = append(r.rows, []string{c, name, strconv.FormatInt(id, 10), b.Addrs[id], role, epoch})
 					}
 				}
 			}

@@ -208,3 +208,18 @@ func cmdHAStatus(g *globalFlags, af *adminFlags) *cobra.Command {
 		return r, nil
 	})
 }
+
+// brokerRoleEpoch is clusterList's role (id 0 is the master) and master
+// epoch (controller mode: the newest entry of GET_BROKER_EPOCH_CACHE; "-"
+// for a classic broker or when the broker does not answer).
+func brokerRoleEpoch(ctx context.Context, a *admin.Admin, id int64, addr string) (string, string) {
+	role := "SLAVE"
+	if id == 0 {
+		role = "MASTER"
+	}
+	ec, err := a.BrokerEpoch(ctx, addr)
+	if err != nil || len(ec.EpochList) == 0 {
+		return role, "-"
+	}
+	return role, strconv.Itoa(int(ec.EpochList[len(ec.EpochList)-1].Epoch))
+}
