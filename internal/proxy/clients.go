@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,4 +168,20 @@ func (r *registry) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.clients)
+}
+
+// publishedTopics returns the topics live producers publish to, sorted.
+func (r *registry) publishedTopics() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := map[string]bool{}
+	for _, c := range r.clients {
+		if c.clientType() != pb.ClientType_PRODUCER || len(c.streams) == 0 {
+			continue
+		}
+		for _, t := range c.settings.GetPublishing().GetTopics() {
+			set[t.GetName()] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	grpcstatus "google.golang.org/grpc/status"
 
+	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
 	"github.com/apogeemq/apogee/internal/run"
@@ -95,6 +96,7 @@ func New(cfg Config) (*Server, error) {
 	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger, TLS: cfg.BrokerTLS})
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
 	s.svc = newService(s)
+	s.rc.RegisterProcessor(protocol.CheckTransactionState, s.svc.orphans.processCheck)
 	return s, nil
 }
 
@@ -141,6 +143,7 @@ func (s *Server) Start() error {
 	})
 	s.group.Every("client-expiry", 10*time.Second, func(context.Context) { s.expireClients() })
 	s.group.Every("auto-renew", renewInterval, s.svc.renewer.run)
+	s.group.Every("producer-heartbeat", producerHeartbeatInterval, s.svc.orphans.heartbeat)
 	s.logger.Info("grpc endpoint listening", "addr", raw.Addr().String(), "advertise", s.svc.advertise)
 	return nil
 }

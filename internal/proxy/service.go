@@ -47,12 +47,14 @@ type service struct {
 	sender    *sender
 	groups    *groupCache
 	renewer   *renewer
+	orphans   *orphans
 }
 
 func newService(s *Server) *service {
 	svc := &service{srv: s, txns: newTransactions(), groups: newGroupCache()}
 	svc.sender = newSender(svc)
 	svc.renewer = newRenewer(svc)
+	svc.orphans = newOrphans(svc)
 	return svc
 }
 
@@ -379,6 +381,11 @@ func (svc *service) applySettings(ctx context.Context, id string, in *pb.Setting
 		return nil, errStatus(pb.Code_BAD_REQUEST, "settings carry neither publishing nor subscription")
 	}
 	svc.srv.clients.setSettings(id, out)
+	if out.GetClientType() == pb.ClientType_PRODUCER {
+		// Register the producer groups with the brokers now, so that a
+		// transaction check can reach this producer from its start.
+		svc.srv.group.Go("producer-heartbeat", svc.orphans.heartbeat)
+	}
 	return proto.Clone(out).(*pb.Settings), nil
 }
 
