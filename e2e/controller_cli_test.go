@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,4 +67,32 @@ func TestControllerCLI(t *testing.T) {
 		l, ok := leaderOf(other)
 		return ok && l != leader
 	}, "no new leader after killing %s", leader)
+}
+
+// TestControllerInNamesrv: enableControllerInNamesrv=true runs a controller
+// inside `apogee namesrv` with the controller keys of namesrv.conf; a
+// controller-mode broker pointed at it becomes master and registers with
+// that name server as id 0.
+func TestControllerInNamesrv(t *testing.T) {
+	bin := buildApogee(t)
+	ports := freeLoopbackPorts(t, 3)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "namesrv.conf")
+	body := fmt.Sprintf("listenPort=%s\nenableControllerInNamesrv=true\njRaftGroupId=ns-ctl\njRaftServerId=%s\njRaftInitConf=%s\njRaftControllerRPCAddr=%s\ncontrollerStorePath=%s\nscanNotActiveBrokerInterval=200\n",
+		ports[0][strings.LastIndex(ports[0], ":")+1:], ports[1], ports[1], ports[2], filepath.Join(dir, "ctl"))
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startApogeeProcess(t, bin, func(line string) bool { return strings.HasPrefix(line, "namesrv listening on") }, "namesrv", "-c", conf)
+	g := &controllerGroup{t: t, bin: bin, rpc: []string{ports[2]}}
+	b := newCtlBroker(t, bin, g, ports[0], "NsCtlCluster", "broker-n", nil)
+	b.start()
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		out, _, code := runApogee(t, bin, "admin", "clusterList", "-n", ports[0])
+		return code == 0 && regexpLine(out, "broker-n", " 0 ", b.addr, "MASTER", "1")
+	}, "the broker never registered as master through the embedded controller")
+	out, _, code := runApogee(t, bin, "admin", "getControllerMetaData", "-a", ports[2], "--json")
+	if code != 0 || !strings.Contains(out, `"group": "ns-ctl"`) || !strings.Contains(out, `"isLeader": true`) {
+		t.Fatalf("getControllerMetaData (%d): %s", code, out)
+	}
 }

@@ -23,6 +23,9 @@ type namesrvFlags struct {
 	set          []string
 	// metricsListen is where GET /metrics listens ("" = no endpoint).
 	metricsListen string
+	// embedded is the controller inside the name server
+	// (enableControllerInNamesrv, namesrv_controller.go).
+	embedded embeddedController
 }
 
 func (f *namesrvFlags) register(cmd *cobra.Command) {
@@ -39,7 +42,11 @@ func (f *namesrvFlags) register(cmd *cobra.Command) {
 func (f *namesrvFlags) load(cmd *cobra.Command, logger *slog.Logger) (namesrv.Config, error) {
 	cfg := namesrv.DefaultConfig()
 	err := applyConfFile(logger, "namesrv.conf", f.confFile, func(p *config.Properties) ([]string, error) {
-		return config.Apply(p, &cfg)
+		unknown, err := config.Apply(p, &cfg)
+		if err != nil {
+			return nil, err
+		}
+		return f.embedded.apply(p, unknown) // namesrv_controller.go
 	})
 	if err != nil {
 		return cfg, err
@@ -81,9 +88,14 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 		if err := ns.Start(); err != nil {
 			return err
 		}
+		closeController, err := f.embedded.start(cmd, logger) // namesrv_controller.go
+		if err != nil {
+			ns.Close()
+			return err
+		}
 		closeMetrics := startMetrics(f.metricsListen, false, logger, metrics.NewNamesrvCollector(ns)) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "namesrv listening on %s\n", ns.Addr())
-		return serveUntilDone(cmd.Context(), logger, closeMetrics, ns.Close)
+		return serveUntilDone(cmd.Context(), logger, closeMetrics, closeController, ns.Close)
 	})
 	f.register(cmd)
 	return cmd
