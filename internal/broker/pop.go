@@ -174,13 +174,19 @@ func (p *popService) serve(conn *remoting.Conn, req *protocol.Command, deadline 
 	}
 	res := p.popOnce(&h, tc, filter, now)
 	if res.count == 0 && h.PollTime > 0 {
-		if deadline.IsZero() {
+		first := deadline.IsZero()
+		if first {
 			deadline = time.UnixMilli(min(h.BornTime, now) + h.PollTime)
 		}
 		if nowT.Before(deadline) {
 			switch p.hold.park(&heldPop{conn: conn, req: req, topic: h.Topic, group: h.ConsumerGroup, queueID: h.QueueID,
 				order: h.Order, deadline: deadline, kind: heldPopMessage}) {
 			case parkHeld:
+				// A message that arrived after the pop looked and before the
+				// request was parked woke nobody: look once more.
+				if first && p.hasMessage(h.ConsumerGroup, h.Topic, h.QueueID, tc.ReadQueueNums, h.Order, now) {
+					p.hold.notify(h.Topic)
+				}
 				return nil, nil
 			case parkFull:
 				return p.popResponse(req, &h, res, protocol.PollingFull, now), nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/names"
@@ -55,6 +56,9 @@ const (
 type popHold struct {
 	p    *popService
 	wake chan struct{} // capacity 1, non-blocking send
+	// any mirrors total > 0 so the store's arrival listener (called for
+	// every dispatched message) skips the lock while nothing is held.
+	any atomic.Bool
 
 	mu      sync.Mutex
 	held    map[string][]*heldPop // by requested topic; guarded by mu
@@ -98,6 +102,7 @@ func (h *popHold) park(r *heldPop) parkResult {
 	}
 	h.held[r.topic] = append(h.held[r.topic], r)
 	h.total++
+	h.any.Store(true)
 	h.signal() // the loop re-arms its timer for the new deadline
 	return parkHeld
 }
@@ -109,6 +114,9 @@ func (h *popHold) onArrival(topic string, _ int32, _ int64, _ int64, _ int64, _ 
 
 // notify wakes the held requests of topic (a normal or a pop retry topic).
 func (h *popHold) notify(topic string) {
+	if !h.any.Load() {
+		return
+	}
 	h.mu.Lock()
 	if h.total == 0 {
 		h.mu.Unlock()
@@ -198,6 +206,7 @@ func (h *popHold) process(now time.Time) time.Time {
 			h.held[topic] = keep
 		}
 	}
+	h.any.Store(h.total > 0)
 	h.mu.Unlock()
 	for _, r := range run {
 		h.reexecute(r)
@@ -266,7 +275,8 @@ func (p *popService) notification(conn *remoting.Conn, req *protocol.Command, de
 	has := p.hasMessage(h.ConsumerGroup, h.Topic, h.QueueID, tc.ReadQueueNums, h.Order, nowT.UnixMilli())
 	rh := protocol.NotificationResponseHeader{HasMsg: has}
 	if !has && h.PollTime > 0 {
-		if deadline.IsZero() {
+		first := deadline.IsZero()
+		if first {
 			born := h.BornTime
 			if born <= 0 {
 				born = nowT.UnixMilli()
@@ -277,6 +287,9 @@ func (p *popService) notification(conn *remoting.Conn, req *protocol.Command, de
 			switch p.hold.park(&heldPop{conn: conn, req: req, topic: h.Topic, group: h.ConsumerGroup, queueID: h.QueueID,
 				order: h.Order, deadline: deadline, kind: heldNotification}) {
 			case parkHeld:
+				if first && p.hasMessage(h.ConsumerGroup, h.Topic, h.QueueID, tc.ReadQueueNums, h.Order, nowT.UnixMilli()) {
+					p.hold.notify(h.Topic) // arrived while parking (see serve)
+				}
 				return nil, nil
 			case parkFull:
 				rh.PollingFull = true

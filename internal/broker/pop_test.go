@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -415,4 +416,93 @@ func TestPopOrderly(t *testing.T) {
 		t.Fatalf("consumer offset %d, want 3", off)
 	}
 	_ = strconv.Itoa
+}
+
+// TestPopPeekNotificationPollingInfo: PEEK reads without consuming;
+// NOTIFICATION answers hasMsg at once when there is something to pop and
+// is held until an arrival otherwise; POLLING_INFO counts held pops.
+func TestPopPeekNotificationPollingInfo(t *testing.T) {
+	b := startBroker(t, popTestConfig(t, t.TempDir()))
+	c := newClient(t)
+	sendN(t, c, b, "PopN", 0, 2, "n")
+	peek := func() int {
+		h := protocol.PeekMessageRequestHeader{Topic: "PopN", QueueID: -1, MaxMsgNums: 32, ConsumerGroup: "G"}
+		resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.PeekMessage, protocol.EncodeHeader(&h, false), nil))
+		if resp.Code == int32(protocol.PullNotFound) {
+			return 0
+		}
+		mustCode(t, resp, protocol.Success)
+		msgs, err := message.DecodeStoredAll(resp.Body, message.DecodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(msgs)
+	}
+	notify := func(poll time.Duration) (bool, time.Duration) {
+		h := protocol.NotificationRequestHeader{ConsumerGroup: "G", Topic: "PopN", QueueID: -1,
+			PollTime: poll.Milliseconds(), BornTime: time.Now().UnixMilli()}
+		start := time.Now()
+		resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.Notification, protocol.EncodeHeader(&h, false), nil))
+		mustCode(t, resp, protocol.Success)
+		return resp.Ext("hasMsg") == "true", time.Since(start)
+	}
+	if n := peek(); n != 2 {
+		t.Fatalf("peek %d", n)
+	}
+	if has, _ := notify(time.Second); !has {
+		t.Fatal("notification: no message reported")
+	}
+	if got := popAll(t, c, b, "G", "PopN", time.Minute); len(got) != 2 {
+		t.Fatalf("peek consumed: pop got %d", len(got))
+	}
+	if n := peek(); n != 0 {
+		t.Fatalf("peek after pop %d", n)
+	}
+	if has, el := notify(300 * time.Millisecond); has || el < 200*time.Millisecond {
+		t.Fatalf("empty notification: has %v after %v", has, el)
+	}
+	// A held pop shows in POLLING_INFO; an arrival answers it.
+	done := make(chan *protocol.Command, 1)
+	go func() { done <- invoke(t, c, b.Addr(), popReq("G", "PopN", -1, 32, time.Minute, 5*time.Second, false)) }()
+	ph := protocol.PollingInfoRequestHeader{ConsumerGroup: "G", Topic: "PopN", QueueID: -1}
+	testutil.Eventually(t, 3*time.Second, func() bool {
+		r := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.PollingInfo, protocol.EncodeHeader(&ph, false), nil))
+		return r.Code == 0 && r.Ext("pollingNum") == "1"
+	}, "held pop not counted")
+	sendN(t, c, b, "PopN", 0, 1, "late")
+	if resp := <-done; resp.Code != 0 {
+		t.Fatalf("held pop: %d %s", resp.Code, resp.Remark)
+	}
+}
+
+// TestPopBatchAck: BATCH_ACK_MESSAGE acks the bit set's offsets of one
+// checkpoint; only the others come back.
+func TestPopBatchAck(t *testing.T) {
+	b := startBroker(t, popTestConfig(t, t.TempDir()))
+	c := newClient(t)
+	sendN(t, c, b, "PopBA", 0, 3, "ba")
+	got := popAll(t, c, b, "G", "PopBA", 600*time.Millisecond)
+	if len(got) != 3 {
+		t.Fatalf("popped %d", len(got))
+	}
+	a := protocol.BatchAck{ConsumerGroup: "G", Topic: "PopBA", Retry: "0", QueueID: 0,
+		ReviveQueueID: got[0].extra.ReviveQueueID, PopTime: got[0].extra.PopTime, InvisibleTime: got[0].extra.InvisibleTime}
+	if err := a.SetOffsetsFrom(got[0].extra.CkQueueOffset, []int64{got[0].extra.QueueOffset, got[2].extra.QueueOffset}); err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(protocol.BatchAckMessageRequestBody{BrokerName: "broker-a", Acks: []protocol.BatchAck{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.BatchAckMessage, nil, body)), protocol.Success)
+	var back []popped
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		back = append(back, popAll(t, c, b, "G", "PopBA", time.Minute)...)
+		return len(back) > 0
+	}, "redelivery")
+	time.Sleep(300 * time.Millisecond)
+	back = append(back, popAll(t, c, b, "G", "PopBA", time.Minute)...)
+	if len(back) != 1 || string(back[0].msg.Body) != "ba-1" {
+		t.Fatalf("after batch ack redelivered %d: %v", len(back), back)
+	}
 }
