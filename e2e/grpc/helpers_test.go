@@ -203,3 +203,71 @@ func eventually(t *testing.T, d time.Duration, what string, fn func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// process is a running apogee child process other than standalone.
+type process struct {
+	cmd    *exec.Cmd
+	stderr *os.File
+	done   chan struct{}
+}
+
+// startProcess runs apogee with args and waits for a stdout line starting
+// with prefix; it returns the rest of that line. The process is stopped by
+// its PID at cleanup.
+func startProcess(t *testing.T, prefix string, args ...string) (*process, string) {
+	t.Helper()
+	cmd := exec.Command(apogeeBin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errFile, err := os.CreateTemp(t.TempDir(), "stderr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = errFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stderr: errFile, done: make(chan struct{})}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				select {
+				case found <- rest:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(errFile.Name())
+			t.Logf("apogee %s stderr:\n%s", args[0], b)
+		}
+	})
+	select {
+	case line := <-found:
+		return p, strings.TrimSpace(line)
+	case <-p.done:
+		b, _ := os.ReadFile(errFile.Name())
+		t.Fatalf("apogee %v exited early:\n%s", args, b)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("apogee %v did not print %q within 30 s", args, prefix)
+	}
+	return nil, ""
+}
