@@ -121,3 +121,69 @@ func TestSendDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// FuzzSendDeadlinesMatchPlain holds the shared deadline contexts to the
+// plain path (context.WithDeadline per send): for any sequence of sends
+// from a few parents (some cancelled on the way) and deadlines, the
+// context a send gets ends when the plain one would (the parent's
+// cancellation; never a sibling send's cancel), carries the parent's
+// values, and has the plain deadline rounded down to the millisecond.
+func FuzzSendDeadlinesMatchPlain(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 1, 1})
+	f.Add([]byte{0x10, 0x10, 0x21, 0x32, 0x83, 0x10})
+	f.Add([]byte{0xff, 0x00, 0x7f, 0x80, 0x01, 0x02, 0x03})
+	type key struct{}
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var s sendDeadlines
+		defer s.close()
+		base := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+		parents := make([]context.Context, 4)
+		cancels := make([]context.CancelFunc, 4)
+		for i := range parents {
+			parents[i], cancels[i] = context.WithCancel(context.WithValue(context.Background(), key{}, i))
+		}
+		defer func() {
+			for _, c := range cancels {
+				c()
+			}
+		}()
+		type send struct {
+			ctx, plain context.Context
+			finished   bool
+		}
+		var sends []send
+		for _, op := range ops {
+			p := int(op & 3)
+			if op&0x80 != 0 {
+				cancels[p]() // the application cancels one parent
+				continue
+			}
+			d := base.Add(time.Duration(op>>2&0x1f) * 300 * time.Microsecond)
+			ctx, at, done := s.with(parents[p], d)
+			plain, pcancel := context.WithDeadline(parents[p], d)
+			defer pcancel()
+			if want := time.UnixMilli(d.UnixMilli()); !at.Equal(want) {
+				t.Fatalf("deadline %v, want %v (d rounded down)", at, want)
+			}
+			if dl, ok := ctx.Deadline(); !ok || !dl.Equal(at) {
+				t.Fatalf("ctx deadline %v %v, want %v", dl, ok, at)
+			}
+			if ctx.Value(key{}) != plain.Value(key{}) {
+				t.Fatalf("value %v, want the parent's %v", ctx.Value(key{}), plain.Value(key{}))
+			}
+			finished := op&0x40 != 0
+			if finished {
+				done() // this send is over: its own context may end, a shared one must not
+			}
+			sends = append(sends, send{ctx, plain, finished})
+		}
+		for i, sd := range sends {
+			if sd.plain.Err() != nil && sd.ctx.Err() == nil {
+				t.Fatalf("send %d: plain context ended (%v) but the send's did not", i, sd.plain.Err())
+			}
+			if !sd.finished && sd.ctx.Err() != nil && sd.plain.Err() == nil {
+				t.Fatalf("send %d: context ended (%v) by another send's cancel", i, sd.ctx.Err())
+			}
+		}
+	})
+}
