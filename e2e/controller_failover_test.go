@@ -28,7 +28,7 @@ import (
 
 // ctlBroker is one `apogee broker` process in controller mode.
 type ctlBroker struct {
-	t    *testing.T
+	t    testing.TB
 	bin  string
 	name string
 	dir  string
@@ -37,7 +37,7 @@ type ctlBroker struct {
 	cmd  *exec.Cmd
 }
 
-func newCtlBroker(t *testing.T, bin string, g *controllerGroup, nsAddr, cluster, name string, extra map[string]string) *ctlBroker {
+func newCtlBroker(t testing.TB, bin string, g *controllerGroup, nsAddr, cluster, name string, extra map[string]string) *ctlBroker {
 	t.Helper()
 	ports := freeLoopbackPorts(t, 2)
 	dir := t.TempDir()
@@ -138,14 +138,14 @@ func (b *ctlBroker) commitLog(end int64) []byte {
 
 // failoverEnv is 3 controllers, a name server and an admin client.
 type failoverEnv struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	ctl    *controllerGroup
 	nsAddr string
 	admin  *admin.Admin
 }
 
-func newFailoverEnv(t *testing.T) *failoverEnv {
+func newFailoverEnv(t testing.TB) *failoverEnv {
 	t.Helper()
 	bin := buildApogee(t)
 	g := newControllerGroup(t, bin, 3, nil)
@@ -228,7 +228,7 @@ func (e *failoverEnv) readAll(topic, brokerName string, queues int) map[string]b
 	return got
 }
 
-func startSyncProducer(t *testing.T, nsAddr, group string) rocketmq.Producer {
+func startSyncProducer(t testing.TB, nsAddr, group string) rocketmq.Producer {
 	t.Helper()
 	p, err := rocketmq.NewProducer(producer.WithNameServer([]string{nsAddr}), producer.WithGroupName(group),
 		producer.WithRetry(2), producer.WithSendMsgTimeout(3*time.Second))
@@ -544,12 +544,12 @@ func TestControllerFailoverSIGSTOP(t *testing.T) {
 // rawSender sends one message straight to a broker address (no route), to
 // probe a specific broker.
 type rawSender struct {
-	t    *testing.T
+	t    testing.TB
 	addr string
 	c    *remoting.Client
 }
 
-func newRawSender(t *testing.T, addr string) *rawSender {
+func newRawSender(t testing.TB, addr string) *rawSender {
 	c := remoting.NewClient(remoting.ClientConfig{})
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
@@ -591,7 +591,7 @@ func (e *failoverEnv) leaderIndex() int {
 
 // sendAcked sends n messages with a fresh official producer, each retried for
 // a bounded time, and returns the acknowledged bodies.
-func sendAcked(t *testing.T, nsAddr, topic, prefix string, n int, within time.Duration) []string {
+func sendAcked(t testing.TB, nsAddr, topic, prefix string, n int, within time.Duration) []string {
 	t.Helper()
 	p := startSyncProducer(t, nsAddr, uniqueName(t, "PG"))
 	var r loadResult

@@ -32,7 +32,7 @@ func freeLoopbackPorts(t testing.TB, n int) []string {
 
 // controllerGroup is n `apogee controller` processes of one raft group.
 type controllerGroup struct {
-	t        *testing.T
+	t        testing.TB
 	bin      string
 	raft     []string
 	rpc      []string
@@ -42,7 +42,7 @@ type controllerGroup struct {
 }
 
 // writeControllerConfs writes one controller.conf per node under dir.
-func newControllerGroup(t *testing.T, bin string, n int, extra map[string]string) *controllerGroup {
+func newControllerGroup(t testing.TB, bin string, n int, extra map[string]string) *controllerGroup {
 	ports := freeLoopbackPorts(t, 2*n)
 	g := &controllerGroup{t: t, bin: bin, raft: ports[:n], rpc: ports[n:], procs: make([]*exec.Cmd, n)}
 	dir := t.TempDir()

@@ -222,7 +222,7 @@ const officialStartGrace = 500 * time.Millisecond
 
 // buildApogee builds cmd/apogee into the test's temp dir (the build
 // cache makes repeats cheap).
-func buildApogee(t *testing.T) string {
+func buildApogee(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "apogee")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
@@ -244,7 +244,7 @@ func buildApogeeBinary(t *testing.T) string {
 // returns true; whatever it records is visible once this returns). The
 // rest of stdout is drained. The process is killed at cleanup if it still
 // runs.
-func startApogeeProcess(t *testing.T, bin string, ready func(line string) bool, args ...string) *exec.Cmd {
+func startApogeeProcess(t testing.TB, bin string, ready func(line string) bool, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -281,7 +281,7 @@ func startApogeeProcess(t *testing.T, bin string, ready func(line string) bool, 
 func listening(line string) bool { return strings.Contains(line, "listening on") }
 
 // logWriter forwards a child's stderr to t.Log.
-type logWriter struct{ t *testing.T }
+type logWriter struct{ t testing.TB }
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	defer func() { _ = recover() }() // t.Log after the test ended panics

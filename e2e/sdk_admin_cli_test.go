@@ -12,7 +12,7 @@ import (
 )
 
 // runApogee runs the binary and returns stdout, stderr and the exit code.
-func runApogee(t *testing.T, bin string, args ...string) (string, string, int) {
+func runApogee(t testing.TB, bin string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx := testutil.Context(t, 60*time.Second)
 	cmd := exec.CommandContext(ctx, bin, args...)
