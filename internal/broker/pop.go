@@ -94,6 +94,11 @@ func (b *Broker) newPopFilter(topic, expType, exp string) (*popFilter, *protocol
 // permission, the topic and queue, the group. It returns the topic's
 // config.
 func (b *Broker) popCheck(group, topic string, queueID int32) (protocol.TopicConfig, *protocol.Error) {
+	if b.cfg.Store.BrokerRole == store.RoleSlave {
+		// POP state lives on the master (a slave could not write checkpoints'
+		// retry copies); RocketMQ's proxies pop from masters only.
+		return protocol.TopicConfig{}, protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: pop from the master", b.cfg.BrokerIP1)
+	}
 	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission, "the broker[%s] pop message is forbidden", b.cfg.BrokerIP1)
 	}

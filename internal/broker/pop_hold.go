@@ -64,7 +64,7 @@ type popHold struct {
 	held    map[string][]*heldPop // by requested topic; guarded by mu
 	total   int                   // guarded by mu
 	woken   map[string]bool       // topics with arrivals since the loop last looked; guarded by mu
-	orderAt time.Time             // next periodic re-check of held FIFO pops; guarded by mu
+	orderAt time.Time             // next periodic scan of the held requests; guarded by mu
 	closed  bool                  // guarded by mu
 }
 
@@ -166,8 +166,11 @@ func (h *popHold) process(now time.Time) time.Time {
 	var run []*heldPop
 	next := now.Add(time.Second)
 	h.mu.Lock()
-	orderDue := !now.Before(h.orderAt)
-	if orderDue {
+	// Once a second every held request is checked against the queues, as
+	// RocketMQ's hold services scan: this covers an arrival listener lost
+	// with a store reopened on a role change, and FIFO blocks that expired.
+	scanDue := !now.Before(h.orderAt)
+	if scanDue {
 		h.orderAt = now.Add(time.Second)
 	}
 	woken := h.woken
@@ -190,7 +193,7 @@ func (h *popHold) process(now time.Time) time.Time {
 				continue
 			default:
 			}
-			if hit || !now.Before(r.deadline) || r.order && orderDue {
+			if hit || !now.Before(r.deadline) || scanDue && h.p.mayHaveMessage(r, now) {
 				run = append(run, r)
 				h.total--
 				continue
@@ -357,4 +360,15 @@ func (b *Broker) processPollingInfo(_ context.Context, _ *remoting.Conn, req *pr
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	resp.ExtList = protocol.AppendHeader(nil, &protocol.PollingInfoResponseHeader{PollingNum: b.pop.hold.pollingNum(h.Topic, h.ConsumerGroup, h.QueueID)}, false)
 	return resp, nil
+}
+
+// mayHaveMessage is the periodic scan's test: whether a pop of r's group
+// could find something now (FIFO blocks included). REQUIRES: popHold.mu
+// held (it only reads the store and the POP state, which lock their own).
+func (p *popService) mayHaveMessage(r *heldPop, now time.Time) bool {
+	tc, ok := p.b.Topics.Get(r.topic)
+	if !ok {
+		return true // answer it: the topic is gone
+	}
+	return p.hasMessage(r.group, r.topic, r.queueID, tc.ReadQueueNums, r.order, now.UnixMilli())
 }

@@ -51,7 +51,9 @@ func (p *popService) reviveLoop(ctx context.Context) {
 		case <-t.C:
 		case <-p.reviveWake:
 		}
-		p.reviveDue(ctx, p.b.now().UnixMilli())
+		if p.b.cfg.Store.BrokerRole != store.RoleSlave { // a slave's store refuses the retry puts
+			p.reviveDue(ctx, p.b.now().UnixMilli())
+		}
 		if time.Since(lastSync) >= time.Second {
 			if err := p.state.Sync(); err != nil {
 				p.b.logger.Error("pop: sync state", "err", err)
