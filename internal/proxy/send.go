@@ -132,6 +132,7 @@ func (s *sender) send(ctx context.Context, r *topicRoute, m *pb.Message) *pb.Sen
 		return entry
 	}
 	entry.Offset, _ = strconv.ParseInt(resp.Ext("queueOffset"), 10, 64)
+	entry.RecallHandle = resp.Ext("recallHandle") // delay messages parked in the broker's timer
 	if mtype == pb.MessageType_TRANSACTION {
 		entry.TransactionId = sp.GetMessageId()
 		if _, clOffset, err := message.ParseOffsetMsgID(resp.Ext("msgId")); err == nil {
@@ -355,4 +356,52 @@ func sendProperties(topic string, m *pb.Message, t pb.MessageType) (string, int3
 		}
 	}
 	return message.EncodeProperties(props), sysFlag
+}
+
+// RecallMessage cancels a delay message that has not been delivered yet:
+// its recall handle names the broker, which drops the message from its
+// timer (RECALL_MESSAGE 370). A handle that does not decode, or a broker
+// refusal, answers INTERNAL_SERVER_ERROR as the reference does.
+func (svc *service) RecallMessage(ctx context.Context, req *pb.RecallMessageRequest) (*pb.RecallMessageResponse, error) {
+	if _, err := svc.begin(ctx); err != nil {
+		return &pb.RecallMessageResponse{Status: toStatus(err)}, nil
+	}
+	topic, err := checkTopic(req.GetTopic())
+	if err != nil {
+		return &pb.RecallMessageResponse{Status: toStatus(err)}, nil
+	}
+	rh, err := protocol.ParseRecallHandle(req.GetRecallHandle())
+	if err != nil {
+		return &pb.RecallMessageResponse{Status: statusf(pb.Code_INTERNAL_SERVER_ERROR, "recall handle is invalid")}, nil
+	}
+	cctx, cancel := withTimeout(ctx, brokerCallTimeout)
+	defer cancel()
+	r, err := svc.srv.backend.route(cctx, topic)
+	if err != nil {
+		return &pb.RecallMessageResponse{Status: toStatus(err)}, nil
+	}
+	if err := checkTopicType(r, pb.MessageType_DELAY); err != nil {
+		return &pb.RecallMessageResponse{Status: toStatus(err)}, nil
+	}
+	b, ok := r.broker(rh.BrokerName)
+	if !ok {
+		return &pb.RecallMessageResponse{Status: statusf(pb.Code_INTERNAL_SERVER_ERROR, "recall handle names broker %q, which does not serve %s", rh.BrokerName, topic)}, nil
+	}
+	h := protocol.RecallMessageRequestHeader{ProducerGroup: topic, Topic: topic, RecallHandle: req.GetRecallHandle()}
+	resp, err := svc.srv.rc.InvokeSync(cctx, b.addr, protocol.NewRequest(protocol.RecallMessage, protocol.EncodeHeader(&h, false), nil))
+	if err != nil {
+		return &pb.RecallMessageResponse{Status: toStatus(err)}, nil
+	}
+	if resp.Code != int32(protocol.Success) {
+		st := brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
+		if st.Code == pb.Code_BAD_REQUEST {
+			st.Code = pb.Code_INTERNAL_SERVER_ERROR
+		}
+		return &pb.RecallMessageResponse{Status: st}, nil
+	}
+	id := resp.Ext("msgId")
+	if id == "" {
+		id = rh.MessageID
+	}
+	return &pb.RecallMessageResponse{Status: okStatus(), MessageId: id}, nil
 }
