@@ -68,7 +68,10 @@ type Broker struct {
 	// registerWake asks the registration loop to register at once (after a
 	// topic change). Capacity 1, non-blocking send.
 	registerWake chan struct{}
-	regPending   registerPending // register.go
+	// reserved is the main port, bound in start and listening once the
+	// broker can serve (limits.go).
+	reserved   *reservedPort
+	regPending registerPending // register.go
 
 	// routines owns every background goroutine. baseCtx is its context
 	// and quit its Done channel: both end when shutdown stops the group,
@@ -161,7 +164,7 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.state.Store(stateRunning)
-	b.logger.Info("broker started", "addr", b.addr, "cluster", b.cfg.BrokerClusterName,
+	b.logger.Info("broker ready: store recovered, listening, registered", "addr", b.addr, "cluster", b.cfg.BrokerClusterName,
 		"brokerId", b.cfg.BrokerID, "namesrvAddr", b.cfg.NamesrvAddr, "storePathRootDir", b.cfg.Store.StorePathRootDir)
 	return nil
 }
@@ -190,26 +193,18 @@ func (b *Broker) start() error {
 		return err
 	}
 
-	// Listen first: the store needs the real port for STOREHOST. The gate
-	// hook answers SYSTEM_BUSY until the broker is running.
+	// Bind first: the store needs the real port for STOREHOST. The port
+	// listens only once the store is recovered (limits.go: readiness).
 	configured := b.cfg.ListenPort
+	rp, err := reservePort(b.cfg.BindAddress, configured)
+	if err != nil {
+		return err
+	}
+	b.reserved = rp
 	b.server = b.newServer(configured)
-	if err := b.server.Start(); err != nil {
-		return fmt.Errorf("broker: listen: %w", err)
-	}
-	port := b.server.Addr().(*net.TCPAddr).Port
+	port := rp.port
 	b.cfg.ListenPort = port
-	if b.cfg.VIPChannelEnable {
-		vipPort := 0 // an ephemeral main port gets an ephemeral VIP port
-		if configured > 2 {
-			vipPort = configured - 2
-		}
-		b.vipServer = b.newServer(vipPort)
-		if err := b.vipServer.Start(); err != nil {
-			b.logger.Warn("VIP channel disabled: cannot listen", "port", vipPort, "err", err)
-			b.vipServer = nil
-		}
-	}
+	b.logResourceLimits() // limits.go
 	ip, err := netip.ParseAddr(b.cfg.BrokerIP1)
 	if err != nil {
 		return fmt.Errorf("broker: brokerIP1: %w", err)
@@ -267,6 +262,20 @@ func (b *Broker) start() error {
 	b.startStatsSampler() // admin_statsdata.go: VIEW_BROKER_STATS_DATA
 	b.startTPSSampler()   // runtime_tps.go: GET_BROKER_RUNTIME_INFO
 	b.state.Store(stateRunning)
+	if err := b.server.Start(); err != nil { // the port opens: recovery is done
+		return fmt.Errorf("broker: listen: %w", err)
+	}
+	if b.cfg.VIPChannelEnable {
+		vipPort := 0 // an ephemeral main port gets an ephemeral VIP port
+		if configured > 2 {
+			vipPort = configured - 2
+		}
+		b.vipServer = b.newServer(vipPort)
+		if err := b.vipServer.Start(); err != nil {
+			b.logger.Warn("VIP channel disabled: cannot listen", "port", vipPort, "err", err)
+			b.vipServer = nil
+		}
+	}
 	if len(b.cfg.NamesrvAddr) > 0 {
 		ctx, cancel := context.WithTimeout(b.baseCtx, b.cfg.RegisterBrokerTimeoutMills)
 		b.registerAll(ctx)
@@ -279,12 +288,30 @@ func (b *Broker) start() error {
 // newServer builds a remoting server with every processor registered.
 func (b *Broker) newServer(port int) *remoting.Server {
 	idle := time.Duration(b.cfg.ServerChannelMaxIdleTimeSeconds) * time.Second
+	listen := func(network, addr string) (net.Listener, error) {
+		ln, err := net.Listen(network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return newGuardListener(ln, b.logger), nil // limits.go
+	}
+	if b.reserved != nil && b.server == nil { // the main port, bound in start
+		rp := b.reserved
+		listen = func(network, addr string) (net.Listener, error) {
+			ln, err := rp.listen(network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newGuardListener(ln, b.logger), nil
+		}
+	}
 	s := remoting.NewServer(remoting.ServerConfig{
 		ListenAddr:  net.JoinHostPort(b.cfg.BindAddress, strconv.Itoa(port)),
 		IdleTimeout: idle,
 		Logger:      b.logger.With("component", "broker-remoting"),
 		TLS:         b.tls.server, // tls.go: nil unless tlsMode is set
 		TLSEnforce:  b.tls.enforce,
+		Listen:      listen,
 	})
 	s.AddHook(gateHook{b})
 	if b.auth.guard != nil {
@@ -340,6 +367,9 @@ func (b *Broker) shutdown() error {
 				errs = append(errs, err)
 			}
 		}
+	}
+	if b.reserved != nil {
+		b.reserved.close() // a port that never listened (start failed)
 	}
 	if b.nsClient != nil {
 		b.nsClient.Close()

@@ -178,6 +178,8 @@ var errDispatchRetry = errors.New("store: consume queue write failed")
 func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
 	u := cqUnit{PhyOffset: r.phyOffset, Size: r.size, TagsCode: r.tagsCode}
 	if err := cq.putUnit(u, r.queueOffset); err != nil {
+		why := err.Error()
+		s.logicsErrReason.Store(&why)
 		if s.logicsError.CompareAndSwap(false, true) {
 			s.log.Error("consume queue write failed; writes refused until it succeeds", "topic", string(r.topic),
 				"queueId", r.queueID, "err", err)

@@ -291,6 +291,26 @@ func (q *mappedFileQueue) flush(leastPages int) (bool, error) {
 	return nw == where, nil
 }
 
+// markFlushed records that everything below upTo is durable (it was
+// written before a syncfs that succeeded).
+func (q *mappedFileQueue) markFlushed(upTo int64) {
+	for _, f := range q.snapshot() {
+		if f.fromOffset >= upTo {
+			break
+		}
+		pos := min(upTo-f.fromOffset, f.size)
+		if pos > f.flushed.Load() {
+			f.flushed.Store(pos)
+			if pos == f.size {
+				f.adviseReads()
+			}
+		}
+	}
+	if upTo > q.flushedWhere.Load() {
+		q.flushedWhere.Store(upTo)
+	}
+}
+
 // flushTo flushes until the frontier reaches target or stops moving.
 func (q *mappedFileQueue) flushTo(target int64) error {
 	for i := 0; i < 64 && q.flushedWhere.Load() < target; i++ {

@@ -266,6 +266,9 @@ func (s *Store) checkWritable() (PutStatus, string) {
 	case s.diskFull.Load():
 		return ServiceNotAvailable, "store is not writable: disk full"
 	case s.logicsError.Load():
+		if why := s.logicsErrReason.Load(); why != nil {
+			return ServiceNotAvailable, "store is not writable: consume queue or index write failed: " + *why
+		}
 		return ServiceNotAvailable, "store is not writable: consume queue or index write failed"
 	case s.IsOSPageCacheBusy():
 		s.stats.pageCacheBusy.Add(1)

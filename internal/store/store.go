@@ -78,6 +78,9 @@ type Store struct {
 	flushFailed atomic.Bool // sticky msync/fsync failure
 	diskFull    atomic.Bool
 	logicsError atomic.Bool
+	// logicsErrReason is the last consume-queue write error (the remark of
+	// refused puts while logicsError is set).
+	logicsErrReason atomic.Pointer[string]
 
 	// reputFrom is the dispatch frontier; only the dispatch goroutine moves
 	// it after Start.
