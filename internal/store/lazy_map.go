@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,6 +75,56 @@ func openLazyPath(path string, fromOffset, size int64, create bool, m *mapper) (
 	mf.refs.Store(1)
 	mf.available.Store(true)
 	mf.lastModified.Store(st.ModTime().UnixMilli())
+	return mf, nil
+}
+
+// createLazyFile is openLazyPath(create) for a file its writer is about
+// to append to, in one open: create sparse at full size, reserve the first
+// step and map it (the first unit follows at once).
+func createLazyFile(path string, fromOffset, size int64, m *mapper) (*mappedFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, openErr(err))
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fmt.Errorf("store: stat %s: %w", path, err)
+	}
+	if st.Size != 0 && st.Size != size {
+		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size, size, ErrBadFileSize)
+	}
+	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, lazy: &lazyState{m: m, slot: -1}}
+	mf.refs.Store(1)
+	mf.available.Store(true)
+	mf.lastModified.Store(time.Now().UnixMilli())
+	if st.Size == 0 {
+		if err := f.Truncate(size); err != nil {
+			os.Remove(path)
+			return nil, fmt.Errorf("store: size %s: %w", path, diskErr(err))
+		}
+		to := min(size, reserveMinStep)
+		err := unix.Fallocate(int(f.Fd()), 0, 0, to)
+		if err != nil && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+			os.Remove(path)
+			return nil, fmt.Errorf("store: reserve %s: %w", path, diskErr(err))
+		}
+		mf.lazy.reserved.Store(to)
+	}
+	m.maps.Add(1)
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return mf, nil // mapped on first use (view), where the error is handled
+	}
+	l := mf.lazy
+	l.mapMu.Lock()
+	if unix.Madvise(data, unix.MADV_RANDOM) == nil {
+		l.random = true
+	}
+	l.used.Store(true)
+	l.mapping.Store(&data)
+	l.m.add(mf)
+	l.mapMu.Unlock()
 	return mf, nil
 }
 

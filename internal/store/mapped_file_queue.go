@@ -50,10 +50,10 @@ func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mapp
 	q := &mappedFileQueue{dir: dir, fileSize: fileSize, alloc: alloc, lazy: m}
 	if q.alloc == nil && m != nil {
 		q.alloc = func(off int64) (*mappedFile, error) {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			if err := mkdirQueue(dir); err != nil {
 				return nil, fmt.Errorf("store: create %s: %w", dir, openErr(err))
 			}
-			return openLazyPath(filepath.Join(dir, fileName(off)), off, fileSize, true, m)
+			return createLazyFile(filepath.Join(dir, fileName(off)), off, fileSize, m)
 		}
 	}
 	if q.alloc == nil {
@@ -69,6 +69,26 @@ func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mapp
 		}
 	}
 	return q
+}
+
+// mkdirQueue creates a queue directory and its parent with the fewest
+// system calls (a new queue's first unit waits for this on the dispatch
+// goroutine): mkdir, and mkdir of the parent only if that fails.
+func mkdirQueue(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, os.ErrNotExist) {
+		err = os.Mkdir(filepath.Dir(dir), 0o755)
+		if errors.Is(err, os.ErrNotExist) {
+			err = os.MkdirAll(filepath.Dir(dir), 0o755) // the first queue of the store
+		}
+		if err == nil || errors.Is(err, os.ErrExist) {
+			err = os.Mkdir(dir, 0o755)
+		}
+	}
+	if err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return nil
 }
 
 // load maps every file of the directory, with all positions provisionally

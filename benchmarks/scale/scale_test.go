@@ -1,0 +1,563 @@
+package scalebench
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+var (
+	topics1Flag = flag.Int("scale.topics1", 100000, "topics of 1 queue in the creation benchmarks")
+	topics4Flag = flag.Int("scale.topics4", 10000, "topics of 4 queues in the creation benchmarks")
+	queuesFlag  = flag.String("scale.queues", "1,1000,10000,100000", "queue counts of the publish benchmark")
+	chunkFlag   = flag.Duration("scale.chunk", 2*time.Second, "publishing time per queue count per round")
+	windowFlag  = flag.Int("scale.window", 128, "pipelined sends in flight")
+	roundsFlag  = flag.Int("scale.rounds", 3, "publish rounds (every queue count once a round)")
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// apogeeBin builds cmd/apogee once per test binary.
+func apogeeBin(tb testing.TB) string {
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "scalebench")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "apogee")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("build apogee: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
+}
+
+func freePort(tb testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// server is one `apogee standalone` child.
+type server struct {
+	cmd            *exec.Cmd
+	data           string
+	nsPort, brPort int
+	nsAddr, broker string
+	started        time.Time
+}
+
+// startServer runs a standalone process on fixed free ports (a restart
+// keeps them) with RocketMQ's defaults.
+func startServer(tb testing.TB, data string, nsPort, brPort int) *server {
+	tb.Helper()
+	s := &server{data: data, nsPort: nsPort, brPort: brPort, started: time.Now(),
+		nsAddr: fmt.Sprintf("127.0.0.1:%d", nsPort), broker: fmt.Sprintf("127.0.0.1:%d", brPort)}
+	s.cmd = exec.Command(apogeeBin(tb), "standalone", "--data", data,
+		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
+		"--log-level", "warn", "--set", "metricsPromExporterPort=0", "--set", "brokerIP1=127.0.0.1")
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(filepath.Dir(data), fmt.Sprintf("apogee-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.cmd.Stderr = logf
+	if err := s.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait(); logf.Close() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "broker ") {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Minute):
+		tb.Fatal("apogee standalone did not start")
+	}
+	return s
+}
+
+func (s *server) stop(tb testing.TB) {
+	tb.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			tb.Fatalf("apogee exited with %v after SIGTERM", err)
+		}
+	case <-time.After(5 * time.Minute):
+		tb.Fatal("apogee did not stop")
+	}
+}
+
+// resources is what the broker process holds, from /proc.
+type resources struct {
+	fds, maps   int
+	rssMB       float64
+	dataMB      float64 // allocated blocks under the data dir
+	cqMB        float64 // of which the consume queues
+	apparentGiB float64 // sum of file sizes (sparse files count whole)
+}
+
+func (s *server) resources(tb testing.TB) resources {
+	tb.Helper()
+	pid := s.cmd.Process.Pid
+	var r resources
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		r.fds = len(ents)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
+		r.maps = strings.Count(string(b), "\n")
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				r.rssMB = kb / 1024
+			}
+		}
+	}
+	var blocks, size, cq int64
+	_ = filepath.WalkDir(s.data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil {
+			blocks += st.Blocks * 512
+			if strings.Contains(p, "/consumequeue/") {
+				cq += st.Blocks * 512
+			}
+			if !d.IsDir() {
+				size += st.Size
+			}
+		}
+		return nil
+	})
+	r.dataMB = float64(blocks) / (1 << 20)
+	r.cqMB = float64(cq) / (1 << 20)
+	r.apparentGiB = float64(size) / (1 << 30)
+	return r
+}
+
+func (r resources) report(b *testing.B, prefix string) {
+	b.ReportMetric(float64(r.fds), prefix+"fds")
+	b.ReportMetric(float64(r.maps), prefix+"maps")
+	b.ReportMetric(r.rssMB, prefix+"rssMB")
+	b.ReportMetric(r.dataMB, prefix+"dataMB")
+	b.ReportMetric(r.cqMB, prefix+"consumequeueMB")
+	b.Logf("%sopen files %d, mappings %d, RSS %.0f MiB, data dir %.1f MiB allocated (consume queues %.1f MiB; %.1f GiB apparent)",
+		prefix, r.fds, r.maps, r.rssMB, r.dataMB, r.cqMB, r.apparentGiB)
+}
+
+func newAdmin(tb testing.TB, nsAddr string) *admin.Admin {
+	tb.Helper()
+	a, err := admin.New(admin.WithNameServers(nsAddr), admin.WithTimeout(60*time.Second))
+	if err == nil {
+		err = a.Start()
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { a.Close() })
+	return a
+}
+
+func topicName(prefix string, i int) string { return fmt.Sprintf("%s%06d", prefix, i) }
+
+// createTopics creates n topics of q queues, in batches of 1000 or one
+// request each, and returns the time of every thousand creates.
+func createTopics(tb testing.TB, a *admin.Admin, broker, prefix string, n, q int, batch bool) []time.Duration {
+	tb.Helper()
+	ctx := context.Background()
+	var per []time.Duration
+	for from := 0; from < n; from += 1000 {
+		to := min(from+1000, n)
+		t0 := time.Now()
+		if batch {
+			tcs := make([]admin.TopicConfig, 0, to-from)
+			for i := from; i < to; i++ {
+				tcs = append(tcs, admin.TopicConfig{Topic: topicName(prefix, i), ReadQueues: q, WriteQueues: q})
+			}
+			if err := a.CreateTopics(ctx, tcs, admin.Target{BrokerAddr: broker}); err != nil {
+				tb.Fatal(err)
+			}
+		} else {
+			for i := from; i < to; i++ {
+				tc := admin.TopicConfig{Topic: topicName(prefix, i), ReadQueues: q, WriteQueues: q}
+				if err := a.CreateTopic(ctx, tc, admin.Target{BrokerAddr: broker}); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		}
+		per = append(per, time.Since(t0))
+	}
+	return per
+}
+
+// BenchmarkCreateTopics: time per create from the first to the last
+// thousand (batch: UPDATE_AND_CREATE_TOPIC_LIST of 1000; one by one:
+// UPDATE_AND_CREATE_TOPIC each), and what the broker holds afterwards.
+func BenchmarkCreateTopics(b *testing.B) {
+	cases := []struct {
+		name   string
+		n, q   int
+		batch  bool
+		prefix string
+	}{
+		{"batch/1queue", *topics1Flag, 1, true, "B1T"},
+		{"batch/4queues", *topics4Flag, 4, true, "B4T"},
+		{"onebyone/1queue", *topics1Flag, 1, false, "O1T"},
+		{"onebyone/4queues", *topics4Flag, 4, false, "O4T"},
+	}
+	for _, c := range cases {
+		b.Run(fmt.Sprintf("%s/%d", c.name, c.n), func(b *testing.B) {
+			for range b.N {
+				dir := b.TempDir()
+				s := startServer(b, filepath.Join(dir, "data"), freePort(b), freePort(b))
+				a := newAdmin(b, s.nsAddr)
+				t0 := time.Now()
+				per := createTopics(b, a, s.broker, c.prefix, c.n, c.q, c.batch)
+				total := time.Since(t0)
+				first, last := per[0], per[len(per)-1]
+				b.ReportMetric(float64(first.Microseconds())/1000/float64(min(1000, c.n)), "ms/create-first1k")
+				b.ReportMetric(float64(last.Microseconds())/1000/float64(min(1000, c.n)), "ms/create-last1k")
+				b.ReportMetric(float64(last)/float64(first), "last/first")
+				b.ReportMetric(total.Seconds(), "s-total")
+				b.Logf("%d topics x %d queues (%s): %v total, first thousand %v, last %v (x%.2f)",
+					c.n, c.q, c.name, total.Round(time.Millisecond), first.Round(time.Millisecond), last.Round(time.Millisecond), float64(last)/float64(first))
+				s.resources(b).report(b, "")
+				s.stop(b)
+			}
+		})
+	}
+}
+
+// sender pipelines SEND_MESSAGE requests straight to the broker, with an
+// explicit topic and queue per message (the broker, not a client's route
+// cache, is what is measured).
+type sender struct {
+	c      *remoting.Client
+	broker string
+	body   []byte
+	sem    chan struct{}
+	failed atomic.Int64
+	acked  atomic.Int64
+	busy   atomic.Int64 // SYSTEM_BUSY answers (flow control), resent
+	errMu  sync.Mutex
+	err    error
+}
+
+func newSender(tb testing.TB, broker string, window int) *sender {
+	c := remoting.NewClient(remoting.ClientConfig{})
+	if err := c.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &sender{c: c, broker: broker, body: make([]byte, 1024), sem: make(chan struct{}, window)}
+}
+
+func (s *sender) send(ctx context.Context, topic string, q int32, wg *sync.WaitGroup) {
+	s.sem <- struct{}{}
+	s.sendHeld(ctx, topic, q, wg)
+}
+
+// sendHeld sends with a window slot already taken.
+func (s *sender) sendHeld(ctx context.Context, topic string, q int32, wg *sync.WaitGroup) {
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "scalebench", Topic: topic, QueueID: q,
+		BornTimestamp: time.Now().UnixMilli(), Properties: "UNIQ_KEY\x01" + strconv.FormatInt(time.Now().UnixNano(), 16) + "\x02"}
+	req := protocol.NewRequest(protocol.SendMessageV2, protocol.EncodeHeader(&h, true), s.body)
+	wg.Add(1)
+	err := s.c.InvokeAsync(ctx, s.broker, req, func(resp *protocol.Command, err error) {
+		if err == nil && resp.Code == int32(protocol.SystemBusy) {
+			s.busy.Add(1) // the broker's flow control: back off and resend
+			go func() {
+				time.Sleep(10 * time.Millisecond)
+				s.sendHeld(ctx, topic, q, wg)
+				wg.Done()
+			}()
+			return
+		}
+		defer wg.Done()
+		<-s.sem
+		if err == nil && resp.Code != int32(protocol.Success) {
+			err = fmt.Errorf("send %s-%d: code %d %s", topic, q, resp.Code, resp.Remark)
+		}
+		if err != nil {
+			s.failed.Add(1)
+			s.errMu.Lock()
+			if s.err == nil {
+				s.err = err
+			}
+			s.errMu.Unlock()
+			return
+		}
+		s.acked.Add(1)
+	})
+	if err != nil {
+		wg.Done()
+		<-s.sem
+		s.failed.Add(1)
+	}
+}
+
+// publishFor sends round-robin over the n topics named prefix... for d and
+// returns the acknowledged rate; next is the round-robin cursor.
+func (s *sender) publishFor(tb testing.TB, prefix string, n int, d time.Duration, next *int) float64 {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	a0 := s.acked.Load()
+	t0 := time.Now()
+	for time.Since(t0) < d {
+		for k := 0; k < 64; k++ {
+			s.send(ctx, topicName(prefix, *next%n), 0, &wg)
+			*next++
+		}
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	if s.failed.Load() > 0 {
+		tb.Fatalf("%d sends failed: %v", s.failed.Load(), s.err)
+	}
+	return float64(s.acked.Load()-a0) / el.Seconds()
+}
+
+// pullAll reads every queue's backlog with pipelined PULL_MESSAGE requests
+// and returns messages per second.
+func pullAll(tb testing.TB, c *remoting.Client, broker, prefix string, n int, window int) (float64, int64) {
+	ctx := context.Background()
+	var got atomic.Int64
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	var firstErr atomic.Pointer[string]
+	var pullQueue func(i int, off int64)
+	pullQueue = func(i int, off int64) {
+		h := protocol.PullMessageRequestHeader{ConsumerGroup: "scalebench-c", Topic: topicName(prefix, i), QueueID: 0,
+			QueueOffset: off, MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, Subscription: "*", ExpressionType: "TAG"}
+		req := protocol.NewRequest(protocol.PullMessage, protocol.EncodeHeader(&h, false), nil)
+		sem <- struct{}{}
+		wg.Add(1)
+		err := c.InvokeAsync(ctx, broker, req, func(resp *protocol.Command, err error) {
+			defer wg.Done()
+			<-sem
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			if resp.Code != int32(protocol.Success) {
+				if resp.Code != int32(protocol.PullNotFound) {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, &resp.Remark)
+				}
+				return // no (more) messages
+			}
+			next, _ := strconv.ParseInt(resp.ExtFields["nextBeginOffset"], 10, 64)
+			if next > off {
+				got.Add(next - off)
+				go pullQueue(i, next)
+			}
+		})
+		if err != nil {
+			wg.Done()
+			<-sem
+			failed.Add(1)
+		}
+	}
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		pullQueue(i, 0)
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	if failed.Load() > 0 {
+		why := ""
+		if p := firstErr.Load(); p != nil {
+			why = *p
+		}
+		tb.Fatalf("%d pulls failed: %s", failed.Load(), why)
+	}
+	return float64(got.Load()) / el.Seconds(), got.Load()
+}
+
+// waitDispatched waits until queue 0 of topic has a message (dispatch
+// is in commit-log order: every earlier message is dispatched too).
+func waitDispatched(tb testing.TB, c *remoting.Client, broker, topic string) {
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		req := protocol.NewRequest(protocol.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
+		resp, err := c.InvokeSync(context.Background(), broker, req)
+		if err == nil && resp.Code == int32(protocol.Success) && resp.ExtFields["offset"] != "0" {
+			return
+		}
+	}
+	tb.Fatalf("%s never dispatched", topic)
+}
+
+func queueCounts(tb testing.TB) []int {
+	var out []int
+	for _, f := range strings.Split(*queuesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			tb.Fatalf("bad -scale.queues %q", *queuesFlag)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkPublishQueues: pipelined 1 KiB sends spread round-robin over 1,
+// 1,000, 10,000 and 100,000 queues (topics of one queue), the queue counts
+// interleaved in every round (rounds = b.N) so each ratio compares rates
+// measured minutes apart at most; then every queue's backlog is consumed;
+// then the broker is restarted with all those queues and the time to the
+// first successful send is measured.
+func BenchmarkPublishQueues(b *testing.B) {
+	counts := queueCounts(b)
+	dir := b.TempDir()
+	s := startServer(b, filepath.Join(dir, "data"), freePort(b), freePort(b))
+	a := newAdmin(b, s.nsAddr)
+	for _, n := range counts {
+		t0 := time.Now()
+		createTopics(b, a, s.broker, fmt.Sprintf("P%d-", n), n, 1, true)
+		b.Logf("created %d topics in %v", n, time.Since(t0).Round(time.Millisecond))
+	}
+	snd := newSender(b, s.broker, *windowFlag)
+	cursor := make(map[int]*int)
+	for _, n := range counts {
+		cursor[n] = new(int)
+		// First writes: one message to every queue (creates its files).
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			snd.send(context.Background(), topicName(fmt.Sprintf("P%d-", n), i), 0, &wg)
+		}
+		wg.Wait()
+		acked := time.Since(t0)
+		waitDispatched(b, snd.c, s.broker, topicName(fmt.Sprintf("P%d-", n), n-1))
+		b.Logf("%d queues: first message to each acknowledged at %.0f msgs/s, dispatched at %.0f msgs/s",
+			n, float64(n)/acked.Seconds(), float64(n)/time.Since(t0).Seconds())
+	}
+	rates := make(map[int][]float64)
+	b.ResetTimer()
+	for r := 0; r < *roundsFlag; r++ {
+		for _, n := range counts {
+			rates[n] = append(rates[n], snd.publishFor(b, fmt.Sprintf("P%d-", n), n, *chunkFlag, cursor[n]))
+		}
+	}
+	b.StopTimer()
+	base := median(rates[counts[0]])
+	for _, n := range counts {
+		m := median(rates[n])
+		b.ReportMetric(m, fmt.Sprintf("msgs/s-%dq", n))
+		b.ReportMetric(m/base, fmt.Sprintf("x%dq/%dq", n, counts[0]))
+		b.Logf("%6d queues: %.0f msgs/s median of %d rounds %v, x%.2f of %d queue(s)", n, m, len(rates[n]), rates[n], m/base, counts[0])
+	}
+	b.ReportMetric(float64(snd.busy.Load()), "busy-resends")
+	s.resources(b).report(b, "after-publish-")
+
+	c := remoting.NewClient(remoting.ClientConfig{})
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	var crates []float64
+	for _, n := range counts {
+		rate, got := pullAll(b, c, s.broker, fmt.Sprintf("P%d-", n), n, *windowFlag)
+		crates = append(crates, rate)
+		b.ReportMetric(rate, fmt.Sprintf("consume-msgs/s-%dq", n))
+		b.Logf("%6d queues: consumed %d messages at %.0f msgs/s, x%.2f of %d queue(s)", n, got, rate, rate/crates[0], counts[0])
+	}
+	s.resources(b).report(b, "after-consume-")
+
+	// Restart with every queue: time from exec to the first acknowledged send.
+	s.stop(b)
+	t0 := time.Now()
+	firstSend := make(chan time.Duration, 1)
+	go func() {
+		cl := remoting.NewClient(remoting.ClientConfig{})
+		if cl.Start() != nil {
+			return
+		}
+		defer cl.Close()
+		for time.Since(t0) < 5*time.Minute {
+			h := protocol.SendMessageRequestHeader{ProducerGroup: "scalebench", Topic: topicName(fmt.Sprintf("P%d-", counts[len(counts)-1]), 0),
+				BornTimestamp: time.Now().UnixMilli()}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			resp, err := cl.InvokeSync(ctx, s.broker, protocol.NewRequest(protocol.SendMessageV2, protocol.EncodeHeader(&h, true), []byte("x")))
+			cancel()
+			if err == nil && resp.Code == int32(protocol.Success) {
+				firstSend <- time.Since(t0)
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	s2 := startServer(b, s.data, s.nsPort, s.brPort)
+	select {
+	case d := <-firstSend:
+		b.ReportMetric(d.Seconds(), "restart-s-to-first-send")
+		b.Logf("restart with %d queues: first successful send %v after exec", sum(counts), d.Round(time.Millisecond))
+	case <-time.After(5 * time.Minute):
+		b.Fatal("no successful send within 5 minutes of the restart")
+	}
+	s2.resources(b).report(b, "after-restart-")
+	s2.stop(b)
+}
+
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
