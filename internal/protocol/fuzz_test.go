@@ -157,3 +157,19 @@ func FuzzRocketMQHeader(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeSyncStateSet(f *testing.F) {
+	f.Add(SyncStateSet{SyncStateSet: []int64{1, 2}, SyncStateSetEpoch: 3}.Encode())
+	f.Add([]byte(`{"syncStateSet":[1],"syncStateSetEpoch":1}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s, err := DecodeSyncStateSet(body)
+		if err != nil {
+			return
+		}
+		again, err := DecodeSyncStateSet(s.Encode())
+		if err != nil || again.SyncStateSetEpoch != s.SyncStateSetEpoch || len(again.SyncStateSet) != len(s.SyncStateSet) {
+			t.Fatalf("re-decoding %+v: %+v %v", s, again, err)
+		}
+	})
+}
