@@ -139,7 +139,7 @@ func TestProducerFIFOAndDelay(t *testing.T) {
 // TestProducerTransactions: a committed half message is delivered, a
 // rolled-back one never is, and one left unresolved is recovered through
 // Telemetry: the broker's check reaches the producer's checker, whose
-// COMMIT delivers it (grpc-v5 §10).
+// COMMIT delivers it (docs/grpc.md §10).
 func TestProducerTransactions(t *testing.T) {
 	s := startServer(t, "", "--set", "transactionTimeOut=1000", "--set", "transactionCheckInterval=1000")
 	const topic = "GrpcTxnTopic"

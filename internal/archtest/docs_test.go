@@ -14,9 +14,20 @@ import (
 // (docs/README.md), never reference documents that live outside it, and
 // every cited docs/ section exists.
 
-// externalRef matches citations of the reference documents kept outside
-// the repository. Built from parts so this file does not match itself.
-var externalRef = regexp.MustCompile(`(` + strings.Join([]string{"remoting", "storage-and-broker", "grpc-v5"}, "|") + `)\.md|shared` + `/docs`)
+// externalRefs are the names and paths of the reference documents kept
+// outside the repository. Built from parts so this file does not match
+// itself.
+var externalRefs = []string{"remoting" + ".md", "storage-and" + "-broker", "grpc" + "-v5", "shared" + "/docs"}
+
+// citesExternal reports whether text names one of externalRefs.
+func citesExternal(text string) bool {
+	for _, r := range externalRefs {
+		if strings.Contains(text, r) {
+			return true
+		}
+	}
+	return false
+}
 
 // docRef matches a citation of a docs/ section: docs/protocol.md §7.3.
 var docRef = regexp.MustCompile(`docs/([a-z]+)\.md §(\d+(?:\.\d+)*)`)
@@ -99,8 +110,11 @@ func TestNoExternalReferences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !citesExternal(string(data)) {
+			continue
+		}
 		for i, line := range strings.Split(string(data), "\n") {
-			if externalRef.MatchString(line) {
+			if citesExternal(line) {
 				t.Errorf("%s:%d cites a document outside the repository (cite docs/ instead): %s", path, i+1, strings.TrimSpace(line))
 			}
 		}

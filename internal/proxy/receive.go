@@ -27,7 +27,7 @@ const (
 
 // ReceiveMessage pops up to batch_size messages of the topic on the broker
 // the queue names, with long polling, and streams status, messages and the
-// delivery timestamp (grpc-v5 §6.5). No message: MESSAGE_NOT_FOUND.
+// delivery timestamp (docs/grpc.md §6.5). No message: MESSAGE_NOT_FOUND.
 func (svc *service) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.MessagingService_ReceiveMessageServer) error {
 	ctx := stream.Context()
 	finish := func(st *pb.Status) error {
@@ -347,7 +347,7 @@ func (svc *service) ackHandle(ctx context.Context, group, topic string, h protoc
 	return brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
 }
 
-// AckMessage acks each entry's message (grpc-v5 §6.6). The top-level status
+// AckMessage acks each entry's message (docs/grpc.md §6.6). The top-level status
 // is the entries' common status, or MULTIPLE_RESULTS.
 func (svc *service) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb.AckMessageResponse, error) {
 	if _, err := svc.begin(ctx); err != nil {
@@ -428,7 +428,7 @@ func (svc *service) changeInvisible(ctx context.Context, group, topic string, h 
 
 // ChangeInvisibleDuration moves the message's next visible time to now +
 // invisible_duration (0 allowed: a nack) and answers the new handle, or the
-// request's handle when it fails (grpc-v5 §6.7).
+// request's handle when it fails (docs/grpc.md §6.7).
 func (svc *service) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeInvisibleDurationRequest) (*pb.ChangeInvisibleDurationResponse, error) {
 	fail := func(err error) (*pb.ChangeInvisibleDurationResponse, error) {
 		return &pb.ChangeInvisibleDurationResponse{Status: toStatus(err), ReceiptHandle: req.GetReceiptHandle()}, nil

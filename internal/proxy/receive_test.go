@@ -15,7 +15,7 @@ import (
 
 // receiveFrames runs one ReceiveMessage and returns its status frame, its
 // messages and whether the stream ended with the delivery timestamp
-// (grpc-v5 §6.5: status, messages, delivery_timestamp, then OK).
+// (docs/grpc.md §6.5: status, messages, delivery_timestamp, then OK).
 func receiveFrames(t *testing.T, c pb.MessagingServiceClient, req *pb.ReceiveMessageRequest, id string) (*pb.Status, []*pb.Message) {
 	t.Helper()
 	ctx := withClient(testutil.Context(t, 15*time.Second), id)
@@ -54,7 +54,7 @@ func receiveFrames(t *testing.T, c pb.MessagingServiceClient, req *pb.ReceiveMes
 // TestReceiveAckChangeStatuses: a receive pops, an ack of the same handle
 // works once; malformed, expired and forged handles and out-of-range
 // invisible times get their business statuses; ChangeInvisibleDuration
-// always answers a usable handle (grpc-v5 §0.9, §6.6, §6.7).
+// always answers a usable handle (docs/grpc.md §0.9, §6.6, §6.7).
 func TestReceiveAckChangeStatuses(t *testing.T) {
 	e := startEnv(t)
 	e.createTopic(t, "PopTopic", 2, "")
