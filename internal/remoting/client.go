@@ -84,7 +84,6 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	ep := newEndpoint(cfg.Logger, cfg.MaxFrameSize, cfg.IdleTimeout)
 	ep.logger = ep.logger.With("component", "remoting-client")
-	ep.leaderReads = true
 	c := &Client{
 		cfg:       cfg,
 		ep:        ep,
@@ -324,7 +323,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 		c.cfg.Sign(req)
 	}
 	prepareRequest(req, f.opaque, false)
-	if _, _, err := conn.addFuture(f, false); err != nil {
+	if _, err := conn.addFuture(f); err != nil {
 		f.release()
 		return err
 	}

@@ -76,28 +76,16 @@ type Conn struct {
 	tryBuf []byte
 	tryN   int
 
-	// readerQueued: the reader queued frames without waking the write
+	// readerQueued: the read loop queued frames without waking the write
 	// loop; it flushes them before it blocks on the socket. Owned by the
-	// holder of the reading role (reader.go), as are br and fr (set by the
-	// read loop before it first gives the role away).
-	readerQueued int       // frames queued by the reader since it last flushed
+	// read loop, as are br and fr.
+	readerQueued int       // frames queued by the read loop since it last flushed
 	asyncDone    []*future // async calls completed, callbacks not yet queued (flushAsync)
 	br           *bufio.Reader
 	fr           *protocol.FrameReader
 
-	// leaders: sync callers may read their own responses (plain TCP only;
-	// set before the Conn is shared). See reader.go.
-	leaders    bool
-	readerWake chan struct{} // capacity 1: the role was handed back to the read loop
-	// Read loop only: its tick while it does not read, and whether it set
-	// a read deadline to interrupt a leader.
-	readerTimer *time.Timer
-	interrupted bool
-
 	fmu     sync.Mutex
 	futures map[int32]*future // in-flight requests sent on this Conn; nil once closed; guarded by fmu
-	reader  readerRole        // who reads the socket (reader.go); guarded by fmu
-	leads   uint64            // leads started so far; guarded by fmu
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed when the Conn starts closing
@@ -106,16 +94,15 @@ type Conn struct {
 
 func newConn(ep *endpoint, raw, rw net.Conn) *Conn {
 	c := &Conn{
-		ep:         ep,
-		id:         ep.nextConnID.Add(1),
-		raw:        raw,
-		rw:         rw,
-		remote:     raw.RemoteAddr().String(),
-		local:      raw.LocalAddr().String(),
-		wake:       make(chan struct{}, 1),
-		readerWake: make(chan struct{}, 1),
-		futures:    make(map[int32]*future),
-		closed:     make(chan struct{}),
+		ep:      ep,
+		id:      ep.nextConnID.Add(1),
+		raw:     raw,
+		rw:      rw,
+		remote:  raw.RemoteAddr().String(),
+		local:   raw.LocalAddr().String(),
+		wake:    make(chan struct{}, 1),
+		futures: make(map[int32]*future),
+		closed:  make(chan struct{}),
 	}
 	if ta, ok := raw.RemoteAddr().(*net.TCPAddr); ok {
 		c.peer = ta.AddrPort()
@@ -195,8 +182,7 @@ const (
 	// anyway). The write never blocks: what the kernel does not take is
 	// left to the write loop.
 	writeNow
-	// writeLater: queue without waking anyone; only the reader (reader.go)
-	// uses it, and it flushes before it next blocks on the socket, so the
+	// writeLater: queue without waking anyone; only the read loop uses it, and it flushes before it next blocks on the socket, so the
 	// answers to all the requests of one read go out in one write.
 	writeLater
 )
@@ -270,16 +256,12 @@ func (c *Conn) flushLocked() (wake bool) {
 	return !c.pending.empty()
 }
 
-// flushReader sends what the reader queued with writeLater, just before
-// the reader waits for the peer. A single answer is written in place (one
+// flushReader sends what the read loop queued with writeLater, just before
+// it waits for the peer. A single answer is written in place (one
 // non-blocking write, the rest left to the write loop) if the write loop is
-// idle: with the client's lone sync caller reading its own response
-// (reader.go), the whole round trip is then two goroutines woken by the
-// netpoller, as in a raw ping-pong (before the client read that way, this
-// in-place write measured 25 % slower than waking the write loop). The
-// answers to a burst of pipelined requests go to the write loop, which
-// writes them while the reader goes on reading (measured cheaper per call
-// than the reader writing them itself).
+// idle. The answers to a burst of pipelined requests go to the write loop,
+// which writes them while the read loop goes on reading (measured cheaper
+// per call than the read loop writing them itself).
 func (c *Conn) flushReader() {
 	one := c.readerQueued == 1
 	c.readerQueued = 0
@@ -376,24 +358,13 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	// br.Buffered() tells whether the next frame is already here.
 	c.br = bufio.NewReaderSize(r, readBufSize)
 	c.fr = protocol.NewFrameReader(c.br, c.ep.maxFrame, readBufSize)
-	release := false // a response was just completed
 	for {
 		if !frameBuffered(c.br) {
 			c.flushAsync()
 			if c.readerQueued > 0 {
 				c.flushReader() // about to wait for the peer: answer first
 			}
-			if release && c.br.Buffered() == 0 {
-				// Nothing in flight and nothing buffered: let the next
-				// lone sync call read its own response (reader.go).
-				if leads, ok := c.releaseReader(); ok {
-					if !c.awaitReader(leads) {
-						break
-					}
-				}
-			}
 		}
-		release = false
 		cmd, err := c.fr.Next()
 		if err != nil {
 			c.flushAsync()
@@ -402,9 +373,7 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 		}
 		c.touch()
 		if cmd.IsResponse() {
-			// Only after a sync call: the next one may lead. (After an
-			// async call the next one would have to wake the read loop.)
-			release = c.completeResponse(cmd) && c.leaders
+			c.completeResponse(cmd)
 		} else {
 			c.ep.dispatch(c, cmd)
 		}
@@ -552,31 +521,15 @@ func (c *Conn) flushAsync() {
 }
 
 // addFuture registers f under its opaque and returns how many requests
-// are now in flight on c. If nobody reads the socket (reader.go), a sync
-// call (mayLead) becomes the reader (lead), anything else hands the role
-// back to the read loop.
-func (c *Conn) addFuture(f *future, mayLead bool) (inFlight int, lead bool, err error) {
+// are now in flight on c.
+func (c *Conn) addFuture(f *future) (inFlight int, err error) {
 	c.fmu.Lock()
+	defer c.fmu.Unlock()
 	if c.futures == nil {
-		c.fmu.Unlock()
-		return 0, false, c.closedError()
+		return 0, c.closedError()
 	}
 	c.futures[f.opaque] = f
-	inFlight = len(c.futures)
-	wake := false
-	if c.reader == readerFree {
-		if mayLead {
-			c.reader, lead = readerCaller, true
-			c.leads++
-		} else {
-			c.reader, wake = readerLoop, true
-		}
-	}
-	c.fmu.Unlock()
-	if wake {
-		c.wakeReader()
-	}
-	return inFlight, lead, nil
+	return len(c.futures), nil
 }
 
 // takeFuture removes and returns the future for opaque, or nil. Whoever
@@ -608,7 +561,7 @@ func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int
 	prepareRequest(req, opaque, false)
 	f := c.ep.syncFutures.Get().(*future)
 	f.opaque = opaque
-	inFlight, lead, err := c.addFuture(f, true)
+	inFlight, err := c.addFuture(f)
 	if err != nil {
 		c.ep.syncFutures.Put(f)
 		return nil, err
@@ -620,20 +573,11 @@ func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int
 		mode = writeNow
 	}
 	if err := c.send(req, nil, mode); err != nil {
-		if lead {
-			c.handBack()
-		}
 		if c.takeFuture(opaque) == nil {
 			<-f.ch // completed concurrently (connection closed): consume it
 		}
 		c.ep.syncFutures.Put(f)
 		return nil, err
-	}
-	if lead {
-		if resp, ok := c.leadRead(opaque); ok {
-			c.ep.syncFutures.Put(f)
-			return resp, nil
-		}
 	}
 	var r result
 	select {

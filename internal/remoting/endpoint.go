@@ -23,12 +23,6 @@ type endpoint struct {
 	idle       time.Duration // close connections without reads or writes for this long; 0 = never
 	serverTLS  *tls.Config   // accepted connections: permissive TLS when set
 	tlsEnforce bool          // with serverTLS: plain connections are refused
-	// leaderReads: a lone sync call on a plain TCP connection reads its own
-	// response (reader.go). Clients only: while nobody reads, requests from
-	// the peer wait up to two readerTicks, which a server must not impose
-	// on its clients' requests.
-	leaderReads bool
-	readerTick  time.Duration // see readerTick; tests lengthen it
 
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write
@@ -81,14 +75,13 @@ func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoin
 	}
 	routines := run.NewGroup("remoting")
 	ep := &endpoint{
-		logger:     logger,
-		maxFrame:   maxFrame,
-		idle:       idle,
-		routines:   routines,
-		ctx:        routines.Context(),
-		quit:       routines.Done(),
-		conns:      make(map[*Conn]struct{}),
-		readerTick: readerTick,
+		logger:   logger,
+		maxFrame: maxFrame,
+		idle:     idle,
+		routines: routines,
+		ctx:      routines.Context(),
+		quit:     routines.Done(),
+		conns:    make(map[*Conn]struct{}),
 	}
 	ep.headerBufs.New = newHeaderBuf
 	ep.syncFutures.New = newSyncFuture

@@ -17,7 +17,6 @@ func (c *Conn) initTryWrite() {
 	}
 	c.rawc = rc
 	c.tryFn = c.tryWriteFD // bound once: no closure per write
-	c.leaders = true       // a lone sync call may read its own response (reader.go)
 }
 
 // tryWriteFD writes c.tryBuf once without blocking (Go's sockets are
