@@ -199,6 +199,11 @@ func TestMetricsExactCounts(t *testing.T) {
 	if v, _ := sample(last, "rocketmq_rpc_latency", map[string]string{"request_code": "heart_beat", "response_code": "success"}); v < 1 {
 		t.Fatalf("rocketmq_rpc_latency{request_code=heart_beat} count = %v, want >= 1", v)
 	}
+	sendLat, _ := sample(last, "rocketmq_rpc_latency", map[string]string{"request_code": "send_message", "response_code": "success"})
+	sendLatV2, _ := sample(last, "rocketmq_rpc_latency", map[string]string{"request_code": "send_message_v2", "response_code": "success"})
+	if sendLat+sendLatV2 < n {
+		t.Fatalf("rocketmq_rpc_latency{request_code=send_message(_v2)} count = %v, want >= %d", sendLat+sendLatV2, n)
+	}
 	if v, _ := sample(last, "rocketmq_topic_number", nil); v < 1 {
 		t.Fatalf("rocketmq_topic_number = %v", v)
 	}

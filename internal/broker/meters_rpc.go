@@ -11,9 +11,10 @@ import (
 
 // rocketmq_rpc_latency: processing time per request code and response
 // code, RocketMQ's buckets (1, 3, 5, 10, 100, 1000, 3000 ms). Recorded by
-// an RPC hook for requests answered by their processor; sends and held
-// pulls answer later, from the store or the hold service, and are timed
-// where they answer (writeSendResponse has no start time and is not timed).
+// an RPC hook for requests answered by their processor; sends answer from
+// the store's completion callback and are timed there, from just before
+// the put to the response (observeRPC). Held pulls are not timed (their
+// time is the consumer's long-polling wait, not processing).
 
 // RPCLatencyBounds are rocketmq_rpc_latency's bucket upper bounds.
 var RPCLatencyBounds = [...]time.Duration{time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond,
@@ -103,4 +104,21 @@ func (h rpcHook) AfterTimed(_ *remoting.Conn, req, resp *protocol.Command, d tim
 		return // answered later (send, held pull) or oneway
 	}
 	h.m.rpc.observe(rpcKey{req.Code, resp.Code}, d)
+}
+
+// now is the start time of a timed send; zero without metrics.
+func (m *meters) now() time.Time {
+	if m == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// observeRPC records a request answered outside the remoting processor
+// (a send, from the store's callback). Nil-safe.
+func (m *meters) observeRPC(request int32, response protocol.ResponseCode, start time.Time) {
+	if m == nil || start.IsZero() {
+		return
+	}
+	m.rpc.observe(rpcKey{request, int32(response)}, time.Since(start))
 }

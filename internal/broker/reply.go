@@ -60,8 +60,9 @@ func (b *Broker) sendReply(conn *remoting.Conn, req *protocol.Command, h *protoc
 	}
 	queueID := ext.QueueID
 	tm := b.meters.topic(ext.Topic) // meters.go
+	start := b.meters.now()         // meters_rpc.go: zero without metrics
 	b.Store.PutMessage(ext, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, "")
+		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, ""), start)
 	})
 	return nil, nil
 }

@@ -109,8 +109,9 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	tm, mt := b.meters.topic(h.Topic), messageTypeOf(props) // meters.go
 	recall := b.recallHandleOf(ext)                         // recall.go
+	start := b.meters.now()                                 // meters_rpc.go: zero without metrics
 	b.Store.PutMessage(ext, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, transactionID, tm, mt, recall)
+		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, transactionID, tm, mt, recall), start)
 	})
 	return nil, nil
 }
@@ -164,16 +165,18 @@ func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protoc
 	queueID := h.QueueID
 	b.stats.sendRequests.Add(1)
 	tm := b.meters.topic(h.Topic) // meters.go
+	start := b.meters.now()       // meters_rpc.go: zero without metrics
 	b.Store.PutMessages(batch, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, "")
+		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, ""), start)
 	})
 	return nil, nil
 }
 
-// writeSendResponse answers a send from the store's completion callback.
+// writeSendResponse answers a send from the store's completion callback and
+// returns the response code (for rocketmq_rpc_latency).
 // tm (nil without metrics) counts the stored messages as type mt.
 func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
-	tm *topicMeter, mt MessageType, recallHandle string) {
+	tm *topicMeter, mt MessageType, recallHandle string) protocol.ResponseCode {
 	code, remark := putStatusResponse(res, b.Store.DiskUtil)
 	resp := protocol.NewResponse(req, code, remark)
 	if res.Status.Stored() {
@@ -205,11 +208,12 @@ func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, r
 		b.logger.Debug("send failed", "status", res.Status.String(), "remark", res.Remark, "addr", conn.RemoteAddr())
 	}
 	if req.IsOneway() {
-		return
+		return code
 	}
 	if err := conn.WriteResponse(resp); err != nil {
 		b.logger.Debug("write send response", "addr", conn.RemoteAddr(), "opaque", req.Opaque, "err", err)
 	}
+	return code
 }
 
 // putStatusResponse maps a store put status to the send response code and

@@ -71,7 +71,8 @@ func (b *Broker) sendPlain(conn *remoting.Conn, req *protocol.Command, h *protoc
 	b.stats.sendRequests.Add(1)
 	queueID := h.QueueID
 	tm, mt := b.meters.topic(h.Topic), plainMessageType(h.Properties) // meters.go
+	start := b.meters.now()                                           // meters_rpc.go: zero without metrics
 	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
-		b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, "")
+		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, ""), start)
 	})
 }
