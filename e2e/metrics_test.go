@@ -43,6 +43,9 @@ var brokerFamilies = map[string]dto.MetricType{
 	"apogee_page_cache_busy_rejections_total": dto.MetricType_COUNTER,
 	"apogee_ha_lag_bytes":                     dto.MetricType_GAUGE,
 	"apogee_timer_backlog_messages":           dto.MetricType_GAUGE,
+	"apogee_pop_inflight_messages":            dto.MetricType_GAUGE,
+	"apogee_index_unavailable":                dto.MetricType_GAUGE,
+	"apogee_forced_deleted_messages_total":    dto.MetricType_COUNTER,
 }
 
 // scrape GETs /metrics and parses it with expfmt's text parser.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/config"
 	"github.com/apogeemq/apogee/internal/controller"
+	"github.com/apogeemq/apogee/internal/metrics"
 )
 
 func init() { register(newControllerCmd) }
@@ -16,6 +17,8 @@ func init() { register(newControllerCmd) }
 type controllerFlags struct {
 	confFile string
 	set      []string
+	// metricsListen is where GET /metrics listens ("" = no endpoint).
+	metricsListen string
 }
 
 // load builds the config: defaults -> file -> --set. Unknown file keys are
@@ -50,10 +53,12 @@ func newControllerCmd(g *globalFlags) *cobra.Command {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "controller %s listening on %s (raft %s)\n", cfg.JRaftGroupID, c.Addr(), cfg.JRaftServerID)
-		return serveUntilDone(cmd.Context(), logger, c.Close)
+		closeMetrics := startMetrics(f.metricsListen, false, logger, metrics.NewControllerCollector(c)) // metrics.go
+		return serveUntilDone(cmd.Context(), logger, closeMetrics, c.Close)
 	})
 	fl := cmd.Flags()
 	fl.StringVarP(&f.confFile, "config", "c", "", "controller.conf properties file")
 	fl.StringArrayVar(&f.set, "set", nil, "any controller.conf key, key=value (repeatable)")
+	fl.StringVar(&f.metricsListen, "metrics-listen", "", "serve GET /metrics on host:port (default: no endpoint)")
 	return cmd
 }

@@ -315,3 +315,14 @@ func (m *meters) existingGroup(topic, group string) *groupMeter {
 	}
 	return (*m.groups.Load())[topicGroup{topic, group}]
 }
+
+// PopStats reports POP consumption for metrics: messages popped and
+// neither acked nor revived, and totals acked, revived to a retry topic
+// and moved to the DLQ. ok is false before POP state is open (slaves).
+func (b *Broker) PopStats() (inFlight, acked, revived, dlq int64, ok bool) {
+	p := b.pop
+	if p == nil || p.state == nil {
+		return 0, 0, 0, 0, false
+	}
+	return p.state.Stats().InFlight, p.acked.Load(), p.revived.Load(), p.dlq.Load(), true
+}

@@ -67,6 +67,8 @@ type BrokerCollector struct {
 	reserveTime, topicNumber, groupNumber, watermark, brokerPermission               metric
 	groupCommit, fsyncLatency, pageCacheBusy, haLag, timerBacklog, diskRatio, cqDisk metric
 	flushFailed, diskFull                                                            metric
+	popInflight, popAcked, popRevived, popDLQ                                        metric
+	indexUnavailable, indexFailures, forcedMessages, forcedBytes                     metric
 }
 
 // NewBrokerCollector builds the collector of b; every series carries
@@ -113,6 +115,14 @@ func NewBrokerCollector(b *broker.Broker) *BrokerCollector {
 		cqDisk:           m("apogee_consumequeue_disk_ratio", "Used fraction of the consume queues' file system (statfs)", gauge),
 		flushFailed:      m("apogee_store_flush_failed", "1 when a commit-log flush failed and the store refuses writes", gauge),
 		diskFull:         m("apogee_store_disk_full", "1 while the store refuses writes because the disk is full", gauge),
+		popInflight:      m("apogee_pop_inflight_messages", "POP messages popped and neither acked nor revived", gauge),
+		popAcked:         m("apogee_pop_acked_messages_total", "POP messages acked", counter),
+		popRevived:       m("apogee_pop_revived_messages_total", "POP messages revived to a retry topic after their invisible time", counter),
+		popDLQ:           m("apogee_pop_dlq_messages_total", "POP messages moved to the dead-letter queue by the revive loop", counter),
+		indexUnavailable: m("apogee_index_unavailable", "1 while no index file can be created (query by key misses new messages)", gauge),
+		indexFailures:    m("apogee_index_create_failures_total", "Index files that could not be created", counter),
+		forcedMessages:   m("apogee_forced_deleted_messages_total", "Messages deleted before their retention time by forced cleaning", counter, labelTopic),
+		forcedBytes:      m("apogee_forced_deleted_bytes_total", "Bytes deleted before their retention time by forced cleaning", counter, labelTopic),
 	}
 }
 
@@ -122,7 +132,8 @@ func (c *BrokerCollector) metrics() []*metric {
 		&c.producerConns, &c.consumerConns, &c.storageSize, &c.flushBehind, &c.dispatchBehind,
 		&c.reserveTime, &c.topicNumber, &c.groupNumber, &c.watermark, &c.brokerPermission,
 		&c.groupCommit, &c.fsyncLatency, &c.pageCacheBusy, &c.haLag, &c.timerBacklog, &c.diskRatio, &c.cqDisk,
-		&c.flushFailed, &c.diskFull}
+		&c.flushFailed, &c.diskFull, &c.popInflight, &c.popAcked, &c.popRevived, &c.popDLQ,
+		&c.indexUnavailable, &c.indexFailures, &c.forcedMessages, &c.forcedBytes}
 }
 
 // Families lists every family the collector declares.
@@ -250,6 +261,18 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gau(c.flushFailed, b2f(st.FlushFailed))
 	gau(c.diskFull, b2f(st.DiskFull))
+	if inflight, acked, revived, dlq, ok := b.PopStats(); ok {
+		gau(c.popInflight, float64(inflight))
+		cnt(c.popAcked, acked)
+		cnt(c.popRevived, revived)
+		cnt(c.popDLQ, dlq)
+	}
+	gau(c.indexUnavailable, b2f(st.IndexUnavailable))
+	cnt(c.indexFailures, st.IndexCreateFailures)
+	for topic, d := range b.Store.ForcedDeletions() {
+		cnt(c.forcedMessages, d.Messages, topic)
+		cnt(c.forcedBytes, d.Bytes, topic)
+	}
 }
 
 func (c *BrokerCollector) collectConnections(gau func(metric, float64, ...string)) {
