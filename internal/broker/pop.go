@@ -332,9 +332,7 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 	next := gr.NextBeginOffset
 	if gr.Status != store.Found || len(gr.Messages) == 0 {
 		if next > offset { // filtered or removed messages skipped: move on
-			if err := p.state.AddCheckpoint(pop.Checkpoint{Key: k, StartOffset: offset, PopTime: now, NextOffset: next}); err == nil {
-				b.Offsets.Commit(k.Group, topic, queueID, next)
-			}
+			_ = p.state.AddCheckpoint(pop.Checkpoint{Key: k, StartOffset: offset, PopTime: now, NextOffset: next})
 		}
 		return
 	}
@@ -358,7 +356,6 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 		b.logger.Error("pop: append checkpoint", "group", k.Group, "topic", topic, "queueId", queueID, "err", err)
 		return
 	}
-	b.Offsets.Commit(k.Group, topic, queueID, next)
 	tt := protocol.PopTopicTypeOf(topic)
 	res.startInfo = protocol.AppendStartOffsetInfo(res.startInfo, tt, queueID, offset)
 	res.msgInfo = protocol.AppendMsgOffsetInfo(res.msgInfo, tt, queueID, offs)

@@ -58,6 +58,7 @@ func (p *popService) reviveLoop(ctx context.Context) {
 			if err := p.state.Sync(); err != nil {
 				p.b.logger.Error("pop: sync state", "err", err)
 			}
+			p.commitLowWatermarks()
 			lastSync = time.Now()
 		}
 		wait := interval
@@ -72,6 +73,20 @@ func (p *popService) reviveLoop(ctx context.Context) {
 		}
 		t.Reset(max(wait, 5*time.Millisecond))
 	}
+}
+
+// commitLowWatermarks writes each popped queue's low watermark (its
+// oldest unacked message) to the consumer offset table: consume stats show
+// in-flight messages as lag, and a broker without this POP state (a slave
+// promoted to master: the table is copied to slaves, internal/pop is not)
+// starts the group there, so unacked messages are delivered again rather
+// than lost (at least once: some acked ones too).
+func (p *popService) commitLowWatermarks() {
+	p.state.LowWatermarks(func(k pop.QueueKey, off int64) {
+		if cur, ok := p.b.Offsets.Query(k.Group, k.Topic, k.QueueID); !ok || cur != off {
+			p.b.Offsets.Commit(k.Group, k.Topic, k.QueueID, off)
+		}
+	})
 }
 
 // reviveDue re-delivers every checkpoint due at now.

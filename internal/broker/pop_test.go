@@ -3,6 +3,8 @@ package broker
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -504,5 +506,44 @@ func TestPopBatchAck(t *testing.T) {
 	back = append(back, popAll(t, c, b, "G", "PopBA", time.Minute)...)
 	if len(back) != 1 || string(back[0].msg.Body) != "ba-1" {
 		t.Fatalf("after batch ack redelivered %d: %v", len(back), back)
+	}
+}
+
+// TestPopLowWatermarkWithoutState: the consumer offset table holds each
+// popped queue's oldest unacked offset, so a broker without the POP state
+// (a promoted slave: the table is copied to slaves, internal/pop is not)
+// delivers the unacked messages again instead of losing them.
+func TestPopLowWatermarkWithoutState(t *testing.T) {
+	dir := t.TempDir()
+	cfg := popTestConfig(t, dir)
+	b, err := New(cfg, testutil.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t)
+	sendN(t, c, b, "PopW", 0, 4, "w")
+	got := popAll(t, c, b, "G", "PopW", time.Minute)
+	if len(got) != 4 {
+		t.Fatalf("popped %d", len(got))
+	}
+	mustCode(t, invoke(t, c, b.Addr(), ackReq("G", got[0])), protocol.Success)
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		off, ok := b.Offsets.Query("G", "PopW", 0)
+		return ok && off == 1
+	}, "low watermark not committed")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "pop")); err != nil {
+		t.Fatal(err)
+	}
+	cfg.ListenPort = 0
+	b = startBroker(t, cfg)
+	again := popAll(t, c, b, "G", "PopW", time.Minute)
+	if len(again) != 3 || string(again[0].msg.Body) != "w-1" {
+		t.Fatalf("without POP state popped %d, first %q", len(again), again[0].msg.Body)
 	}
 }

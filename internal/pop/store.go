@@ -662,6 +662,43 @@ func (s *Store) InFlight(k QueueKey, ckStart, popTime, offset int64) bool {
 	return i >= 0 && c.acked&(1<<i) == 0
 }
 
+// LowWatermarks calls fn, outside the lock, for every queue with a pop
+// offset: the lowest offset still to be consumed there (its oldest unacked
+// popped message, else its pop offset). FIFO queues report their commit
+// offset. A consumer that knows nothing else (a new master after a
+// failover) starts there and loses nothing.
+func (s *Store) LowWatermarks(fn func(k QueueKey, offset int64)) {
+	type mark struct {
+		k   QueueKey
+		off int64
+	}
+	s.mu.Lock()
+	marks := make([]mark, 0, len(s.queues))
+	for k, q := range s.queues {
+		if q.order != nil && q.order.commit >= 0 {
+			marks = append(marks, mark{k, q.order.commit})
+			continue
+		}
+		if q.popOffset < 0 {
+			continue
+		}
+		low := q.popOffset
+		for _, c := range q.cks {
+			for i := 0; i < int(c.n); i++ {
+				if c.acked&(1<<i) == 0 {
+					low = min(low, c.offset(i))
+					break
+				}
+			}
+		}
+		marks = append(marks, mark{k, low})
+	}
+	s.mu.Unlock()
+	for _, m := range marks {
+		fn(m.k, m.off)
+	}
+}
+
 // Stats is a snapshot of the store's size.
 type Stats struct {
 	Queues      int

@@ -366,3 +366,27 @@ func seq32(start int64) []int64 {
 	}
 	return out
 }
+
+func TestLowWatermarks(t *testing.T) {
+	s := open(t, t.TempDir())
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1, InvisibleTime: 9, Offsets: []int64{0, 1, 2}, NextOffset: 3}))
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 3, PopTime: 2, InvisibleTime: 9, Offsets: []int64{3, 4}, NextOffset: 5}))
+	got := map[QueueKey]int64{}
+	collect := func() { s.LowWatermarks(func(k QueueKey, off int64) { got[k] = off }) }
+	collect()
+	if got[kA] != 0 {
+		t.Fatalf("low %d", got[kA])
+	}
+	s.Ack(kA, 0, 1, 0)
+	s.Ack(kA, 0, 1, 2)
+	collect()
+	if got[kA] != 1 {
+		t.Fatalf("low after acks %d", got[kA])
+	}
+	s.Ack(kA, 0, 1, 1)
+	s.AckBatch(kA, 3, 2, []int64{3, 4})
+	collect()
+	if got[kA] != 5 {
+		t.Fatalf("low when all acked %d", got[kA])
+	}
+}
