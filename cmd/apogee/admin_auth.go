@@ -13,6 +13,7 @@ import (
 
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/auth"
+	"github.com/apogeemq/apogee/internal/tlsconf"
 )
 
 // ACL 2.0 management, with mqadmin's command names and flags:
@@ -362,4 +363,11 @@ func cmdListACL(g *globalFlags, af *adminFlags) *cobra.Command {
 func maskedConfig(m map[string]string) map[string]string {
 	auth.MaskSecrets(m)
 	return m
+}
+
+// tlsEnforcing reports whether tlsMode is enforcing (a bad value already
+// failed the broker's start).
+func tlsEnforcing(mode string) bool {
+	m, err := tlsconf.ParseMode(mode)
+	return err == nil && m == tlsconf.Enforcing
 }

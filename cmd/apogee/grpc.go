@@ -33,6 +33,9 @@ func startLocalGRPC(cfg broker.Config, b *broker.Broker, logger *slog.Logger, ou
 		BrokerTLS:              brokerTLS,
 		MinInvisibleForReceive: cfg.MinInvisibleTimeMillsForRecv,
 		Logger:                 logger,
+		Guard:                  b.AuthGuard(), // ACL 2.0 on gRPC (internal/proxy/auth.go)
+		Sign:                   b.SignInner,   // its broker calls pass the broker's checks
+		TLSEnforce:             tlsEnforcing(cfg.TLSMode),
 	})
 	if err != nil {
 		return nil, err

@@ -73,6 +73,16 @@ func (b *Broker) startAuth() error {
 // Auth is the broker's user and ACL store (nil before Start).
 func (b *Broker) Auth() *auth.Store { return b.auth.store }
 
+// AuthGuard is the broker's request guard, for the gRPC endpoint in the
+// same process: nil unless authenticationEnabled or authorizationEnabled
+// (valid after Start).
+func (b *Broker) AuthGuard() *auth.Guard { return b.auth.guard }
+
+// SignInner signs a request with innerClientAuthenticationCredentials
+// (no-op without them): what in-process components calling the broker
+// over the wire sign with.
+func (b *Broker) SignInner(req *protocol.Command) { b.signInner(req) }
+
 // signInner signs a request of the broker's own clients with
 // innerClientAuthenticationCredentials (remoting.ClientConfig.Sign).
 func (b *Broker) signInner(req *protocol.Command) { b.auth.inner.Sign(req) }

@@ -31,18 +31,19 @@ const tlsRecordHandshake = 0x16
 // first handshakeTimeout; Close stops acceptLoop, closes pending connections
 // and waits for all of them.
 type sniffListener struct {
-	inner  net.Listener
-	tls    *tls.Config
-	logger *slog.Logger
-	ready  chan net.Conn // classified connections; Accept reads it
-	quit   <-chan struct{}
-	group  *run.Group
-	once   sync.Once
+	inner   net.Listener
+	tls     *tls.Config
+	enforce bool // tlsMode=enforcing: plaintext connections are closed
+	logger  *slog.Logger
+	ready   chan net.Conn // classified connections; Accept reads it
+	quit    <-chan struct{}
+	group   *run.Group
+	once    sync.Once
 }
 
-func newSniffListener(inner net.Listener, cfg *tls.Config, logger *slog.Logger) *sniffListener {
+func newSniffListener(inner net.Listener, cfg *tls.Config, enforce bool, logger *slog.Logger) *sniffListener {
 	g := run.NewGroup("grpc-listener")
-	l := &sniffListener{inner: inner, tls: cfg, logger: logger, ready: make(chan net.Conn), quit: g.Done(), group: g}
+	l := &sniffListener{inner: inner, tls: cfg, enforce: enforce, logger: logger, ready: make(chan net.Conn), quit: g.Done(), group: g}
 	g.Go("accept", func(context.Context) { l.acceptLoop() })
 	return l
 }
@@ -97,6 +98,10 @@ func (l *sniffListener) classify(c net.Conn) {
 			return
 		}
 		out = tc
+	} else if l.enforce {
+		l.logger.Debug("grpc plaintext connection refused (tlsMode=enforcing)", "addr", c.RemoteAddr().String())
+		c.Close()
+		return
 	}
 	_ = c.SetDeadline(time.Time{})
 	select {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	grpcstatus "google.golang.org/grpc/status"
 
+	"github.com/apogeemq/apogee/internal/auth"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
@@ -50,7 +51,15 @@ type Config struct {
 	// 10 s, the RocketMQ proxy's).
 	MinInvisibleForReceive time.Duration
 
-	Logger *slog.Logger
+	// Guard, when set, authenticates and authorizes every RPC (ACL 2.0,
+	// auth.go); nil = no checks.
+	Guard *auth.Guard
+	// Sign signs the endpoint's own remoting requests to brokers (the
+	// broker's innerClientAuthenticationCredentials); nil = unsigned.
+	Sign func(*protocol.Command)
+	// TLSEnforce refuses plaintext connections (tlsMode=enforcing).
+	TLSEnforce bool
+	Logger     *slog.Logger
 }
 
 // Server is the apache.rocketmq.v2.MessagingService endpoint: a gRPC server
@@ -93,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	if s.minInvisible <= 0 {
 		s.minInvisible = DefaultMinInvisibleRcv
 	}
-	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger, TLS: cfg.BrokerTLS})
+	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger, Sign: cfg.Sign, TLS: cfg.BrokerTLS})
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
 	s.svc = newService(s)
 	s.rc.RegisterProcessor(protocol.CheckTransactionState, s.svc.orphans.processCheck)
@@ -125,15 +134,19 @@ func (s *Server) Start() error {
 		return fmt.Errorf("proxy: start remoting client: %w", err)
 	}
 	s.svc.advertise = net.JoinHostPort(host, strconv.Itoa(raw.Addr().(*net.TCPAddr).Port))
-	s.ln = newSniffListener(raw, tlsCfg, s.logger)
-	s.gs = grpc.NewServer(
+	s.ln = newSniffListener(raw, tlsCfg, s.cfg.TLSEnforce, s.logger)
+	opts := []grpc.ServerOption{
 		// 32 messages of 4 MiB plus their attributes, as the reference.
-		grpc.MaxRecvMsgSize(130<<20),
+		grpc.MaxRecvMsgSize(130 << 20),
 		grpc.MaxSendMsgSize(math.MaxInt32),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
-	)
+	}
+	if s.cfg.Guard != nil { // auth.go
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
+	}
+	s.gs = grpc.NewServer(opts...)
 	pb.RegisterMessagingServiceServer(s.gs, s.svc)
 	s.started = true
 	s.group.Go("serve", func(context.Context) {
