@@ -324,6 +324,8 @@ func TestConsoleRefusesBadWrites(t *testing.T) {
 		{"unknown broker", "GET", "/broker?addr=127.0.0.1:1", nil, 404, "not registered"},
 		{"bad time", "GET", "/messages?topic=TBW102&begin=yesterday", nil, 400, "bad time"},
 		{"oversize query", "GET", "/messages?topic=" + strings.Repeat("T", 9000), nil, 414, "too long"},
+		{"controller page without controller mode", "GET", "/controller", nil, 200, "No broker runs in controller mode"},
+		{"acl page without authentication", "GET", "/acl", nil, 200, "ACL users and policies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var code int
@@ -345,5 +347,70 @@ func TestConsoleRefusesBadWrites(t *testing.T) {
 	}
 	if code, _ := post("/topics/create", url.Values{"topic": {"WithToken"}, "csrf": {tok}}); code != http.StatusSeeOther || !c.b.Topics.Contains("WithToken") {
 		t.Fatalf("a proper POST = %d, topic created %v", code, c.b.Topics.Contains("WithToken"))
+	}
+}
+
+// TestConsoleLogin: against a cluster with ACL 2.0 authentication on, the
+// console's pages are refused (403 with a login link) until a user logs
+// in; a wrong password is refused (401); after login the pages show the
+// cluster; logout ends the session.
+func TestConsoleLogin(t *testing.T) {
+	c := startAuthCluster(t, nil)
+	con, err := console.New(console.Config{Listen: "127.0.0.1:0", NameServers: []string{c.nsAddr}}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := con.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { con.Close() })
+	base := "http://" + con.Addr()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path string, form url.Values) (int, string) {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		if method == "POST" {
+			resp, err = hc.PostForm(base+path, form)
+		} else {
+			resp, err = hc.Get(base + path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := do("GET", "/cluster", nil)
+	if code != http.StatusForbidden || !strings.Contains(body, `id="login-link"`) {
+		t.Fatalf("unauthenticated /cluster = %d:\n%.500s", code, body)
+	}
+	_, page := do("GET", "/login", nil)
+	i := strings.Index(page, `name="csrf" value="`)
+	if i < 0 {
+		t.Fatal("no CSRF token on the login page")
+	}
+	tok := page[i+len(`name="csrf" value="`):][:32]
+	if code, body := do("POST", "/login", url.Values{"csrf": {tok}, "username": {superUser}, "password": {"wrong"}}); code != http.StatusUnauthorized {
+		t.Fatalf("wrong password = %d:\n%.300s", code, body)
+	}
+	if code, _ := do("POST", "/login", url.Values{"csrf": {tok}, "username": {superUser}, "password": {superPass}}); code != http.StatusSeeOther {
+		t.Fatalf("login = %d", code)
+	}
+	code, body = do("GET", "/cluster", nil)
+	if code != http.StatusOK || !strings.Contains(body, c.b.Addr()) {
+		t.Fatalf("/cluster after login = %d:\n%.500s", code, body)
+	}
+	code, body = do("GET", "/acl", nil)
+	if code != http.StatusOK || !strings.Contains(body, "<td>"+superUser+"</td>") {
+		t.Fatalf("/acl after login = %d:\n%.800s", code, body)
+	}
+	if code, _ := do("POST", "/logout", url.Values{"csrf": {tok}}); code != http.StatusSeeOther {
+		t.Fatalf("logout = %d", code)
+	}
+	if code, _ := do("GET", "/cluster", nil); code != http.StatusForbidden {
+		t.Fatalf("/cluster after logout = %d", code)
 	}
 }

@@ -24,7 +24,7 @@ type brokerRow struct {
 func (s *Server) brokers(r *http.Request) ([]brokerRow, *admin.ClusterInfo, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,7 +37,10 @@ func (s *Server) brokers(r *http.Request) ([]brokerRow, *admin.ClusterInfo, erro
 				if id == 0 {
 					row.Role = "MASTER"
 				}
-				info, err := s.adm.BrokerRuntimeInfo(ctx, row.Addr)
+				info, err := s.a(r).BrokerRuntimeInfo(ctx, row.Addr)
+				if refused(err) {
+					return nil, nil, err // the cluster authenticates: the error page offers the login
+				}
 				if err != nil {
 					row.Err = err.Error()
 				} else {
@@ -92,11 +95,11 @@ type topicTotal struct {
 func (s *Server) topTopics(r *http.Request, n int) ([]topicTotal, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	topics, err := s.adm.Topics(ctx)
+	topics, err := s.a(r).Topics(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +108,7 @@ func (s *Server) topTopics(r *http.Request, n int) ([]topicTotal, error) {
 		if kindIn(t, ci) != "normal" {
 			continue
 		}
-		stats, err := s.adm.TopicStats(ctx, t)
+		stats, err := s.a(r).TopicStats(ctx, t)
 		if err != nil {
 			continue // no route yet
 		}
@@ -179,7 +182,7 @@ func (s *Server) knownBroker(r *http.Request, addr string) error {
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return err
 	}
@@ -210,11 +213,11 @@ func (s *Server) brokerPage(w http.ResponseWriter, r *http.Request) (string, any
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	info, err := s.adm.BrokerRuntimeInfo(ctx, addr)
+	info, err := s.a(r).BrokerRuntimeInfo(ctx, addr)
 	if err != nil {
 		return "", nil, err
 	}
-	conf, err := s.adm.BrokerConfig(ctx, addr)
+	conf, err := s.a(r).BrokerConfig(ctx, addr)
 	if err != nil {
 		return "", nil, err
 	}
@@ -235,7 +238,7 @@ func (s *Server) updateBrokerConfig(w http.ResponseWriter, r *http.Request) (str
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	if err := s.adm.UpdateBrokerConfig(ctx, addr, map[string]string{key: value}); err != nil {
+	if err := s.a(r).UpdateBrokerConfig(ctx, addr, map[string]string{key: value}); err != nil {
 		return "", err
 	}
 	return "/broker?addr=" + urlq(addr) + "&ok=" + urlq("updated "+key), nil

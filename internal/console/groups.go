@@ -18,7 +18,7 @@ import (
 func (s *Server) allGroups(r *http.Request) ([]string, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (s *Server) allGroups(r *http.Request) ([]string, error) {
 		if addr == "" {
 			continue
 		}
-		gs, err := s.adm.SubscriptionGroups(ctx, addr)
+		gs, err := s.a(r).SubscriptionGroups(ctx, addr)
 		if err != nil {
 			lastErr = err
 			continue
@@ -64,7 +64,7 @@ func (s *Server) groupsPage(w http.ResponseWriter, r *http.Request) (string, any
 			continue
 		}
 		row := groupRow{Group: g, Lag: "-"}
-		if p, err := s.adm.ConsumerProgress(ctx, g, ""); err == nil {
+		if p, err := s.a(r).ConsumerProgress(ctx, g, ""); err == nil {
 			row.Lag = strconv.FormatInt(p.TotalLag, 10)
 			var topics []string
 			for _, q := range p.Queues {
@@ -124,7 +124,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) (string, any,
 	var queues []admin.QueueProgress
 	var lag int64
 	var topics []string
-	if p, err := s.adm.ConsumerProgress(ctx, g, ""); err == nil {
+	if p, err := s.a(r).ConsumerProgress(ctx, g, ""); err == nil {
 		queues, lag = p.Queues, p.TotalLag
 		for _, q := range p.Queues {
 			if !slices.Contains(topics, q.Queue.Topic) {
@@ -132,7 +132,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) (string, any,
 			}
 		}
 	}
-	conns, connErr := s.adm.ConsumerConnections(ctx, g)
+	conns, connErr := s.a(r).ConsumerConnections(ctx, g)
 	offline := ""
 	if connErr != nil {
 		offline = "no live consumer: " + connErr.Error()
@@ -162,12 +162,12 @@ func (s *Server) createGroup(w http.ResponseWriter, r *http.Request) (string, er
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return "", err
 	}
 	for c := range ci.Clusters {
-		if err := s.adm.CreateSubscriptionGroup(ctx, admin.GroupConfig{Group: g, RetryQueueNums: 1, RetryMaxTimes: 16,
+		if err := s.a(r).CreateSubscriptionGroup(ctx, admin.GroupConfig{Group: g, RetryQueueNums: 1, RetryMaxTimes: 16,
 			WhichBrokerSlowly: 1}, admin.Target{Cluster: c}); err != nil {
 			return "", err
 		}
@@ -185,12 +185,12 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) (string, er
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return "", err
 	}
 	for c := range ci.Clusters {
-		if err := s.adm.DeleteSubscriptionGroup(ctx, g, admin.Target{Cluster: c}, true); err != nil {
+		if err := s.a(r).DeleteSubscriptionGroup(ctx, g, admin.Target{Cluster: c}, true); err != nil {
 			return "", err
 		}
 	}
@@ -230,7 +230,7 @@ func (s *Server) resetGroup(w http.ResponseWriter, r *http.Request) (string, err
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	offsets, err := s.adm.ResetOffsetByTime(ctx, topic, g, ts, true)
+	offsets, err := s.a(r).ResetOffsetByTime(ctx, topic, g, ts, true)
 	if err != nil {
 		return "", err
 	}
@@ -246,7 +246,7 @@ func (s *Server) producersPage(w http.ResponseWriter, r *http.Request) (string, 
 		}
 		ctx, cancel := s.ctx(r)
 		defer cancel()
-		ci, err := s.adm.ClusterInfo(ctx)
+		ci, err := s.a(r).ClusterInfo(ctx)
 		if err != nil {
 			return "", nil, err
 		}
@@ -256,7 +256,7 @@ func (s *Server) producersPage(w http.ResponseWriter, r *http.Request) (string, 
 			if addr == "" {
 				continue
 			}
-			cs, err := s.adm.ProducerConnections(ctx, g, addr)
+			cs, err := s.a(r).ProducerConnections(ctx, g, addr)
 			if err != nil {
 				var be *client.BrokerError
 				if errors.As(err, &be) {

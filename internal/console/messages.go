@@ -68,7 +68,7 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) (string, a
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	if _, err := s.adm.TopicRoute(ctx, v.Topic); err != nil {
+	if _, err := s.a(r).TopicRoute(ctx, v.Topic); err != nil {
 		if errors.Is(err, admin.ErrNotFound) {
 			return "", nil, notFound("topic %s does not exist", v.Topic)
 		}
@@ -91,7 +91,7 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request) (string, a
 		return "", nil, badRequest("the end of the time range is not after its beginning")
 	}
 	if v.Key != "" {
-		msgs, err := s.adm.QueryMessageByKey(ctx, v.Topic, v.Key, v.Limit, begin, end)
+		msgs, err := s.a(r).QueryMessageByKey(ctx, v.Topic, v.Key, v.Limit, begin, end)
 		if err != nil && !errors.Is(err, admin.ErrNotFound) {
 			return "", nil, err
 		}
@@ -113,7 +113,7 @@ var errRedirected = &httpError{status: 0, msg: "redirected"}
 func (s *Server) messagesByTime(r *http.Request, topic string, begin, end time.Time, limit int) ([]*client.MessageExt, bool, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	stats, err := s.adm.TopicStats(ctx, topic)
+	stats, err := s.a(r).TopicStats(ctx, topic)
 	if err != nil {
 		return nil, false, err
 	}
@@ -123,7 +123,7 @@ func (s *Server) messagesByTime(r *http.Request, topic string, begin, end time.T
 		if qs.MaxOffset <= qs.MinOffset {
 			continue
 		}
-		from, err := s.adm.OffsetByTime(ctx, qs.Queue, begin)
+		from, err := s.a(r).OffsetByTime(ctx, qs.Queue, begin)
 		if err != nil {
 			return nil, false, err
 		}
@@ -132,7 +132,7 @@ func (s *Server) messagesByTime(r *http.Request, topic string, begin, end time.T
 				truncated = true
 				break
 			}
-			res, err := s.adm.PullMessages(ctx, qs.Queue, off, min(32, limit-len(out)))
+			res, err := s.a(r).PullMessages(ctx, qs.Queue, off, min(32, limit-len(out)))
 			if err != nil {
 				return nil, false, err
 			}
@@ -213,14 +213,14 @@ func (s *Server) messagePage(w http.ResponseWriter, r *http.Request) (string, an
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	m, err := s.adm.QueryMessageByID(ctx, topic, id)
+	m, err := s.a(r).QueryMessageByID(ctx, topic, id)
 	if err != nil {
 		if errors.Is(err, admin.ErrNotFound) {
 			return "", nil, notFound("message %s not found in topic %s", id, topic)
 		}
 		return "", nil, err
 	}
-	groups, _ := s.adm.TopicConsumers(ctx, m.Topic)
+	groups, _ := s.a(r).TopicConsumers(ctx, m.Topic)
 	if retry := m.Properties["RETRY_TOPIC"]; retry != "" && names.IsDLQTopic(topic) {
 		groups = append(groups, strings.TrimPrefix(topic, names.DLQGroupTopicPrefix))
 	}
@@ -243,15 +243,15 @@ func (s *Server) resendMessage(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	m, err := s.adm.QueryMessageByID(ctx, topic, id)
+	m, err := s.a(r).QueryMessageByID(ctx, topic, id)
 	if err != nil {
 		return "", err
 	}
-	conns, err := s.adm.ConsumerConnections(ctx, group)
+	conns, err := s.a(r).ConsumerConnections(ctx, group)
 	if err != nil {
 		return "", &httpError{http.StatusConflict, "cannot resend: group " + group + " has no live consumer (" + err.Error() + ")"}
 	}
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -261,7 +261,7 @@ func (s *Server) resendMessage(w http.ResponseWriter, r *http.Request) (string, 
 	}
 	var results []string
 	for _, c := range conns.Connections {
-		res, err := s.adm.ConsumeMessageDirectly(ctx, addr, group, c.ClientID, m.Topic, m.OffsetMsgID)
+		res, err := s.a(r).ConsumeMessageDirectly(ctx, addr, group, c.ClientID, m.Topic, m.OffsetMsgID)
 		if err != nil {
 			res = err.Error()
 		}
@@ -275,7 +275,7 @@ func (s *Server) dlqPage(w http.ResponseWriter, r *http.Request) (string, any, e
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	if g == "" {
-		topics, err := s.adm.Topics(ctx)
+		topics, err := s.a(r).Topics(ctx)
 		if err != nil {
 			return "", nil, err
 		}
@@ -297,7 +297,7 @@ func (s *Server) dlqPage(w http.ResponseWriter, r *http.Request) (string, any, e
 		return "", nil, badRequest("%v", err)
 	}
 	topic := names.DLQTopic(g)
-	if _, err := s.adm.TopicRoute(ctx, topic); err != nil {
+	if _, err := s.a(r).TopicRoute(ctx, topic); err != nil {
 		if errors.Is(err, admin.ErrNotFound) {
 			return "", nil, notFound("group %s has no dead-letter queue (%s)", g, topic)
 		}
@@ -329,7 +329,7 @@ func (s *Server) tracePage(w http.ResponseWriter, r *http.Request) (string, any,
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	msgs, err := s.adm.QueryMessageByKey(ctx, traceTopic, id, 64, time.UnixMilli(0), time.Now().Add(time.Minute))
+	msgs, err := s.a(r).QueryMessageByKey(ctx, traceTopic, id, 64, time.UnixMilli(0), time.Now().Add(time.Minute))
 	if err != nil && !errors.Is(err, admin.ErrNotFound) {
 		return "", nil, err
 	}

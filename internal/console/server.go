@@ -46,9 +46,11 @@ type Server struct {
 	adm    *admin.Admin
 	tmpl   map[string]*template.Template
 
-	// producer sends test messages; created on first use, guarded by mu.
+	// mu guards producer (test messages; created on first use) and
+	// sessions (session.go).
 	mu       sync.Mutex
 	producer *client.Producer
+	sessions map[string]*session
 
 	ln   net.Listener
 	srv  *http.Server
@@ -79,7 +81,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 }
 
 var pageNames = []string{"dashboard", "cluster", "broker", "topics", "topic", "groups", "group", "producers",
-	"messages", "message", "dlq", "trace", "error"}
+	"messages", "message", "dlq", "trace", "error", "login", "acl", "controller"}
 
 func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -144,6 +146,11 @@ func (s *Server) Handler() http.Handler {
 	post("/message/resend", s.resendMessage)
 	get("/dlq", s.dlqPage)
 	get("/trace", s.tracePage)
+	get("/acl", s.aclPage)               // ops.go
+	get("/controller", s.controllerPage) // ops.go
+	get("/login", s.loginPage)           // session.go
+	post("/login", s.login)
+	post("/logout", s.logout)
 	return s.guard(mux)
 }
 
@@ -198,6 +205,9 @@ func statusOf(err error) int {
 	if errors.Is(err, admin.ErrNotFound) {
 		return http.StatusNotFound
 	}
+	if refused(err) {
+		return http.StatusForbidden
+	}
 	return http.StatusBadGateway
 }
 
@@ -238,19 +248,21 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, status 
 		Status int
 		Text   string
 		Msg    string
-	}{status, http.StatusText(status), err.Error()})
+		Login  bool // the cluster refused us: offer the login
+	}{status, http.StatusText(status), err.Error(), refused(err) || status == http.StatusUnauthorized})
 }
 
 var titles = map[string]string{
 	"dashboard": "Dashboard", "cluster": "Cluster", "broker": "Broker", "topics": "Topics", "topic": "Topic",
 	"groups": "Consumer groups", "group": "Consumer group", "producers": "Producers", "messages": "Messages",
-	"message": "Message", "dlq": "Dead-letter queues", "trace": "Message trace", "error": "Error",
+	"message": "Message", "dlq": "Dead-letter queues", "trace": "Message trace", "error": "Error", "login": "Login",
+	"acl": "ACL users and policies", "controller": "Controller",
 }
 
 var active = map[string]string{
 	"dashboard": "dashboard", "cluster": "cluster", "broker": "cluster", "topics": "topics", "topic": "topics",
 	"groups": "groups", "group": "groups", "producers": "producers", "messages": "messages", "message": "messages",
-	"dlq": "dlq", "trace": "trace",
+	"dlq": "dlq", "trace": "trace", "login": "login", "acl": "acl", "controller": "controller",
 }
 
 // CSRF: double-submit. A random token lives in a SameSite=Strict cookie;
@@ -356,6 +368,7 @@ func (s *Server) Close() error {
 		s.producer = nil
 	}
 	s.mu.Unlock()
+	s.closeSessions()
 	errs = append(errs, s.adm.Close())
 	return errors.Join(errs...)
 }

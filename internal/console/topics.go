@@ -57,11 +57,11 @@ func (s *Server) topicsPage(w http.ResponseWriter, r *http.Request) (string, any
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	topics, err := s.adm.Topics(ctx)
+	topics, err := s.a(r).Topics(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return "", nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) (string, er
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	if cluster == "" {
-		ci, err := s.adm.ClusterInfo(ctx)
+		ci, err := s.a(r).ClusterInfo(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -131,13 +131,13 @@ func (s *Server) createTopic(w http.ResponseWriter, r *http.Request) (string, er
 			break
 		}
 	}
-	if err := s.adm.CreateTopic(ctx, tc, admin.Target{Cluster: cluster}); err != nil {
+	if err := s.a(r).CreateTopic(ctx, tc, admin.Target{Cluster: cluster}); err != nil {
 		return "", err
 	}
 	// The brokers register the topic with the name servers at once; wait a
 	// moment so the list the user is sent to shows it.
 	for i := 0; i < 50; i++ {
-		if _, err := s.adm.TopicRoute(ctx, tc.Topic); err == nil {
+		if _, err := s.a(r).TopicRoute(ctx, tc.Topic); err == nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -164,18 +164,18 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) (string, any,
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	route, err := s.adm.TopicRoute(ctx, topic)
+	route, err := s.a(r).TopicRoute(ctx, topic)
 	if err != nil {
 		if errors.Is(err, admin.ErrNotFound) {
 			return "", nil, notFound("topic %s does not exist", topic)
 		}
 		return "", nil, err
 	}
-	stats, err := s.adm.TopicStats(ctx, topic)
+	stats, err := s.a(r).TopicStats(ctx, topic)
 	if err != nil {
 		return "", nil, err
 	}
-	groups, err := s.adm.TopicConsumers(ctx, topic)
+	groups, err := s.a(r).TopicConsumers(ctx, topic)
 	if err != nil {
 		groups = nil // no broker answered; the rest of the page still helps
 	}
@@ -205,11 +205,11 @@ func (s *Server) updateTopic(w http.ResponseWriter, r *http.Request) (string, er
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	route, err := s.adm.TopicRoute(ctx, tc.Topic)
+	route, err := s.a(r).TopicRoute(ctx, tc.Topic)
 	if err != nil {
 		return "", err
 	}
-	ci, err := s.adm.ClusterInfo(ctx)
+	ci, err := s.a(r).ClusterInfo(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -218,7 +218,7 @@ func (s *Server) updateTopic(w http.ResponseWriter, r *http.Request) (string, er
 		if addr == "" {
 			continue
 		}
-		if err := s.adm.CreateTopic(ctx, tc, admin.Target{BrokerAddr: addr}); err != nil {
+		if err := s.a(r).CreateTopic(ctx, tc, admin.Target{BrokerAddr: addr}); err != nil {
 			return "", err
 		}
 	}
@@ -232,12 +232,12 @@ func (s *Server) deleteTopic(w http.ResponseWriter, r *http.Request) (string, er
 	}
 	ctx, cancel := s.ctx(r)
 	defer cancel()
-	clusters, err := s.adm.TopicClusters(ctx, topic)
+	clusters, err := s.a(r).TopicClusters(ctx, topic)
 	if err != nil {
 		return "", err
 	}
 	for _, c := range clusters {
-		if err := s.adm.DeleteTopic(ctx, topic, c); err != nil {
+		if err := s.a(r).DeleteTopic(ctx, topic, c); err != nil {
 			return "", err
 		}
 	}
