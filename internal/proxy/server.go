@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -139,6 +140,15 @@ func (s *Server) Start() error {
 		// 32 messages of 4 MiB plus their attributes, as the reference.
 		grpc.MaxRecvMsgSize(130 << 20),
 		grpc.MaxSendMsgSize(math.MaxInt32),
+		// Receive windows large enough for many sends in flight per
+		// connection: the 64 KiB defaults throttle pipelined producers to
+		// a few round trips' worth of bodies.
+		grpc.InitialWindowSize(1<<20),
+		grpc.InitialConnWindowSize(8<<20),
+		// A fixed pool of stream workers instead of a goroutine per RPC,
+		// and one write buffer shared by a connection's idle streams.
+		grpc.NumStreamWorkers(uint32(max(runtime.NumCPU(), 4))),
+		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream),
