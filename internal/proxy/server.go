@@ -143,8 +143,8 @@ func (s *Server) Start() error {
 		// Receive windows large enough for many sends in flight per
 		// connection: the 64 KiB defaults throttle pipelined producers to
 		// a few round trips' worth of bodies.
-		grpc.InitialWindowSize(1<<20),
-		grpc.InitialConnWindowSize(8<<20),
+		grpc.InitialWindowSize(1 << 20),
+		grpc.InitialConnWindowSize(8 << 20),
 		// A fixed pool of stream workers instead of a goroutine per RPC,
 		// and one write buffer shared by a connection's idle streams.
 		grpc.NumStreamWorkers(uint32(max(runtime.NumCPU(), 4))),
