@@ -237,7 +237,7 @@ func (s *Store) writeSnapshotLocked(seq uint64) error {
 			for i := 0; i < int(c.n); i++ {
 				offs = append(offs, c.offset(i))
 			}
-			encodeCheckpoint(&e, k, c.start, c.popTime, c.deadline-c.popTime, -1, offs, c.acked)
+			encodeCheckpoint(&e, k, c.start, c.popTime, int64(c.invis), -1, offs, c.acked)
 			frame()
 		}
 		if o := q.order; o != nil {

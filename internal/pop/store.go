@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -80,22 +81,25 @@ type ckKey struct{ start, popTime int64 }
 // checkpoint is one pop of one queue: n messages at start+diff[i]
 // (diffs nil = contiguous), invisible until deadline. Guarded by Store.mu.
 type checkpoint struct {
-	q        *queue
-	start    int64
-	popTime  int64
-	deadline int64 // popTime + invisibleTime, ms epoch
-	diffs    []uint32
-	acked    uint32 // bit i: message i acked
-	n        uint8
-	reviving bool  // handed out by TakeExpired, not yet Revived
-	heapIdx  int32 // index in Store.deadline; -1 when not in it
+	q       *queue
+	start   int64
+	popTime int64
+	diffs   *[]uint32 // nil when contiguous; a pointer keeps the struct at 48 bytes
+	invis   uint32    // invisible time in ms (clamped to 49 days); deadline() = popTime + invis
+	acked   uint32    // bit i: message i acked
+	heapIdx int32     // index in Store.deadline; -1 when not in it
+	n       uint8
+	// reviving: handed out by TakeExpired, not yet Revived.
+	reviving bool
 }
+
+func (c *checkpoint) deadline() int64 { return c.popTime + int64(c.invis) }
 
 func (c *checkpoint) offset(i int) int64 {
 	if c.diffs == nil {
 		return c.start + int64(i)
 	}
-	return c.start + int64(c.diffs[i])
+	return c.start + int64((*c.diffs)[i])
 }
 
 func (c *checkpoint) index(offset int64) int {
@@ -383,12 +387,14 @@ func (s *Store) applyCheckpointLocked(q *queue, start, popTime, invisible, next 
 	if len(offs) == 0 {
 		return
 	}
-	c := &checkpoint{q: q, start: start, popTime: popTime, deadline: popTime + invisible, n: uint8(len(offs)), acked: acked, heapIdx: -1}
+	c := &checkpoint{q: q, start: start, popTime: popTime, invis: uint32(min(max(invisible, 0), math.MaxUint32)),
+		n: uint8(len(offs)), acked: acked, heapIdx: -1}
 	if offs[0] != start || offs[len(offs)-1]-start != int64(len(offs)-1) {
-		c.diffs = make([]uint32, len(offs))
+		d := make([]uint32, len(offs))
 		for i, o := range offs {
-			c.diffs[i] = uint32(o - start)
+			d[i] = uint32(o - start)
 		}
+		c.diffs = &d
 	}
 	if c.allAcked() {
 		return
@@ -580,10 +586,10 @@ func (s *Store) TakeExpired(now int64, max int) []Expired {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Expired
-	for len(out) < max && len(s.deadline) > 0 && s.deadline[0].deadline <= now {
+	for len(out) < max && len(s.deadline) > 0 && s.deadline[0].deadline() <= now {
 		c := heap.Pop(&s.deadline).(*checkpoint)
 		c.reviving = true
-		ex := Expired{Key: c.q.key, StartOffset: c.start, PopTime: c.popTime, InvisibleTime: c.deadline - c.popTime}
+		ex := Expired{Key: c.q.key, StartOffset: c.start, PopTime: c.popTime, InvisibleTime: int64(c.invis)}
 		for i := 0; i < int(c.n); i++ {
 			if c.acked&(1<<i) == 0 {
 				ex.Offsets = append(ex.Offsets, c.offset(i))
@@ -602,7 +608,7 @@ func (s *Store) NextDeadline() int64 {
 	if len(s.deadline) == 0 {
 		return -1
 	}
-	return s.deadline[0].deadline
+	return s.deadline[0].deadline()
 }
 
 // Revived records that the expired checkpoint's messages were re-delivered
@@ -725,7 +731,7 @@ func (s *Store) Stats() Stats {
 type ckHeap []*checkpoint
 
 func (h ckHeap) Len() int           { return len(h) }
-func (h ckHeap) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
+func (h ckHeap) Less(i, j int) bool { return h[i].deadline() < h[j].deadline() }
 func (h ckHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapIdx, h[j].heapIdx = int32(i), int32(j)
