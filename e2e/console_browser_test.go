@@ -403,6 +403,10 @@ func TestConsoleLogin(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, c.b.Addr()) {
 		t.Fatalf("/cluster after login = %d:\n%.500s", code, body)
 	}
+	c.createTopic("console-auth", 2)
+	if code, body := do("POST", "/topic/send", url.Values{"csrf": {tok}, "name": {"console-auth"}, "body": {"signed"}}); code != http.StatusSeeOther {
+		t.Fatalf("test message in a session = %d:\n%.500s", code, body)
+	}
 	code, body = do("GET", "/acl", nil)
 	if code != http.StatusOK || !strings.Contains(body, "<td>"+superUser+"</td>") {
 		t.Fatalf("/acl after login = %d:\n%.800s", code, body)

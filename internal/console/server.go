@@ -373,20 +373,31 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// testProducer returns the producer of test messages, started on first use.
-func (s *Server) testProducer() (*client.Producer, error) {
+// testProducer returns the producer of test messages, started on first
+// use: the session's (signing with its credentials) or the console's.
+func (s *Server) testProducer(r *http.Request) (*client.Producer, error) {
+	ss := s.session(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.producer != nil {
-		return s.producer, nil
+	slot := &s.producer
+	opts := []client.ProducerOpt{client.WithNameServers(s.cfg.NameServers...)}
+	if ss != nil {
+		if ss.closed {
+			return nil, &httpError{http.StatusUnauthorized, "the session ended: log in again"}
+		}
+		slot = &ss.producer
+		opts = append(opts, client.WithCredentials(ss.user, ss.secret))
 	}
-	p, err := client.NewProducer("APOGEE_CONSOLE_PRODUCER", client.WithNameServers(s.cfg.NameServers...))
+	if *slot != nil {
+		return *slot, nil
+	}
+	p, err := client.NewProducer("APOGEE_CONSOLE_PRODUCER", opts...)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.Start(); err != nil {
 		return nil, err
 	}
-	s.producer = p
+	*slot = p
 	return p, nil
 }

@@ -30,9 +30,11 @@ const (
 )
 
 type session struct {
-	user string
-	adm  *admin.Admin
-	last time.Time
+	user, secret string // the secret signs the session's test-message producer
+	adm          *admin.Admin
+	last         time.Time
+	producer     *client.Producer // created on first test message; guarded by Server.mu
+	closed       bool             // guarded by Server.mu
 }
 
 // a returns the admin client of the request's session, else the console's.
@@ -58,7 +60,7 @@ func (s *Server) session(r *http.Request) *session {
 	}
 	s.mu.Unlock()
 	if expired {
-		ss.adm.Close() // not under mu: Close waits for the client's goroutines
+		s.closeSession(ss) // not under mu: Close waits for the client's goroutines
 		return nil
 	}
 	return ss
@@ -101,7 +103,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) (string, error) {
 		adm.Close()
 		return "", &httpError{http.StatusServiceUnavailable, "too many sessions; try again later"}
 	}
-	s.sessions[id] = &session{user: user, adm: adm, last: time.Now()}
+	s.sessions[id] = &session{user: user, secret: pass, adm: adm, last: time.Now()}
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	return "/?ok=" + urlq("logged in as "+user), nil
@@ -132,7 +134,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) (string, error) 
 		delete(s.sessions, c.Value)
 		s.mu.Unlock()
 		if ss != nil {
-			ss.adm.Close()
+			s.closeSession(ss)
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1})
@@ -153,6 +155,18 @@ func (s *Server) closeSessions() {
 	s.sessions = nil
 	s.mu.Unlock()
 	for _, ss := range all {
-		ss.adm.Close()
+		s.closeSession(ss)
 	}
+}
+
+// closeSession closes a session's clients once it is out of s.sessions.
+func (s *Server) closeSession(ss *session) {
+	s.mu.Lock()
+	p := ss.producer
+	ss.producer, ss.closed = nil, true
+	s.mu.Unlock()
+	if p != nil {
+		p.Close()
+	}
+	ss.adm.Close()
 }

@@ -253,7 +253,7 @@ func (s *Server) sendTestMessage(w http.ResponseWriter, r *http.Request) (string
 	if body == "" {
 		return "", badRequest("the message body is empty")
 	}
-	p, err := s.testProducer()
+	p, err := s.testProducer(r)
 	if err != nil {
 		return "", err
 	}
