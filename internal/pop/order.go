@@ -82,7 +82,8 @@ type OrderBatch struct {
 
 // OrderPop records a new batch for k, replacing the previous one, and
 // returns each message's delivery count (1 for a first delivery; one more
-// than before for a message of the previous batch). When the batch is
+// than before for a message of the previous batch, the same when the batch
+// repeats the previous one's attempt id). When the batch is
 // empty the commit offset moves to NextOffset if nothing before it is
 // pending.
 func (s *Store) OrderPop(b OrderBatch) (_ []int32, err error) {
@@ -100,14 +101,18 @@ func (s *Store) OrderPop(b OrderBatch) (_ []int32, err error) {
 	q := s.queueLocked(b.Key)
 	deliveries := make([]int32, len(b.Offsets))
 	var prev []orderMsg
+	again := int32(1) // a retry of the same attempt (a lost response) is not a new delivery
 	if q.order != nil {
 		prev = q.order.msgs
+		if b.AttemptID != "" && b.AttemptID == q.order.attemptID {
+			again = 0
+		}
 	}
 	for i, off := range b.Offsets {
 		deliveries[i] = 1
 		for _, m := range prev {
 			if m.offset == off {
-				deliveries[i] = m.deliveries + 1
+				deliveries[i] = max(m.deliveries+again, 1)
 			}
 		}
 	}

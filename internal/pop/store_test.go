@@ -152,10 +152,16 @@ func TestOrderQueue(t *testing.T) {
 	if _, c, _ := s.OrderAck(kA, 2000, 3); c != 4 {
 		t.Fatalf("commit %d", c)
 	}
+	// A retry with the same attempt id is not a new delivery.
+	d, _ = s.OrderPop(OrderBatch{Key: kA, PopTime: 3000, InvisibleTime: 500, AttemptID: "r", Offsets: []int64{4}, NextOffset: 5})
+	if d2, _ := s.OrderPop(OrderBatch{Key: kA, PopTime: 3001, InvisibleTime: 500, AttemptID: "r", Offsets: []int64{4}, NextOffset: 5}); d[0] != 1 || d2[0] != 1 {
+		t.Fatalf("same-attempt deliveries %v %v", d, d2)
+	}
+	s.OrderAck(kA, 3001, 4)
 	must(t, s.Compact())
 	s.Close()
 	s = open(t, dir)
-	if v := s.OrderView(kA, 0); v.Commit != 4 || v.Blocked || len(v.Pending) != 0 {
+	if v := s.OrderView(kA, 0); v.Commit != 5 || v.Blocked || len(v.Pending) != 0 {
 		t.Fatalf("after compaction %+v", v)
 	}
 }
