@@ -33,6 +33,10 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	if err != nil {
 		return nil, err
 	}
+	if perr := checkMessageType(&tc, h.Properties); perr != nil { // message_type.go
+		b.stats.sendRejected.Add(1)
+		return nil, perr
+	}
 	if h.QueueID < 0 {
 		h.QueueID = rand.Int32N(max(tc.WriteQueueNums, 1))
 	}
