@@ -559,12 +559,15 @@ func newRawSender(t testing.TB, addr string) *rawSender {
 }
 
 // send returns the response code (-1 on a transport error).
-func (r *rawSender) send(topic string) int32 {
+func (r *rawSender) send(topic string) int32 { return r.sendBody(topic, "probe") }
+
+// sendBody is send with a body.
+func (r *rawSender) sendBody(topic, body string) int32 {
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "probe", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
 		QueueID: 0, BornTimestamp: time.Now().UnixMilli(), Properties: "WAIT\x01true\x02"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := r.c.InvokeSync(ctx, r.addr, protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), []byte("probe")))
+	resp, err := r.c.InvokeSync(ctx, r.addr, protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&h, false), []byte(body)))
 	if err != nil {
 		return -1
 	}

@@ -196,7 +196,23 @@ func (b *Broker) askLeader(ctx context.Context, addr string) string {
 	if err != nil || resp.Code != int32(protocol.Success) {
 		return ""
 	}
-	return resp.Ext("controllerLeaderAddress")
+	return b.mapControllerAddr(resp.Ext("controllerLeaderAddress"), resp.Ext("peers"))
+}
+
+// mapControllerAddr maps the leader's advertised address onto the
+// configured controllerAddr entry at the same position of the controller
+// list (peers), so a broker that reaches the controllers through other
+// addresses (NAT, proxies) keeps using its own. An address already
+// configured, or a list of another length, is used as advertised.
+func (b *Broker) mapControllerAddr(leader, peers string) string {
+	if leader == "" || slices.Contains(b.cfg.ControllerAddr, leader) {
+		return leader
+	}
+	list := strings.Split(peers, ";")
+	if i := slices.Index(list, leader); i >= 0 && len(list) == len(b.cfg.ControllerAddr) {
+		return b.cfg.ControllerAddr[i]
+	}
+	return leader
 }
 
 func ctlOK(resp *protocol.Command, what string) error {
