@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Readiness and resource limits.
@@ -30,96 +27,6 @@ import (
 // server): a connection accepted beyond it is closed at once and logged,
 // and at EMFILE a spare descriptor is given up to accept and close the
 // pending connection, so clients see a refusal instead of a hang.
-
-// reservedPort is a TCP socket bound to the broker's address but not yet
-// listening.
-type reservedPort struct {
-	fd   int
-	port int
-	once sync.Once
-}
-
-// reservePort binds bindAddr:port (0 = any free port) without listening.
-func reservePort(bindAddr string, port int) (*reservedPort, error) {
-	ip := net.ParseIP(bindAddr)
-	if bindAddr == "" {
-		ip = net.IPv4zero
-	}
-	if ip == nil {
-		addrs, err := net.LookupIP(bindAddr)
-		if err != nil || len(addrs) == 0 {
-			return nil, fmt.Errorf("broker: bind address %q: %v", bindAddr, err)
-		}
-		ip = addrs[0]
-	}
-	family := unix.AF_INET6
-	var sa unix.Sockaddr
-	if ip4 := ip.To4(); ip4 != nil {
-		family = unix.AF_INET
-		a := &unix.SockaddrInet4{Port: port}
-		copy(a.Addr[:], ip4)
-		sa = a
-	} else {
-		a := &unix.SockaddrInet6{Port: port}
-		copy(a.Addr[:], ip.To16())
-		sa = a
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("broker: socket: %w", err)
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("broker: socket option: %w", err)
-	}
-	if err := unix.Bind(fd, sa); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("broker: bind %s: %w", net.JoinHostPort(bindAddr, strconv.Itoa(port)), err)
-	}
-	got, err := unix.Getsockname(fd)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("broker: getsockname: %w", err)
-	}
-	rp := &reservedPort{fd: fd}
-	switch a := got.(type) {
-	case *unix.SockaddrInet4:
-		rp.port = a.Port
-	case *unix.SockaddrInet6:
-		rp.port = a.Port
-	}
-	return rp, nil
-}
-
-// listen turns the socket into a listener (remoting.ServerConfig.Listen;
-// the address arguments are those of the bound socket).
-func (r *reservedPort) listen(string, string) (net.Listener, error) {
-	if err := unix.Listen(r.fd, unix.SOMAXCONN); err != nil {
-		return nil, fmt.Errorf("broker: listen: %w", err)
-	}
-	f := os.NewFile(uintptr(r.fd), "broker-listener")
-	ln, err := net.FileListener(f) // dups the descriptor
-	f.Close()
-	r.once.Do(func() {})
-	if err != nil {
-		return nil, fmt.Errorf("broker: listen: %w", err)
-	}
-	return ln, nil
-}
-
-// close releases a socket that never listened.
-func (r *reservedPort) close() {
-	r.once.Do(func() { unix.Close(r.fd) })
-}
-
-// fdLimit is RLIMIT_NOFILE's soft limit (0 if unknown).
-func fdLimit() int {
-	var rl unix.Rlimit
-	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) != nil || rl.Cur > 1<<30 {
-		return 0
-	}
-	return int(rl.Cur)
-}
 
 // openFDs counts this process's descriptors (-1 if unknown).
 func openFDs() int {
@@ -173,7 +80,7 @@ func (g *guardListener) Accept() (net.Conn, error) {
 	for {
 		c, err := g.Listener.Accept()
 		if err != nil {
-			if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+			if tooManyFiles(err) {
 				g.refuseAtLimit()
 			}
 			return nil, err
@@ -240,11 +147,7 @@ func (b *Broker) logResourceLimits() {
 	if raw, err := os.ReadFile("/proc/sys/vm/max_map_count"); err == nil {
 		maps, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
 	}
-	var st unix.Statfs_t
-	free := int64(-1)
-	if unix.Statfs(b.cfg.Store.StorePathRootDir, &st) == nil {
-		free = int64(st.Bavail) * int64(st.Bsize)
-	}
+	free := diskFree(b.cfg.Store.StorePathRootDir)
 	b.logger.Info("resource limits", "openFilesLimit", limit, "openFiles", openFDs(),
 		"maxMapCount", maps, "diskFreeBytes", free, "topics", b.Topics.Len())
 	if limit > 0 && limit < 4096 {

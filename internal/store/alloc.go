@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // allocator creates commit-log files (RocketMQ AllocateMappedFileService):
@@ -127,11 +125,10 @@ type transientPool struct {
 func newTransientPool(n int, size int64) *transientPool {
 	p := &transientPool{size: size}
 	for i := 0; i < n; i++ {
-		b, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+		b, err := mmapAnon(size)
 		if err != nil {
 			break
 		}
-		_ = unix.Mlock(b) // best effort, as RocketMQ
 		p.free = append(p.free, b)
 	}
 	return p
@@ -152,7 +149,7 @@ func (p *transientPool) giveBack(b []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.size < 0 {
-		_ = unix.Munmap(b)
+		_ = munmap(b)
 		return
 	}
 	p.free = append(p.free, b)
@@ -171,7 +168,7 @@ func (p *transientPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, b := range p.free {
-		_ = unix.Munmap(b)
+		_ = munmap(b)
 	}
 	p.free = nil
 	p.size = -1

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/apogeemq/apogee/internal/message"
 )
 
@@ -81,17 +79,11 @@ func (s *Store) diskUsage(path string) float64 {
 		}
 		return u
 	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(path, &st); err != nil {
+	u, err := diskUsed(path)
+	if err != nil {
 		return -1
 	}
-	total := float64(st.Blocks) * float64(st.Bsize)
-	free := float64(st.Bavail) * float64(st.Bsize)
-	used := total - float64(st.Bfree)*float64(st.Bsize)
-	if used+free <= 0 {
-		return -1
-	}
-	return used / (used + free)
+	return u
 }
 
 func clampRatio(v, lo, hi int) float64 {

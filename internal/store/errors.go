@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-
-	"golang.org/x/sys/unix"
 )
 
 // Sentinels callers branch on (errors.Is).
@@ -27,7 +25,7 @@ var (
 
 // openErr marks descriptor exhaustion (EMFILE, ENFILE).
 func openErr(err error) error {
-	if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+	if isTooManyFiles(err) {
 		return fmt.Errorf("%w: %w", ErrTooManyOpenFiles, err)
 	}
 	return diskErr(err)
@@ -36,7 +34,7 @@ func openErr(err error) error {
 // mapErr marks mmap's ENOMEM: the process reached vm.max_map_count (or its
 // address space limit).
 func mapErr(err error) error {
-	if errors.Is(err, unix.ENOMEM) {
+	if isNoMemory(err) {
 		return fmt.Errorf("%w: %w", ErrMapLimit, err)
 	}
 	return err
@@ -44,7 +42,7 @@ func mapErr(err error) error {
 
 // diskErr marks ENOSPC and EDQUOT.
 func diskErr(err error) error {
-	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+	if isNoSpace(err) {
 		return fmt.Errorf("%w: %w", ErrNoSpace, err)
 	}
 	return err

@@ -2,12 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/apogeemq/apogee/internal/run"
 )
@@ -382,12 +381,11 @@ func (s *Store) flushConsumeQueues(least int) {
 // syncfsConsumeQueues syncs the file system holding the consume queues
 // (one call for every dirty file). It reports false if that failed.
 func (s *Store) syncfsConsumeQueues() bool {
-	fd, err := unix.Open(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	err := syncFS(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName))
+	if errors.Is(err, errUnsupported) {
 		return false
 	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
+	if err != nil {
 		s.log.Warn("syncfs of the consume queues failed; syncing them one by one", "err", err)
 		return false
 	}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Lazily mapped files: consume-queue files are mapped on first use and
@@ -87,38 +85,38 @@ func createLazyFile(path string, fromOffset, size int64, m *mapper) (*mappedFile
 		return nil, fmt.Errorf("store: open %s: %w", path, openErr(err))
 	}
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	st, err := f.Stat()
+	if err != nil {
 		return nil, fmt.Errorf("store: stat %s: %w", path, err)
 	}
-	if st.Size != 0 && st.Size != size {
-		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size, size, ErrBadFileSize)
+	if st.Size() != 0 && st.Size() != size {
+		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size(), size, ErrBadFileSize)
 	}
 	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, lazy: &lazyState{m: m, slot: -1}}
 	mf.refs.Store(1)
 	mf.available.Store(true)
 	mf.lastModified.Store(time.Now().UnixMilli())
-	if st.Size == 0 {
+	if st.Size() == 0 {
 		if err := f.Truncate(size); err != nil {
 			os.Remove(path)
 			return nil, fmt.Errorf("store: size %s: %w", path, diskErr(err))
 		}
 		to := min(size, reserveMinStep)
-		err := unix.Fallocate(int(f.Fd()), 0, 0, to)
-		if err != nil && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		err := fallocate(f, 0, to)
+		if err != nil && !errors.Is(err, errUnsupported) {
 			os.Remove(path)
 			return nil, fmt.Errorf("store: reserve %s: %w", path, diskErr(err))
 		}
 		mf.lazy.reserved.Store(to)
 	}
 	m.maps.Add(1)
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	data, err := mmapFile(f, size)
 	if err != nil {
 		return mf, nil // mapped on first use (view), where the error is handled
 	}
 	l := mf.lazy
 	l.mapMu.Lock()
-	if unix.Madvise(data, unix.MADV_RANDOM) == nil {
+	if adviseRandom(data) {
 		l.random = true
 	}
 	l.used.Store(true)
@@ -152,14 +150,14 @@ func (mf *mappedFile) mapLazy() ([]byte, error) {
 		return *p, nil
 	}
 	data, err := mf.mmapOnce()
-	if errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+	if isNoMemory(err) || isTooManyFiles(err) {
 		// Out of mappings or descriptors: give back cold mappings and
 		// try once more.
 		l.m.shrink(mf)
 		data, err = mf.mmapOnce()
 	}
 	if err != nil {
-		if errors.Is(err, unix.ENOMEM) {
+		if isNoMemory(err) {
 			err = mapErr(err)
 		} else {
 			err = openErr(err)
@@ -167,7 +165,7 @@ func (mf *mappedFile) mapLazy() ([]byte, error) {
 		return nil, fmt.Errorf("store: map %s: %w", mf.path, err)
 	}
 	l.random = false
-	if !mf.isFull() && unix.Madvise(data, unix.MADV_RANDOM) == nil {
+	if !mf.isFull() && adviseRandom(data) {
 		l.random = true
 	}
 	l.used.Store(true)
@@ -185,7 +183,7 @@ func (mf *mappedFile) mmapOnce() ([]byte, error) {
 	}
 	defer f.Close()
 	mf.lazy.m.maps.Add(1)
-	return unix.Mmap(int(f.Fd()), 0, int(mf.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	return mmapFile(f, mf.size)
 }
 
 // tryUnmapIdle unmaps the file unless someone holds it (or is mapping or
@@ -212,7 +210,7 @@ func (mf *mappedFile) tryUnmapIdle() bool {
 		l.mapping.Store(p)
 		return false
 	}
-	_ = unix.Munmap(*p)
+	_ = munmap(*p)
 	l.m.unmaps.Add(1)
 	return true
 }
@@ -222,7 +220,7 @@ func (mf *mappedFile) unmapLazy() {
 	l := mf.lazy
 	l.mapMu.Lock()
 	if p := l.mapping.Swap(nil); p != nil {
-		_ = unix.Munmap(*p)
+		_ = munmap(*p)
 		l.m.unmaps.Add(1)
 	}
 	l.mapMu.Unlock()
@@ -234,7 +232,7 @@ func (mf *mappedFile) unmapLazy() {
 // dirty pages stay in the page cache after munmap). REQUIRES: a reference.
 func (mf *mappedFile) syncLazy(from, to int64) error {
 	if p := mf.lazy.mapping.Load(); p != nil {
-		if err := unix.Msync((*p)[from&^(pageSize-1):to], unix.MS_SYNC); err != nil {
+		if err := msync((*p)[from&^(pageSize-1) : to]); err != nil {
 			return fmt.Errorf("store: msync %s: %w", mf.path, err)
 		}
 		return nil
@@ -256,7 +254,7 @@ func (mf *mappedFile) adviseLazyReads() {
 	l.mapMu.Lock()
 	defer l.mapMu.Unlock()
 	if p := l.mapping.Load(); p != nil && l.random {
-		_ = unix.Madvise(*p, unix.MADV_NORMAL)
+		adviseNormal(*p)
 		l.random = false
 	}
 }

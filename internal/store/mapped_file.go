@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // pageSize is RocketMQ's OS page unit for the "least pages" flush rule.
@@ -149,7 +147,7 @@ func openMappedPath(path string, fromOffset, size int64, create bool) (*mappedFi
 		f.Close()
 		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size(), size, ErrBadFileSize)
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	data, err := mmapFile(f, size)
 	f.Close() // the mapping keeps the file; no descriptor per mapped file
 	if err != nil {
 		return nil, fmt.Errorf("store: mmap %s: %w", path, mapErr(err))
@@ -208,7 +206,7 @@ func (mf *mappedFile) adviseAppend(from int64) {
 	if from < 0 || from >= mf.size || mf.writeThrough || mf.lazy != nil {
 		return
 	}
-	if unix.Madvise(mf.data[from:], unix.MADV_RANDOM) == nil {
+	if adviseRandom(mf.data[from:]) {
 		mf.appendAdvised.Store(true)
 	}
 }
@@ -221,7 +219,7 @@ func (mf *mappedFile) adviseReads() {
 		return
 	}
 	if mf.appendAdvised.CompareAndSwap(true, false) {
-		_ = unix.Madvise(mf.data, unix.MADV_NORMAL)
+		adviseNormal(mf.data)
 	}
 }
 
@@ -396,7 +394,7 @@ func (mf *mappedFile) cleanup() {
 	if mf.lazy != nil {
 		mf.unmapLazy()
 	} else {
-		_ = unix.Munmap(mf.data)
+		_ = munmap(mf.data)
 	}
 	mf.closeHandle()
 }
@@ -502,7 +500,7 @@ func (mf *mappedFile) flush(leastPages int) (int64, error) {
 		}
 	default:
 		start := flushed &^ (pageSize - 1)
-		if err := unix.Msync(mf.data[start:readPos], unix.MS_SYNC); err != nil {
+		if err := msync(mf.data[start:readPos]); err != nil {
 			return flushed, fmt.Errorf("store: msync %s: %w", mf.path, err)
 		}
 	}
@@ -584,7 +582,7 @@ func (mf *mappedFile) flushAll() error {
 		return nil
 	}
 	defer mf.release()
-	if err := unix.Msync(mf.data, unix.MS_SYNC); err != nil {
+	if err := msync(mf.data); err != nil {
 		return fmt.Errorf("store: msync %s: %w", mf.path, err)
 	}
 	return nil

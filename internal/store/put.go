@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
@@ -239,7 +238,7 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 // anything else is CREATE_MAPPED_FILE_FAILED.
 func (s *Store) createFailed(err error) PutResult {
 	s.checkDiskSpace()
-	if s.diskFull.Load() || errors.Is(err, syscall.ENOSPC) {
+	if s.diskFull.Load() || isNoSpace(err) {
 		s.log.Warn("create commit-log file failed: disk full", "err", err, "disk", s.DiskUtil())
 		return PutResult{Status: ServiceNotAvailable, Remark: "store is not writable: disk full"}
 	}

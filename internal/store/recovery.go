@@ -2,10 +2,7 @@ package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/apogeemq/apogee/internal/message"
 )
@@ -254,38 +251,6 @@ func (s *Store) lastStoreTime(f *mappedFile) (int64, bool) {
 // zeroTail zeroes every non-zero page after off in the file containing it
 // and returns the number of bytes from off to the end of the last non-zero
 // page (0 when the tail was already clean).
-// dataRanges lists the [from, to) ranges of path within [from, to) that
-// may hold data (lseek SEEK_DATA/SEEK_HOLE); the whole range when the file
-// system cannot tell.
-func dataRanges(path string, from, to int64) [][2]int64 {
-	whole := [][2]int64{{from, to}}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return whole
-	}
-	defer unix.Close(fd)
-	var out [][2]int64
-	for p := from; p < to; {
-		d, err := unix.Seek(fd, p, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break // no data after p
-		}
-		if err != nil {
-			return whole
-		}
-		if d >= to {
-			break
-		}
-		h, err := unix.Seek(fd, d, unix.SEEK_HOLE)
-		if err != nil {
-			return whole
-		}
-		out = append(out, [2]int64{max(d, from), min(h, to)})
-		p = h
-	}
-	return out
-}
-
 func (s *Store) zeroTail(off int64) int64 {
 	f := s.commitLog.find(off, false)
 	if f == nil {

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/apogeemq/apogee/internal/run"
 )
 
@@ -209,7 +207,7 @@ func (s *Store) open() error {
 	if err != nil {
 		return fmt.Errorf("store: open lock file: %w", err)
 	}
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := lockFile(lf); err != nil {
 		lf.Close()
 		return fmt.Errorf("store: lock %s: %w", root, ErrLocked)
 	}
@@ -360,7 +358,7 @@ func (s *Store) releaseResources() {
 		s.index.close()
 	}
 	if s.lockFile != nil {
-		_ = unix.Flock(int(s.lockFile.Fd()), unix.LOCK_UN)
+		_ = unlockFile(s.lockFile)
 		s.lockFile.Close()
 		s.lockFile = nil
 	}

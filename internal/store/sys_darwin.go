@@ -35,3 +35,6 @@ func totalMemory() int64 {
 	}
 	return int64(n)
 }
+
+// syncFS: macOS has no syncfs; dirty files are synced one by one.
+func syncFS(string) error { return errUnsupported }

@@ -37,3 +37,14 @@ func totalMemory() int64 {
 	}
 	return int64(si.Totalram) * int64(si.Unit)
 }
+
+// syncFS syncs the whole file system holding dir (one syncfs for every
+// dirty consume-queue file).
+func syncFS(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Syncfs(fd)
+}
