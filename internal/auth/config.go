@@ -18,6 +18,15 @@ type AuthConfig struct {
 	// AuthenticationWhitelist: request codes (comma-separated numbers)
 	// exempt from authentication.
 	AuthenticationWhitelist string `conf:"authenticationWhitelist"`
+	// AuthenticationStrategy: Stateless (default) verifies every request's
+	// signature; Stateful verifies a connection's first request of a user
+	// and then trusts that connection's requests for that user for
+	// StatefulAuthenticationCacheExpiredSecond, until any user or ACL
+	// changes. RocketMQ's class names (...StatelessAuthenticationStrategy,
+	// ...StatefulAuthenticationStrategy) are accepted too.
+	AuthenticationStrategy string `conf:"authenticationStrategy"`
+	// StatefulAuthenticationCacheExpiredSecond (60).
+	StatefulAuthenticationCacheExpiredSecond int `conf:"statefulAuthenticationCacheExpiredSecond"`
 	// InitAuthenticationUser, e.g. {"username":"rocketmq","password":"12345678"},
 	// is created as a Super user at start unless a user of that name exists.
 	InitAuthenticationUser string `conf:"initAuthenticationUser"`
@@ -54,6 +63,9 @@ func (c *AuthConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	if _, err := parseCodes("authorizationWhitelist", c.AuthorizationWhitelist); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.stateful(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -114,4 +126,19 @@ func MaskSecrets(m map[string]string) {
 			m[k] = "******"
 		}
 	}
+}
+
+// stateful parses AuthenticationStrategy.
+func (c *AuthConfig) stateful() (bool, error) {
+	s := c.AuthenticationStrategy
+	if i := strings.LastIndex(s, "."); i >= 0 {
+		s = s[i+1:]
+	}
+	switch strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "AuthenticationStrategy")) {
+	case "", "stateless":
+		return false, nil
+	case "stateful":
+		return true, nil
+	}
+	return false, fmt.Errorf("auth: config authenticationStrategy=%s: want Stateless or Stateful", c.AuthenticationStrategy)
 }

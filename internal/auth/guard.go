@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/apogeemq/apogee/internal/protocol"
 )
@@ -20,6 +21,21 @@ type Guard struct {
 	authzWhite map[int32]bool
 	rules      SystemRules
 	checks     sync.Pool // *[]Check scratch
+
+	// Stateful authentication (authenticationStrategy=Stateful): conns
+	// maps a connection id to the user its signature proved, valid while
+	// the store's version is unchanged and until expires.
+	stateful bool
+	ttl      time.Duration
+	conns    sync.Map // connection key -> connAuth
+	now      func() time.Time
+}
+
+// connAuth is one connection's proven identity.
+type connAuth struct {
+	user    string
+	version int64 // store version it was proven at: any user/ACL change re-verifies
+	expires int64 // unix nanoseconds
 }
 
 // NewGuard returns a guard over store. open lists request codes that skip
@@ -38,7 +54,16 @@ func NewGuard(cfg AuthConfig, store *Store, rules SystemRules, open ...protocol.
 		authn[int32(c)] = true
 		authz[int32(c)] = true
 	}
-	g := &Guard{cfg: cfg, verifier: NewVerifier(store), authnWhite: authn, authzWhite: authz, rules: rules}
+	stateful, err := cfg.stateful()
+	if err != nil {
+		return nil, err
+	}
+	ttl := time.Duration(cfg.StatefulAuthenticationCacheExpiredSecond) * time.Second
+	if ttl <= 0 {
+		ttl = 60 * time.Second
+	}
+	g := &Guard{cfg: cfg, verifier: NewVerifier(store), authnWhite: authn, authzWhite: authz, rules: rules,
+		stateful: stateful, ttl: ttl, now: time.Now}
 	g.checks.New = func() any { s := make([]Check, 0, 8); return &s }
 	return g, nil
 }
@@ -56,9 +81,20 @@ func (g *Guard) Config() AuthConfig { return g.cfg }
 // the authenticated username ("" when authentication is off or skipped)
 // and a *Error refusal, which servers answer NO_PERMISSION with its text.
 func (g *Guard) CheckRemoting(req *protocol.Command, peer netip.Addr) (string, error) {
+	return g.CheckRemotingConn(req, peer, nil)
+}
+
+// CheckRemotingConn is CheckRemoting for a request that arrived on the
+// connection identified by conn (a comparable value unique among the open
+// connections of every server sharing the guard, e.g. its *remoting.Conn;
+// nil = unknown): with the Stateful strategy a connection
+// whose signature already proved the request's AccessKey skips the HMAC
+// until the entry expires or any user or ACL changes. ForgetConn drops the
+// entry when the connection closes.
+func (g *Guard) CheckRemotingConn(req *protocol.Command, peer netip.Addr, conn any) (string, error) {
 	user := ""
 	if g.cfg.AuthenticationEnabled && !g.authnWhite[req.Code] {
-		u, err := g.verifier.AuthenticateRemoting(req)
+		u, err := g.authenticate(req, conn)
 		if err != nil {
 			return u, err
 		}
@@ -86,6 +122,33 @@ func (g *Guard) CheckRemoting(req *protocol.Command, peer netip.Addr) (string, e
 		return user, refusef("Authorization failed. Please verify your access rights and try again.")
 	}
 	return user, g.verifier.store.Authorize(user, checks, peer, g.rules)
+}
+
+// authenticate verifies req's signature, or finds conn's proof of it.
+func (g *Guard) authenticate(req *protocol.Command, conn any) (string, error) {
+	if !g.stateful || conn == nil {
+		return g.verifier.AuthenticateRemoting(req)
+	}
+	ak := req.Ext(FieldAccessKey)
+	version := g.verifier.store.Version()
+	if v, ok := g.conns.Load(conn); ok {
+		if e := v.(connAuth); ak != "" && e.user == ak && e.version == version && g.now().UnixNano() < e.expires {
+			return ak, nil
+		}
+	}
+	u, err := g.verifier.AuthenticateRemoting(req)
+	if err != nil {
+		return u, err
+	}
+	g.conns.Store(conn, connAuth{user: u, version: version, expires: g.now().Add(g.ttl).UnixNano()})
+	return u, nil
+}
+
+// ForgetConn drops a closed connection's stateful entry.
+func (g *Guard) ForgetConn(conn any) {
+	if g.stateful {
+		g.conns.Delete(conn)
+	}
 }
 
 // CheckGRPC authenticates a 5.x request's metadata (authorization and

@@ -101,7 +101,9 @@ func (v *Verifier) AuthenticateRemoting(req *protocol.Command) (string, error) {
 	return ak, refusef("check signature failed.")
 }
 
-// writeContent feeds req's signed content to h.
+// writeContent feeds req's signed content to h. Keys are sorted in
+// sc.keys; a key present in both ExtFields and ExtList (never produced by
+// our encoders) counts once, with ExtFields' value, as req.Ext reads it.
 func writeContent(h hash.Hash, req *protocol.Command, sc *scratch, skipToken bool) {
 	keys := sc.keys[:0]
 	skipUnique := req.Version <= versionV4_9_3
@@ -109,12 +111,15 @@ func writeContent(h hash.Hash, req *protocol.Command, sc *scratch, skipToken boo
 		keys = appendSigned(keys, k, skipUnique, skipToken)
 	}
 	for i := 0; i+1 < len(req.ExtList); i += 2 {
-		keys = appendSigned(keys, req.ExtList[i], skipUnique, skipToken)
+		if _, dup := req.ExtFields[req.ExtList[i]]; !dup {
+			keys = appendSigned(keys, req.ExtList[i], skipUnique, skipToken)
+		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		h.Write(stringBytes(req.Ext(k)))
 	}
+	clear(keys) // the pool must not pin the request's strings
 	sc.keys = keys[:0]
 	h.Write(req.Body)
 }
@@ -130,19 +135,18 @@ func appendSigned(keys []string, k string, skipUnique, skipToken bool) []string 
 // AccessKey (and SecurityToken when token is not ""), then Signature over
 // the content. Signing a request again (a retry) replaces both.
 func SignRemoting(req *protocol.Command, accessKey, secretKey, token string) {
-	req.SetExt(FieldAccessKey, accessKey)
-	if token != "" {
-		req.SetExt(FieldSecurityToken, token)
-	}
-	h := hmac.New(sha1.New, []byte(secretKey))
-	sc := &scratch{}
-	writeContent(h, req, sc, false)
-	req.SetExt(FieldSignature, base64.StdEncoding.EncodeToString(h.Sum(nil)))
+	(&Signer{AccessKey: accessKey, SecretKey: secretKey, SecurityToken: token}).Sign(req)
 }
 
 // Signer signs requests with one credential; a nil *Signer signs nothing.
+// Safe for concurrent use: keyed HMAC states are pooled per Signer, so
+// signing costs no key setup after the first requests.
 type Signer struct {
 	AccessKey, SecretKey, SecurityToken string
+
+	once    sync.Once
+	macs    sync.Pool // hash.Hash keyed with SecretKey
+	scratch sync.Pool // *scratch
 }
 
 // Sign signs req (see SignRemoting). It is the remoting client's Sign hook.
@@ -150,7 +154,40 @@ func (s *Signer) Sign(req *protocol.Command) {
 	if s == nil || s.AccessKey == "" {
 		return
 	}
-	SignRemoting(req, s.AccessKey, s.SecretKey, s.SecurityToken)
+	s.once.Do(func() {
+		key := []byte(s.SecretKey)
+		s.macs.New = func() any { return hmac.New(sha1.New, key) }
+		s.scratch.New = func() any { return &scratch{keys: make([]string, 0, 32)} }
+	})
+	setExt(req, FieldAccessKey, s.AccessKey)
+	if s.SecurityToken != "" {
+		setExt(req, FieldSecurityToken, s.SecurityToken)
+	}
+	h := s.macs.Get().(hash.Hash)
+	h.Reset()
+	sc := s.scratch.Get().(*scratch)
+	writeContent(h, req, sc, false)
+	sum := h.Sum(sc.sum[:0])
+	setExt(req, FieldSignature, base64.StdEncoding.EncodeToString(sum))
+	s.scratch.Put(sc)
+	s.macs.Put(h)
+}
+
+// setExt sets an ext field, appending to ExtList when the command uses
+// only a list (the SDK's hot send path) so that signing does not turn it
+// into a map that every encode must sort.
+func setExt(req *protocol.Command, key, value string) {
+	if req.ExtFields == nil && len(req.ExtList) > 0 {
+		for i := 0; i+1 < len(req.ExtList); i += 2 {
+			if req.ExtList[i] == key {
+				req.ExtList[i+1] = value
+				return
+			}
+		}
+		req.ExtList = append(req.ExtList, key, value)
+		return
+	}
+	req.SetExt(key, value)
 }
 
 // stringBytes views s as bytes without copying; the hash and the decoder

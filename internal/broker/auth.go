@@ -93,7 +93,7 @@ func (b *Broker) signInner(req *protocol.Command) { b.auth.inner.Sign(req) }
 type authHook struct{ g *auth.Guard }
 
 func (h authHook) Before(conn *remoting.Conn, req *protocol.Command) error {
-	if _, err := h.g.CheckRemoting(req, conn.RemoteAddrPort().Addr()); err != nil {
+	if _, err := h.g.CheckRemotingConn(req, conn.RemoteAddrPort().Addr(), conn); err != nil {
 		var ae *auth.Error
 		if errors.As(err, &ae) {
 			return protocol.Errorf(protocol.NoPermission, "%s", ae.Msg)
@@ -104,6 +104,14 @@ func (h authHook) Before(conn *remoting.Conn, req *protocol.Command) error {
 }
 
 func (h authHook) After(*remoting.Conn, *protocol.Command, *protocol.Command) {}
+
+// authConns drops a closed connection's stateful authentication entry.
+type authConns struct{ g *auth.Guard }
+
+func (l authConns) OnConnect(*remoting.Conn)          {}
+func (l authConns) OnClose(c *remoting.Conn)          { l.g.ForgetConn(c) }
+func (l authConns) OnIdle(*remoting.Conn)             {}
+func (l authConns) OnException(*remoting.Conn, error) {}
 
 // applyMasterAuth installs the master's auth state on a slave.
 func (b *Broker) applyMasterAuth(body []byte) error {

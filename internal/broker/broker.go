@@ -316,6 +316,7 @@ func (b *Broker) newServer(port int) *remoting.Server {
 	s.AddHook(gateHook{b})
 	if b.auth.guard != nil {
 		s.AddHook(authHook{b.auth.guard}) // auth.go
+		s.AddConnListener(authConns{b.auth.guard})
 	}
 	if b.meters != nil {
 		s.AddHook(rpcHook{b.meters}) // meters_rpc.go: rocketmq_rpc_latency
