@@ -119,7 +119,8 @@ func (b *Broker) controllerPrepare() error {
 	b.ctl.epochs = ep
 	b.ctl.caughtUp = make(map[int64]time.Time)
 	if b.ctl.client == nil {
-		b.ctl.client = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-ctlclient")})
+		b.ctl.client = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-ctlclient"),
+			TLS: b.tls.client, Sign: b.signInner}) // tls.go, auth.go
 		if err := b.ctl.client.Start(); err != nil {
 			return fmt.Errorf("broker: controller client: %w", err)
 		}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/apogeemq/apogee/internal/tlsconf"
 )
 
 // Config is controller.conf: RocketMQ 5.2's ControllerConfig keys for the
@@ -58,6 +60,10 @@ type Config struct {
 	// SnapshotThreshold is how many log entries trigger a snapshot (8192).
 	// An Apogee key.
 	SnapshotThreshold uint64 `conf:"raftSnapshotThreshold"`
+
+	// Settings: tlsMode, tlsServerCertPath, ... on the remoting port; its
+	// own calls to brokers dial TLS with tlsEnable or tlsMode=enforcing.
+	tlsconf.Settings
 }
 
 // DefaultConfig returns RocketMQ's defaults.

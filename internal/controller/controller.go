@@ -158,11 +158,20 @@ func (c *Controller) start() error {
 		}
 	}
 
-	c.client = remoting.NewClient(remoting.ClientConfig{Logger: c.logger.With("component", "controller-client")})
+	serverTLS, enforce, err := c.cfg.Settings.Server()
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	clientTLS, err := c.cfg.Settings.Client()
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	c.client = remoting.NewClient(remoting.ClientConfig{Logger: c.logger.With("component", "controller-client"), TLS: clientTLS})
 	if err := c.client.Start(); err != nil {
 		return fmt.Errorf("controller: client: %w", err)
 	}
-	c.server = remoting.NewServer(remoting.ServerConfig{ListenAddr: c.cfg.RPCAddr(), Logger: c.logger.With("component", "controller-remoting")})
+	c.server = remoting.NewServer(remoting.ServerConfig{ListenAddr: c.cfg.RPCAddr(), Logger: c.logger.With("component", "controller-remoting"),
+		TLS: serverTLS, TLSEnforce: enforce})
 	c.registerProcessors(c.server)
 	c.server.AddConnListener(connListener{c})
 	if err := c.server.Start(); err != nil {
