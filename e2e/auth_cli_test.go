@@ -80,6 +80,13 @@ func TestAuthAdminCLI(t *testing.T) {
 	if err := sdkSend(); err != nil {
 		t.Fatalf("SDK send after createAcl: %v", err)
 	}
+	// apogee produce signs with --ak/--sk too.
+	if _, errOut, code := runApogee(t, bin, "produce", "-n", c.nsAddr, "-t", "orders", "--body", "cli", "--ak", "alice", "--sk", "alice-secret"); code != 0 {
+		t.Fatalf("apogee produce --ak alice: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runApogee(t, bin, "produce", "-n", c.nsAddr, "-t", "orders", "--body", "cli"); code == 0 || !strings.Contains(errOut, "username cannot be null.") {
+		t.Fatalf("unsigned apogee produce: exit %d: %s", code, errOut)
+	}
 	official := newProducer(t, c.nsAddr, producer.WithCredentials(creds("alice", "alice-secret")))
 	if err := sendOne(official, "orders"); err != nil {
 		t.Fatalf("official send after createAcl: %v", err)

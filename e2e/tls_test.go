@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,14 @@ func TestTLSEnforcing(t *testing.T) {
 	official := newProducer(t, c.nsAddr, producer.WithTls(true))
 	if err := sendOne(official, "secure"); err != nil {
 		t.Fatalf("official producer over TLS: %v", err)
+	}
+	// The CLI: --tls works, plaintext does not.
+	bin := buildApogee(t)
+	if out, errOut, code := runApogee(t, bin, "admin", "clusterList", "-n", c.nsAddr, "--tls"); code != 0 || !strings.Contains(out, c.cfg.BrokerName) {
+		t.Fatalf("apogee admin clusterList --tls: exit %d: %s %s", code, out, errOut)
+	}
+	if _, _, code := runApogee(t, bin, "admin", "clusterList", "-n", c.nsAddr, "--timeout", "2s"); code == 0 {
+		t.Fatal("plaintext apogee admin clusterList succeeded in enforcing mode")
 	}
 	sdk := sdkTLSProducer(t, c.nsAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

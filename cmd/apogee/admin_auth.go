@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/auth"
 	"github.com/apogeemq/apogee/internal/tlsconf"
@@ -53,6 +54,26 @@ func (s *secureFlags) adminOptions() ([]admin.Option, error) {
 	}
 	if cfg != nil {
 		opts = append(opts, admin.WithTLS(cfg))
+	}
+	return opts, nil
+}
+
+// clientOptions are the SDK options of --ak/--sk and --tls (produce,
+// consume).
+func (s *secureFlags) clientOptions() ([]client.Opt, error) {
+	var opts []client.Opt
+	if s.accessKey != "" {
+		if s.secretKey == "" {
+			return nil, fmt.Errorf("--ak needs --sk")
+		}
+		opts = append(opts, client.WithCredentials(s.accessKey, s.secretKey))
+	}
+	cfg, err := s.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg != nil {
+		opts = append(opts, client.WithTLS(cfg))
 	}
 	return opts, nil
 }

@@ -21,6 +21,7 @@ func init() { register(newConsumeCmd) }
 
 // consumeFlags are the flags of `apogee consume`.
 type consumeFlags struct {
+	secure secureFlags // --ak, --sk, --tls (admin_auth.go)
 	namesrv   string
 	topic     string
 	group     string
@@ -52,6 +53,7 @@ messages, after --duration, or on Ctrl-C; offsets are committed on exit.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&f.namesrv, "namesrv", "n", defaultNamesrv(), "name server address(es), ';'-separated")
 	fl.StringVarP(&f.topic, "topic", "t", "", "topic to consume (required)")
+	f.secure.register(fl)
 	fl.StringVarP(&f.group, "group", "g", "", "consumer group (default: apogee_consume_<pid>)")
 	fl.StringVar(&f.tag, "tag", "*", "tag expression, e.g. 'a || b'")
 	fl.StringVar(&f.sql, "sql", "", "SQL92 expression (broker needs enablePropertyFilter=true); overrides --tag")
@@ -132,6 +134,13 @@ func runConsume(ctx context.Context, g *globalFlags, f *consumeFlags, stdout, st
 		client.WithNameServers(f.namesrv),
 		client.WithLogger(logger),
 		client.WithConsumeOrderly(f.orderly),
+	}
+	secure, err := f.secure.clientOptions()
+	if err != nil {
+		return err
+	}
+	for _, o := range secure {
+		opts = append(opts, o)
 	}
 	fromOpts, err := consumeFromOpts(f.from, f.timestamp)
 	if err != nil {

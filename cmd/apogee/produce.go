@@ -21,6 +21,7 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 	var props []string
 	var count int
 	var asJSON bool
+	var sec secureFlags // --ak, --sk, --tls (admin_auth.go)
 	cmd := &cobra.Command{
 		Use:   "produce",
 		Short: "Send messages: --body, or one per line of stdin",
@@ -30,7 +31,15 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := client.NewProducer(group, client.WithNameServers(namesrv), client.WithLogger(logger))
+			secure, err := sec.clientOptions()
+			if err != nil {
+				return err
+			}
+			opts := []client.ProducerOpt{client.WithNameServers(namesrv), client.WithLogger(logger)}
+			for _, o := range secure {
+				opts = append(opts, o)
+			}
+			p, err := client.NewProducer(group, opts...)
 			if err != nil {
 				return err
 			}
@@ -77,6 +86,7 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 	f.StringVarP(&group, "group", "g", "APOGEE_PRODUCER", "producer group")
 	f.IntVarP(&count, "count", "c", 1, "with --body: send it this many times")
 	f.BoolVar(&asJSON, "json", false, "print results as JSON")
+	sec.register(f)
 	cmd.MarkFlagRequired("topic")
 	return cmd
 }
