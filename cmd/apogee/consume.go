@@ -21,7 +21,7 @@ func init() { register(newConsumeCmd) }
 
 // consumeFlags are the flags of `apogee consume`.
 type consumeFlags struct {
-	secure secureFlags // --ak, --sk, --tls (admin_auth.go)
+	secure    secureFlags // --ak, --sk, --tls (admin_auth.go)
 	namesrv   string
 	topic     string
 	group     string
