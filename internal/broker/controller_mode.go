@@ -800,7 +800,7 @@ func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *proto
 	if c := b.ha.client; c != nil {
 		st := c.Stats()
 		info.HAClientRuntimeInfo = &protocol.HAClientRuntimeInfo{MasterAddr: st.MasterAddr, MaxOffset: maxOff,
-			IsActivated: st.Connected, MasterFlushOffset: 0}
+			IsActivated: st.Connected}
 	}
 	body, _ := json.Marshal(info)
 	return bodyResponse(req, body), nil

@@ -197,24 +197,25 @@ type EpochEntryCache struct {
 	MaxOffset   int64        `json:"maxOffset"`
 }
 
-// HAConnectionRuntimeInfo is one slave connection in HARuntimeInfo.
+// HAConnectionRuntimeInfo is one slave connection in HARuntimeInfo. Fields
+// a broker does not measure are omitted (omitempty), never sent as 0.
 type HAConnectionRuntimeInfo struct {
 	Addr                    string `json:"addr"`
 	SlaveAckOffset          int64  `json:"slaveAckOffset"`
 	Diff                    int64  `json:"diff"`
 	InSync                  bool   `json:"inSync"`
-	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
-	TransferFromWhere       int64  `json:"transferFromWhere"`
+	TransferredByteInSecond int64  `json:"transferredByteInSecond,omitempty"`
+	TransferFromWhere       int64  `json:"transferFromWhere,omitempty"`
 }
 
 // HAClientRuntimeInfo is a slave's side in HARuntimeInfo.
 type HAClientRuntimeInfo struct {
 	MasterAddr              string `json:"masterAddr"`
-	TransferredByteInSecond int64  `json:"transferredByteInSecond"`
+	TransferredByteInSecond int64  `json:"transferredByteInSecond,omitempty"`
 	MaxOffset               int64  `json:"maxOffset"`
-	LastReadTimestamp       int64  `json:"lastReadTimestamp"`
-	LastWriteTimestamp      int64  `json:"lastWriteTimestamp"`
-	MasterFlushOffset       int64  `json:"masterFlushOffset"`
+	LastReadTimestamp       int64  `json:"lastReadTimestamp,omitempty"`
+	LastWriteTimestamp      int64  `json:"lastWriteTimestamp,omitempty"`
+	MasterFlushOffset       int64  `json:"masterFlushOffset,omitempty"`
 	IsActivated             bool   `json:"isActivated"`
 }
 
