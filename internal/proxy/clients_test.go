@@ -12,7 +12,7 @@ import (
 
 // TestClientExpiry: a client lives while it has a Telemetry stream; once
 // the stream closes it expires after clientExpiry of silence, and any RPC
-// in between keeps it (grpc-v5 §0.13: the Go client never says goodbye).
+// in between keeps it (docs/grpc.md §0.13: the Go client never says goodbye).
 func TestClientExpiry(t *testing.T) {
 	now := time.Unix(1000, 0)
 	r := newRegistry(func() time.Time { return now })
