@@ -28,6 +28,9 @@
 //	 │     against each candidate's properties); PULL_NOT_FOUND with
 //	 │     the suspend flag ─> pullHoldService (pull_hold.go), woken by the
 //	 │     store's arrival listener, the 5 s scan and hold deadlines
+//	 ├─ 200050-200055, 200151 POP (pop.go, pop_ack.go, pop_hold.go) over the
+//	 │     durable state of internal/pop; pop-revive (pop_revive.go) writes
+//	 │     expired messages to the retry topic or the DLQ; 370 recall (recall.go)
 //	 ├─ 34/35/46 clients ─> ClientManager (heartbeat.go, client_manager.go)
 //	 ├─ 38/14/15/41/42 consumer management (heartbeat.go, consumer_offset.go,
 //	 │     lock.go)
