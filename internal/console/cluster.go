@@ -91,8 +91,37 @@ type topicTotal struct {
 	Total int64  `json:"total"`
 }
 
-// topTopics returns the n user topics with the most stored messages.
+// topTopicsTTL is how long the console's own top-topic list is reused:
+// the dashboard polls every 2 s, and each refresh asks every topic's
+// brokers for their offsets.
+const topTopicsTTL = 5 * time.Second
+
+// topTopics returns the n user topics with the most stored messages. The
+// list of the console's own admin client (no session) is cached for
+// topTopicsTTL; a session's is always fresh.
 func (s *Server) topTopics(r *http.Request, n int) ([]topicTotal, error) {
+	shared := s.a(r) == s.adm
+	if shared {
+		s.mu.Lock()
+		c := s.topCache
+		s.mu.Unlock()
+		if c.topics != nil && time.Since(c.at) < topTopicsTTL {
+			return c.topics[:min(n, len(c.topics))], nil
+		}
+	}
+	out, err := s.loadTopTopics(r)
+	if err != nil {
+		return nil, err
+	}
+	if shared {
+		s.mu.Lock()
+		s.topCache.at, s.topCache.topics = time.Now(), out
+		s.mu.Unlock()
+	}
+	return out[:min(n, len(out))], nil
+}
+
+func (s *Server) loadTopTopics(r *http.Request) ([]topicTotal, error) {
 	ctx, cancel := s.ctx(r)
 	defer cancel()
 	topics, err := s.a(r).Topics(ctx)
@@ -127,7 +156,10 @@ func (s *Server) topTopics(r *http.Request, n int) ([]topicTotal, error) {
 		}
 		return strings.Compare(a.Topic, b.Topic)
 	})
-	return out[:min(n, len(out))], nil
+	if out == nil {
+		out = []topicTotal{} // cached as "none", not as "not loaded"
+	}
+	return out, nil
 }
 
 // dashboardAPI is the JSON the dashboard's script polls: per broker the

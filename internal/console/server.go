@@ -51,6 +51,10 @@ type Server struct {
 	mu       sync.Mutex
 	producer *client.Producer
 	sessions map[string]*session
+	topCache struct { // the dashboard's top topics (cluster.go)
+		at     time.Time
+		topics []topicTotal
+	}
 
 	ln   net.Listener
 	srv  *http.Server
