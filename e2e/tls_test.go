@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
@@ -76,6 +77,7 @@ func sdkTLSProducer(t *testing.T, nsAddr string) *client.Producer {
 }
 
 func TestTLSEnforcing(t *testing.T) {
+	t.Cleanup(resetOfficialTLS)
 	c := startTLSCluster(t, tlsSettings(t, "enforcing"), nil)
 	c.createTopic("secure", 4) // the broker registered over TLS
 	if err := plainInvoke(t, c.nsAddr); err == nil {
@@ -123,6 +125,7 @@ func TestTLSEnforcing(t *testing.T) {
 }
 
 func TestTLSPermissive(t *testing.T) {
+	t.Cleanup(resetOfficialTLS)
 	c := startTLSCluster(t, tlsSettings(t, "permissive"), nil)
 	c.createTopic("mixed", 4)
 	plain := newProducer(t, c.nsAddr)
@@ -141,6 +144,7 @@ func TestTLSPermissive(t *testing.T) {
 // HA link, its registration and its metadata sync all run over TLS, and a
 // plaintext connection to the HA port is closed without data.
 func TestTLSSlaveReplicates(t *testing.T) {
+	t.Cleanup(resetOfficialTLS)
 	s := tlsSettings(t, "enforcing")
 	ns := startNamesrv(t, func(c *namesrv.Config) { c.Settings = s })
 	nsAddr := ns.Addr().String()
@@ -183,4 +187,14 @@ func TestTLSSlaveReplicates(t *testing.T) {
 	if n, err := nc.Read(make([]byte, 64)); err == nil || n > 0 {
 		t.Fatalf("plaintext HA connection got %d bytes, %v", n, err)
 	}
+}
+
+// resetOfficialTLS turns the official client's TLS back off for the tests
+// that follow. Its producer and consumer options write WithTls into one
+// process-wide default remoting config (remote.DefaultRemotingClientConfig,
+// shared by every client built without its own), so a WithTls(true) of one
+// test made every later official client in the process dial TLS to plain
+// servers ("frame too large" on the server: a ClientHello read as a frame).
+func resetOfficialTLS() {
+	_, _ = rocketmq.NewProducer(producer.WithTls(false))
 }
