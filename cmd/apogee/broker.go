@@ -125,8 +125,8 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 		if err := b.Start(); err != nil {
 			return err
 		}
-		closeMetrics := startBrokerMetrics(b, logger) // metrics.go
 		fmt.Fprintf(cmd.OutOrStdout(), "broker %s listening on %s\n", cfg.BrokerName, b.Addr())
+		closeMetrics := startBrokerMetrics(b, logger, cmd.OutOrStdout()) // metrics.go
 		closeGRPC, err := startLocalGRPC(cfg, b, logger, cmd.OutOrStdout())
 		if err != nil {
 			closeMetrics()

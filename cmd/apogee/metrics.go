@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/apogeemq/apogee/internal/broker"
@@ -8,10 +10,10 @@ import (
 )
 
 // startBrokerMetrics starts GET /metrics for a started broker (plus extra
-// sources). A port that cannot be bound is logged, not fatal: the broker
-// keeps serving messages without its metrics endpoint. The returned
-// closer is never nil.
-func startBrokerMetrics(b *broker.Broker, logger *slog.Logger, extra ...metrics.Source) func() error {
+// sources) and prints its address to out. A port that cannot be bound is
+// logged, not fatal: the broker keeps serving messages without its metrics
+// endpoint. The returned closer is never nil.
+func startBrokerMetrics(b *broker.Broker, logger *slog.Logger, out io.Writer, extra ...metrics.Source) func() error {
 	s, err := metrics.StartForBroker(b, logger, extra...)
 	if err != nil {
 		logger.Error("metrics endpoint not started", "err", err)
@@ -20,6 +22,7 @@ func startBrokerMetrics(b *broker.Broker, logger *slog.Logger, extra ...metrics.
 	if s == nil {
 		return func() error { return nil }
 	}
+	fmt.Fprintf(out, "metrics listening on http://%s/metrics\n", s.Addr())
 	return s.Close
 }
 

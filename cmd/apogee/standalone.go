@@ -62,9 +62,9 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 			ns.Close()
 			return err
 		}
-		closeMetrics := startBrokerMetrics(b, logger, metrics.NewNamesrvCollector(ns))        // metrics.go
-		consoleAddr, closeConsole := startConsole(cfg.BrokerIP1, consolePort, nsAddr, logger) // console.go
 		fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
+		closeMetrics := startBrokerMetrics(b, logger, cmd.OutOrStdout(), metrics.NewNamesrvCollector(ns)) // metrics.go
+		consoleAddr, closeConsole := startConsole(cfg.BrokerIP1, consolePort, nsAddr, logger)             // console.go
 		if consoleAddr != "" {
 			fmt.Fprintf(cmd.OutOrStdout(), "console listening on http://%s\n", consoleAddr)
 		}
