@@ -39,6 +39,15 @@ var (
 	binErr  error
 )
 
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // apogeeBin builds cmd/apogee once per test binary.
 func apogeeBin(tb testing.TB) string {
 	binOnce.Do(func() {
