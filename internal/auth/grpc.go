@@ -59,7 +59,7 @@ func ParseAuthorization(value string) (GRPCCredential, error) {
 // x-mq-date-time values and returns the access key (the username).
 func (v *Verifier) AuthenticateGRPC(authorization, dateTime string) (string, error) {
 	if authorization == "" {
-		return "", refusef("username cannot be null.")
+		return "", errNoUsername
 	}
 	if dateTime == "" {
 		return "", refusef("datetime is null.")
@@ -69,7 +69,7 @@ func (v *Verifier) AuthenticateGRPC(authorization, dateTime string) (string, err
 		return "", err
 	}
 	if c.AccessKey == "" {
-		return "", refusef("username cannot be null.")
+		return "", errNoUsername
 	}
 	u := v.store.snap.Load().users[c.AccessKey]
 	if u == nil {
@@ -79,7 +79,7 @@ func (v *Verifier) AuthenticateGRPC(authorization, dateTime string) (string, err
 		return c.AccessKey, refusef("User:%s is disabled.", c.AccessKey)
 	}
 	if len(c.Signature) != sha1.Size {
-		return c.AccessKey, refusef("check signature failed.")
+		return c.AccessKey, errBadSignature
 	}
 	sc := v.scratch.Get().(*scratch)
 	defer v.scratch.Put(sc)
@@ -87,7 +87,7 @@ func (v *Verifier) AuthenticateGRPC(authorization, dateTime string) (string, err
 	defer u.putMAC(h)
 	h.Write(stringBytes(dateTime))
 	if !hmac.Equal(h.Sum(sc.sum[:0]), c.Signature) {
-		return c.AccessKey, refusef("check signature failed.")
+		return c.AccessKey, errBadSignature
 	}
 	return c.AccessKey, nil
 }

@@ -34,6 +34,13 @@ const (
 // (and SecurityToken, which the Go v2 client leaves out of its content)
 // among the ext fields before signing.
 
+// Refusals without variable parts are shared values (never modified), so a
+// flood of bad requests does not allocate an error each.
+var (
+	errBadSignature = &Error{Msg: "check signature failed."}
+	errNoUsername   = &Error{Msg: "username cannot be null."}
+)
+
 // scratch is per-verification working memory, pooled so that a verified
 // request allocates nothing.
 type scratch struct {
@@ -67,7 +74,7 @@ func (v *Verifier) Store() *Store { return v.store }
 func (v *Verifier) AuthenticateRemoting(req *protocol.Command) (string, error) {
 	ak := req.Ext(FieldAccessKey)
 	if ak == "" {
-		return "", refusef("username cannot be null.")
+		return "", errNoUsername
 	}
 	u := v.store.snap.Load().users[ak]
 	if u == nil {
@@ -81,7 +88,7 @@ func (v *Verifier) AuthenticateRemoting(req *protocol.Command) (string, error) {
 	defer v.scratch.Put(sc)
 	n, err := base64.StdEncoding.Decode(sc.sig[:], stringBytes(sig))
 	if sig == "" || err != nil || n != sha1.Size {
-		return ak, refusef("check signature failed.")
+		return ak, errBadSignature
 	}
 	h := u.getMAC()
 	defer u.putMAC(h)
@@ -98,7 +105,7 @@ func (v *Verifier) AuthenticateRemoting(req *protocol.Command) (string, error) {
 			return ak, nil
 		}
 	}
-	return ak, refusef("check signature failed.")
+	return ak, errBadSignature
 }
 
 // writeContent feeds req's signed content to h. Keys are sorted in
