@@ -13,7 +13,7 @@ import (
 
 // TestSimpleConsumerFIFO: a FIFO (orderly) group receives one message
 // group's messages in send order, and the queue stays blocked for the
-// group until the received batch is acked (grpc-v5 §8.4).
+// group until the received batch is acked (docs/grpc.md §8.4).
 func TestSimpleConsumerFIFO(t *testing.T) {
 	s := startServer(t, "")
 	const topic, group = "GrpcFifoConsumeTopic", "GrpcFifoConsumeGroup"
