@@ -332,35 +332,47 @@ func (cq *consumeQueue) correctMinOffset(minPhy int64) {
 		cq.minLogicOffset.Store(last.fromOffset + last.wrote.Load())
 		return
 	}
-	// The first file that can be held: deleteExpired leaves a file it could
-	// not destroy (a flush held it) shut down in place, and all its units
-	// are below minPhy.
+	// Scan from the first file that can be held: deleteExpired leaves a
+	// file it could not destroy (a flush held it) shut down in place, and
+	// stops there, so the files after it may lie wholly below minPhy too:
+	// the scan goes on into them until a unit at or above minPhy.
 	start := cq.minLogicOffset.Load()
-	var f *mappedFile
-	for _, g := range cq.files.snapshot() {
-		if g.fromOffset+g.size > start && g.hold() {
-			f, start = g, max(start, g.fromOffset)
-			break
+	for _, f := range cq.files.snapshot() {
+		if f.fromOffset+f.size <= start || !f.hold() {
+			continue
 		}
-	}
-	if f == nil {
-		return
-	}
-	defer f.release()
-	d, err := f.view()
-	if err != nil {
-		return
-	}
-	// Linear scan is bounded by one file (units are ascending in phyOffset).
-	w := f.readPosition()
-	for pos := start - f.fromOffset; pos+CQUnitSize <= w; pos += CQUnitSize {
-		u := decodeCQUnit(d[pos:])
-		if !u.blank() && u.PhyOffset >= minPhy {
-			cq.minLogicOffset.Store(f.fromOffset + pos)
+		from := max(start, f.fromOffset)
+		next, found := scanMinOffset(f, from, minPhy)
+		f.release()
+		if found {
+			cq.minLogicOffset.Store(next)
 			return
 		}
+		if next < 0 {
+			return // unreadable: leave the offset for the next pass
+		}
+		cq.minLogicOffset.Store(next)
+		start = next
 	}
-	cq.minLogicOffset.Store(f.fromOffset + w)
+}
+
+// scanMinOffset returns the logic offset of f's first unit at or after
+// from that points at or above minPhy (found), or f's write position when
+// there is none, or -1 when f cannot be read. REQUIRES: f held.
+// The scan is linear and bounded by one file (units ascend in phyOffset).
+func scanMinOffset(f *mappedFile, from, minPhy int64) (int64, bool) {
+	d, err := f.view()
+	if err != nil {
+		return -1, false
+	}
+	w := f.readPosition()
+	for pos := from - f.fromOffset; pos+CQUnitSize <= w; pos += CQUnitSize {
+		u := decodeCQUnit(d[pos:])
+		if !u.blank() && u.PhyOffset >= minPhy {
+			return f.fromOffset + pos, true
+		}
+	}
+	return f.fromOffset + w, false
 }
 
 func (cq *consumeQueue) String() string {

@@ -223,7 +223,11 @@ func TestRebuiltQueueStartsWithPreBlank(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		s2 := openStore(t, cfg)
 		if got := s2.MinOffsetInQueue("T", 0); got != wantMin {
-			t.Fatalf("round %d: min offset %d, want %d", round, got, wantMin)
+			var offs []int64
+			for _, f := range s2.commitLog.snapshot() {
+				offs = append(offs, f.fromOffset)
+			}
+			t.Fatalf("round %d: min offset %d, want %d (minPhy before %d, files now %v, minPhy now %d)", round, got, wantMin, minPhy, offs, s2.MinPhyOffset())
 		}
 		if got := s2.MaxOffsetInQueue("T", 0); got != 300 {
 			t.Fatalf("round %d: max offset %d", round, got)
@@ -239,5 +243,41 @@ func TestRebuiltQueueStartsWithPreBlank(t *testing.T) {
 		if err := s2.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMinOffsetCorrectionPastHeldFile: when cleanup cannot destroy a
+// queue's first file (a reader or a flush holds it), the files after it
+// that lie wholly below the commit log's new start must not stop the
+// min-offset correction: the queue's min offset is its first unit that
+// still points into the commit log.
+func TestMinOffsetCorrectionPastHeldFile(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	s := openStore(t, cfg)
+	res := writeN(t, s, 300)
+	cq := s.getQueue("T", 0)
+	first := cq.files.snapshot()[0]
+	if !first.hold() {
+		t.Fatal("cannot hold the first consume-queue file")
+	}
+	var clock atomic.Int64
+	clock.Store(time.Now().Add(100 * time.Hour).UnixMilli())
+	s.cfg.Now = func() time.Time { return time.UnixMilli(clock.Load()) }
+	s.cfg.DiskUsage = func(string) (float64, error) { return 0.5, nil }
+	s.cfg.DeleteCommitLogFilesInterval = 0
+	s.cfg.DeleteConsumeQueueFilesInterval = 0
+	s.DeleteExpiredFilesManually() // expired files go now, whatever deleteWhen says
+	s.CleanupOnce()
+	first.release()
+	minPhy := s.MinPhyOffset()
+	want := int64(0)
+	for want < int64(len(res)) && res[want].WroteOffset < minPhy {
+		want++
+	}
+	if want < 200 {
+		t.Fatalf("cleanup left the commit log from %d (message %d): the test needs the first two queue files below it", minPhy, want)
+	}
+	if got := s.MinOffsetInQueue("T", 0); got != want {
+		t.Fatalf("min offset %d, want %d (first message at or after commit-log offset %d)", got, want, minPhy)
 	}
 }
