@@ -138,3 +138,75 @@ func TestGRPCTLSEnforcing(t *testing.T) {
 		}
 	})
 }
+
+// TestGRPCAuthSimpleConsumer: a v5 SimpleConsumer with credentials needs
+// Sub on its topic and its group: without the topic it cannot start; with
+// both it receives and acks what the super user sent.
+func TestGRPCAuthSimpleConsumer(t *testing.T) {
+	withSSL(t, true)
+	s := startServer(t, "", authArgs...)
+	a := signedAdmin(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	target := admin.Target{Cluster: "DefaultCluster"}
+	const topic, group = "GrpcAuthConsume", "GrpcAuthGroup"
+	if err := a.CreateTopic(ctx, admin.TopicConfig{Topic: topic, ReadQueues: 2, WriteQueues: 2}, target); err != nil {
+		t.Fatal(err)
+	}
+	if err := v5Send(t, s.grpc, "rocketmq", "12345678", topic); err != nil {
+		t.Fatalf("super user send: %v", err)
+	}
+	if err := a.CreateUser(ctx, target, admin.User{Username: "bob", Password: "bob-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(res string) {
+		t.Helper()
+		if err := a.CreateACL(ctx, target, admin.ACLRequest{Subject: "User:bob", Resources: []string{res}, Actions: []string{"Sub"}, Decision: "Allow"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newConsumer := func() (rmq.SimpleConsumer, error) {
+		cfg := &rmq.Config{Endpoint: s.grpc, ConsumerGroup: group,
+			Credentials: &credentials.SessionCredentials{AccessKey: "bob", AccessSecret: "bob-secret"}}
+		c, err := rmq.NewSimpleConsumer(cfg, rmq.WithSimpleAwaitDuration(5*time.Second),
+			rmq.WithSimpleSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, c.Start()
+	}
+	grant("Group:" + group)
+	if c, err := newConsumer(); err == nil {
+		c.GracefulStop()
+		t.Fatal("consumer without Sub on the topic started")
+	} else if !strings.Contains(err.Error(), "no matched policies.") {
+		t.Fatalf("start without Sub on the topic: %v", err)
+	}
+	grant("Topic:" + topic)
+	c, err := newConsumer()
+	if err != nil {
+		t.Fatalf("start with Sub on topic and group: %v", err)
+	}
+	defer c.GracefulStop()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		rctx, rcancel := context.WithTimeout(context.Background(), 12*time.Second)
+		mvs, err := c.Receive(rctx, 16, 20*time.Second)
+		rcancel()
+		if err != nil {
+			if strings.Contains(err.Error(), "MESSAGE_NOT_FOUND") {
+				continue
+			}
+			t.Fatalf("receive: %v", err)
+		}
+		for _, mv := range mvs {
+			if err := c.Ack(context.Background(), mv); err != nil {
+				t.Fatalf("ack: %v", err)
+			}
+		}
+		if len(mvs) > 0 {
+			return
+		}
+	}
+	t.Fatal("bob received nothing")
+}
