@@ -83,6 +83,12 @@ type Config struct {
 	RegisterNameServerPeriod   time.Duration `conf:"registerNameServerPeriod"`
 	RegisterBrokerTimeoutMills time.Duration `conf:"registerBrokerTimeoutMills"`
 	ForceRegister              bool          `conf:"forceRegister"`
+	// EnableSplitRegistration sends the full registration in chunks of
+	// SplitRegistrationSize topics (RocketMQ's keys and defaults). A
+	// table too large for one frame (registerSplitAbove topics) is split
+	// whatever the key says.
+	EnableSplitRegistration bool `conf:"enableSplitRegistration"`
+	SplitRegistrationSize   int  `conf:"splitRegistrationSize"`
 
 	// Persistence of metadata under <storePathRootDir>/config.
 	FlushConsumerOffsetInterval     time.Duration `conf:"flushConsumerOffsetInterval"`
@@ -167,6 +173,7 @@ func DefaultConfig() Config {
 		RegisterNameServerPeriod:   30 * time.Second,
 		RegisterBrokerTimeoutMills: 24 * time.Second,
 		ForceRegister:              true,
+		SplitRegistrationSize:      800,
 
 		FlushConsumerOffsetInterval:     5 * time.Second,
 		FlushDelayOffsetInterval:        10 * time.Second,

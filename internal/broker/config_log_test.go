@@ -281,3 +281,32 @@ func FuzzTopicChangeLog(f *testing.F) {
 		}
 	})
 }
+
+// TestSplitRegistration: with enableSplitRegistration the full
+// registration arrives in chunks of splitRegistrationSize topics that
+// together hold the whole table.
+func TestSplitRegistration(t *testing.T) {
+	regs, nsAddr := recordingNamesrv(t)
+	cfg := testConfig(t, t.TempDir())
+	cfg.NamesrvAddr = []string{nsAddr}
+	cfg.EnableSplitRegistration = true
+	cfg.SplitRegistrationSize = 4
+	b := startBroker(t, cfg)
+	seen := map[string]bool{}
+	for _, table := range regs.last(t, 0) {
+		if len(table) > 4 {
+			t.Fatalf("a chunk of %d topics, want at most 4", len(table))
+		}
+		for k := range table {
+			seen[k] = true
+		}
+	}
+	for _, n := range b.Topics.Names() {
+		if !seen[n] {
+			t.Fatalf("topic %s missing from the split registration (%d chunks)", n, regs.count())
+		}
+	}
+	if regs.count() < 2 {
+		t.Fatalf("%d registrations, want several chunks", regs.count())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/crc32"
 	"net"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -108,8 +109,43 @@ func (b *Broker) haServerAddr() string {
 // server in parallel (docs/protocol.md §3.5). Failures are logged; the next
 // period retries.
 func (b *Broker) registerAll(ctx context.Context) {
-	b.register(ctx, b.topicWrapper())
+	w := b.topicWrapper()
+	chunk := 0
+	switch {
+	case b.cfg.EnableSplitRegistration && b.cfg.SplitRegistrationSize > 0:
+		chunk = b.cfg.SplitRegistrationSize
+	case len(w.TopicConfigTable) > registerSplitAbove:
+		chunk = registerSplitAbove
+	}
+	if chunk == 0 || len(w.TopicConfigTable) <= chunk {
+		b.register(ctx, w)
+		return
+	}
+	// Split registration: every chunk carries the same data version; the
+	// name server upserts the first chunk's topics (version changed) and
+	// adds the later chunks' topics it does not have yet, as RocketMQ's
+	// enableSplitRegistration does.
+	names := make([]string, 0, len(w.TopicConfigTable))
+	for t := range w.TopicConfigTable {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	for i := 0; i < len(names); i += chunk {
+		part := &protocol.TopicConfigSerializeWrapper{
+			TopicConfigTable: make(map[string]protocol.TopicConfig, chunk),
+			DataVersion:      w.DataVersion,
+		}
+		for _, t := range names[i:min(i+chunk, len(names))] {
+			part.TopicConfigTable[t] = w.TopicConfigTable[t]
+		}
+		b.register(ctx, part)
+	}
 }
+
+// registerSplitAbove is the largest table sent in one REGISTER_BROKER:
+// 100,000 topics made a 17 MB body, over the 16 MiB frame limit, so the
+// full registration failed and the broker expired from the name servers.
+const registerSplitAbove = 20000
 
 // registerTopics sends REGISTER_BROKER with only the given topics and the
 // current data version (RocketMQ 5's registerIncrementBrokerData): its cost
