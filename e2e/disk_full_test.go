@@ -5,9 +5,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 
+	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -196,4 +200,92 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 	newPushConsumer(t, nsAddr, uniqueName(t, "cg"), topic, "*", r2)
 	r2.waitAll(t, 30*time.Second, acked, "acknowledged, with forced cleaning off")
 	t.Logf("%d acknowledged messages all readable at the end", len(acked))
+}
+
+// TestDiskFullForcedCleaningIsReported: with cleanFileForciblyEnable (the
+// default) a disk above diskSpaceCleanForciblyRatio makes cleanup delete
+// commit-log files before their retention time; the messages deleted per
+// topic reach apogee_forced_deleted_messages_total and the runtime info,
+// and match exactly what a consumer can no longer read (the queues' new
+// min offsets).
+func TestDiskFullForcedCleaningIsReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the apogee binary")
+	}
+	disk := mountSmallDisk(t, 48<<20)
+	bin := buildApogee(t)
+	ns := startNamesrv(t, nil)
+	nsAddr := ns.Addr().String()
+	port, metricsPort := freePort(t), freePort(t)
+	startApogeeProcess(t, bin, listening, "broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port),
+		"--store-dir", disk.dir, "--broker-name", "broker-forced", "--log-level", "warn",
+		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=1048576", "--set", "maxMessageSize=262144",
+		"--set", "mappedFileSizeConsumeQueue=60000", "--set", "maxHashSlotNum=1000", "--set", "maxIndexNum=4000",
+		"--set", "cleanFileForciblyEnable=true", "--set", fmt.Sprintf("metricsPromExporterPort=%d", metricsPort))
+	waitRoute(t, ns, "TBW102")
+	rlog.SetLogLevel("error")
+	topic := uniqueName(t, "T")
+	p := newProducer(t, nsAddr)
+	ctx := testutil.Context(t, 2*time.Minute)
+	rnd := mrand.New(mrand.NewPCG(1, 2))
+	const n = 1200 // about 5 MiB: several 1 MiB commit-log files
+	for i := range n {
+		body := make([]byte, 4000) // random: the client compresses bodies over 4 KiB
+		for j := range body {
+			body[j] = byte(rnd.Uint32())
+		}
+		if _, err := p.SendSync(ctx, primitive.NewMessage(topic, body)); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	a, err := admin.New(admin.WithNameServers(nsAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	// Above 85 %, below 90 %: writes still accepted, cleanup deletes now.
+	disk.fillTo(t, 0.88)
+	if _, err := a.Maintenance(ctx, protocol.DeleteExpiredCommitLog, admin.Target{BrokerAddr: fmt.Sprintf("127.0.0.1:%d", port)}); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := a.TopicStats(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost int64
+	for _, q := range stats {
+		lost += q.MinOffset
+	}
+	if lost == 0 {
+		ents, _ := os.ReadDir(filepath.Join(disk.dir, "commitlog"))
+		var names []string
+		for _, e := range ents {
+			fi, _ := e.Info()
+			names = append(names, fmt.Sprintf("%s:%d", e.Name(), fi.Size()))
+		}
+		t.Fatalf("forced cleaning deleted nothing at usage %.3f (commit log %v)", disk.usage(t), names)
+	}
+	mfs := scrape(t, fmt.Sprintf("127.0.0.1:%d", metricsPort))
+	var counted float64
+	for _, m := range mfs["apogee_forced_deleted_messages_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "topic" && l.GetValue() == topic {
+				counted = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if int64(counted) != lost {
+		t.Fatalf("apogee_forced_deleted_messages_total{topic=%s} = %v, consumers lost %d", topic, counted, lost)
+	}
+	info, err := a.BrokerRuntimeInfo(ctx, fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := strconv.ParseInt(info["forcedDeletedMessages"], 10, 64); got < lost {
+		t.Fatalf("runtime info forcedDeletedMessages=%q, want at least %d", info["forcedDeletedMessages"], lost)
+	}
+	t.Logf("forced cleaning at usage %.3f deleted %d of %d unexpired messages of %s; metric and runtime info agree", disk.usage(t), lost, n, topic)
 }
