@@ -12,7 +12,7 @@ import (
 )
 
 var failoverLong = flag.Bool("failover.long", false,
-	"run the long controller-mode failover variants (a group of 3; the official producer's own recovery through its 30 s route poll)")
+	"run the long controller-mode failover variants (a group of 3 with the official producer's own recovery through its 30 s route poll; the controller leader and the master lost together, then every controller restarted)")
 
 // TestControllerFailoverGroupOf3Long: a broker group of 3. The master is
 // SIGKILLed under load from one official producer that keeps running: a

@@ -178,6 +178,7 @@ func TestControllerPartitionedMaster(t *testing.T) {
 		t.Fatal("old master's commit log differs from the new master's")
 	}
 	t.Logf("partition healed: old master rejoined as a slave %v later", time.Since(healed).Round(time.Millisecond))
+	e.waitRoute(topic, name, b2.addr)
 	acked = append(acked, sendAcked(t, e.nsAddr, topic, "b", 10, 20*time.Second)...)
 	got := e.readAll(topic, name, 4)
 	for _, body := range append(acked, ackedDuring...) {

@@ -357,7 +357,7 @@ func (b *Broker) Close() error {
 func (b *Broker) shutdown() error {
 	wasRunning := b.state.Swap(stateClosing) == stateRunning
 	var errs []error
-	if wasRunning && len(b.cfg.NamesrvAddr) > 0 && b.nsClient != nil {
+	if wasRunning && len(b.cfg.NamesrvAddr) > 0 && b.nsClient != nil && !b.ctl.handoff.Load() { // controller_mode.go
 		b.unregisterAll()
 	}
 	b.routines.Close()

@@ -60,7 +60,11 @@ type ctlState struct {
 	members    []string            // master: the other members' addresses; guarded by mu
 	membersAt  time.Time           // when members was fetched; guarded by mu
 
-	restart     chan struct{} // closed once a restart is wanted
+	restart chan struct{} // closed once a restart is wanted
+	// handoff: the role ended and a successor instance re-registers this
+	// address at once, so Close skips UNREGISTER_BROKER (which would leave
+	// the broker name without a route for the restart's duration).
+	handoff     atomic.Bool
 	restartOnce sync.Once
 	wake        chan struct{} // capacity 1: heartbeat now (NOTIFY_BROKER_ROLE_CHANGED)
 }
@@ -91,6 +95,7 @@ func (b *Broker) ControllerBrokerID() int64 { return b.ctl.id }
 func (b *Broker) IsMaster() bool { return !b.cfg.isSlave() }
 
 func (b *Broker) requestRestart(why string, args ...any) {
+	b.ctl.handoff.Store(true)
 	b.ctl.restartOnce.Do(func() {
 		b.logger.Warn("controller mode: role changed, restarting the broker", "why", fmt.Sprintf(why, args...))
 		close(b.ctl.restart)
