@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -29,6 +30,8 @@ func main() {
 type globalFlags struct {
 	logFormat string
 	logLevel  string
+	// shutdownTimeout bounds the drain after SIGTERM (serve.go).
+	shutdownTimeout time.Duration
 }
 
 func newRootCmd() *cobra.Command {
@@ -38,9 +41,16 @@ func newRootCmd() *cobra.Command {
 		Short:         "Apogee: a RocketMQ-compatible message queue in one binary",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(), // version.go; --version prints it
+		// The drain bound reaches serveUntilDone through the context.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			cmd.SetContext(withShutdownTimeout(cmd.Context(), g.shutdownTimeout))
+		},
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().DurationVar(&g.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout,
+		"servers: after SIGTERM, exit non-zero if draining takes longer than this")
 	for _, add := range subcommands {
 		root.AddCommand(add(g))
 	}

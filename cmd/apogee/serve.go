@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -88,15 +89,63 @@ func serverCommand(g *globalFlags, use, short string, run func(cmd *cobra.Comman
 	}
 }
 
+// defaultShutdownTimeout is --shutdown-timeout's default: below the 45 s
+// systemd and the 60 s Kubernetes grace periods of deploy/, so the process
+// reports an unfinished drain itself before it is killed.
+const defaultShutdownTimeout = 30 * time.Second
+
+type shutdownTimeoutKey struct{}
+
+// withShutdownTimeout records the drain bound in ctx (d <= 0: unbounded).
+func withShutdownTimeout(ctx context.Context, d time.Duration) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithValue(ctx, shutdownTimeoutKey{}, d)
+}
+
+// shutdownTimeout is the bound withShutdownTimeout recorded in ctx, else
+// defaultShutdownTimeout (a command run without the root command).
+func shutdownTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(shutdownTimeoutKey{}).(time.Duration); ok {
+		return d
+	}
+	return defaultShutdownTimeout
+}
+
 // serveUntilDone blocks until ctx ends (SIGINT or SIGTERM, see main), then
-// closes the started components in the order given (startup in reverse)
-// and returns their errors joined.
+// closes the started components in the order given (startup in reverse:
+// a broker stops accepting, finishes its in-flight requests, flushes and
+// unregisters in its Close) and returns their errors joined.
+//
+// The drain is bounded by the context's shutdown timeout: past it,
+// serveUntilDone returns an error naming the bound and the process exits
+// non-zero without waiting further. The closing goroutine is then left
+// running; it is owned by a process that is about to exit.
 func serveUntilDone(ctx context.Context, logger *slog.Logger, closers ...func() error) error {
 	<-ctx.Done()
-	logger.Info("shutting down")
-	var errs []error
-	for _, c := range closers {
-		errs = append(errs, c())
+	limit := shutdownTimeout(ctx)
+	logger.Info("shutting down", "timeout", limit)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		done <- errors.Join(errs...)
+	}()
+	var bound <-chan time.Time
+	if limit > 0 {
+		t := time.NewTimer(limit)
+		defer t.Stop()
+		bound = t.C
 	}
-	return errors.Join(errs...)
+	select {
+	case err := <-done:
+		logger.Info("shut down", "took", time.Since(start).Round(time.Millisecond))
+		return err
+	case <-bound:
+		return fmt.Errorf("shutdown did not finish within --shutdown-timeout=%s", limit)
+	}
 }
