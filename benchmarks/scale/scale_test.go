@@ -325,7 +325,7 @@ func (s *sender) sendHeld(ctx context.Context, topic string, q int32, wg *sync.W
 		if err == nil && resp.Code == int32(protocol.SystemBusy) {
 			s.busy.Add(1) // the broker's flow control: back off and resend
 			go func() {
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond) // a 10 ms resend fed the overload it answered
 				s.sendHeld(ctx, topic, q, wg)
 				wg.Done()
 			}()
