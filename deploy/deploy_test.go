@@ -328,6 +328,7 @@ func TestHelmRendered(t *testing.T) {
 					t.Errorf("%s lacks %s", key, want)
 				}
 			}
+			checkSetArgs(t, key, d)
 			if strings.Contains(d, "component: broker") {
 				for _, want := range []string{"fieldPath: status.podIP", "brokerIP1=$(POD_IP)", "bindAddress=0.0.0.0", "enableControllerMode=true",
 					"volumeClaimTemplates:", "mountPath: /home/apogee/data", "containerPort: 10911", "name: NAMESRV_ADDR"} {
@@ -347,5 +348,66 @@ func TestHelmRendered(t *testing.T) {
 	// namesrv + controller + one per broker group (values.yaml: 2).
 	if sts != 4 || pdb != 4 || headless != 4 {
 		t.Errorf("rendered %d StatefulSets, %d PDBs, %d headless Services; want 4 of each (%v)", sts, pdb, headless, slices.Sorted(maps.Keys(all)))
+	}
+}
+
+// checkSetArgs applies every `--set key=value` of a rendered StatefulSet's
+// container args to the config its role uses, with the downward-API
+// variables given pod 0's values, then validates the result: a key the server does not know, or a
+// value it cannot parse, fails here rather than in a crash-looping pod.
+func checkSetArgs(t *testing.T, key, doc string) {
+	t.Helper()
+	var args []string
+	in := false
+	for _, line := range strings.Split(doc, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case trimmed == "args:":
+			in = true
+		case in && strings.HasPrefix(trimmed, "- "):
+			args = append(args, strings.Trim(strings.TrimPrefix(trimmed, "- "), `"`))
+		case in:
+			in = false
+		}
+	}
+	if len(args) == 0 {
+		t.Fatalf("%s: no container args", key)
+	}
+	_, sts, _ := strings.Cut(key, "/")
+	expand := strings.NewReplacer("$(POD_IP)", "10.1.2.3", "$(POD_NAME)", sts+"-0")
+	var (
+		setKey   func(k, v string) (bool, error)
+		validate func() error
+	)
+	switch args[0] {
+	case "broker":
+		cfg := broker.DefaultConfig()
+		setKey, validate = cfg.SetKey, cfg.Validate
+	case "controller":
+		cfg := controller.DefaultConfig()
+		setKey = func(k, v string) (bool, error) { return config.SetKey(&cfg, k, v) }
+		validate = cfg.Validate
+	case "namesrv":
+		return // flags only, checked by their own tests
+	default:
+		t.Fatalf("%s runs %q", key, args[0])
+	}
+	n := 0
+	for i := 1; i < len(args); i++ {
+		if args[i] != "--set" || i+1 == len(args) {
+			continue
+		}
+		k, v, _ := strings.Cut(expand.Replace(args[i+1]), "=")
+		known, err := setKey(k, v)
+		if !known || err != nil {
+			t.Errorf("%s: --set %s=%s: known %v, err %v", key, k, v, known, err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Errorf("%s: no --set args", key)
+	}
+	if err := validate(); err != nil {
+		t.Errorf("%s: the pod's config is refused: %v", key, err)
 	}
 }
