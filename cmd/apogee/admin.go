@@ -540,32 +540,7 @@ func cmdQueryMsgByID(g *globalFlags, af *adminFlags) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		r := &result{value: m, header: []string{"#FIELD", "#VALUE"}}
-		add := func(k, v string) { r.rows = append(r.rows, []string{k, v}) }
-		add("Topic", m.Topic)
-		add("Tags", m.Tag())
-		add("Keys", strings.Join(m.Keys(), " "))
-		add("Queue ID", strconv.Itoa(int(m.QueueID)))
-		add("Queue Offset", strconv.FormatInt(m.QueueOffset, 10))
-		add("CommitLog Offset", strconv.FormatInt(m.CommitLogOffset, 10))
-		add("Reconsume Times", strconv.Itoa(int(m.ReconsumeTimes)))
-		add("Born Timestamp", fmtTime(m.BornTime))
-		add("Store Timestamp", fmtTime(m.StoreTime))
-		add("Born Host", m.BornHost)
-		add("Store Host", m.StoreHost)
-		add("System Flag", strconv.Itoa(int(m.SysFlag)))
-		add("Msg ID", m.MsgID)
-		add("Offset Msg ID", m.OffsetMsgID)
-		keys := make([]string, 0, len(m.Properties))
-		for k := range m.Properties {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			add("Property "+k, m.Properties[k])
-		}
-		add("Body", strconv.Quote(string(m.Body)))
-		return r, nil
+		return messageDetail(m), nil // admin_ops.go
 	})
 }
 
