@@ -170,6 +170,19 @@ func (s *server) createTopic(t *testing.T, topic, messageType string, queues int
 	if err := a.CreateTopic(ctx, tc, admin.Target{Cluster: "DefaultCluster"}); err != nil {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
+	// The broker registers the new topic with the name server right after
+	// answering; a client that looks the route up before that falls back
+	// to TBW102's queue count and sends to queues the topic lacks.
+	for {
+		r, err := a.TopicRoute(ctx, topic)
+		if err == nil && len(r.Queues) > 0 && r.Queues[0].WriteQueues == queues {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("topic %s never routed with %d queues: %v", topic, queues, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // sslMu serializes tests that flip the client's process-wide EnableSsl.
