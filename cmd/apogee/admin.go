@@ -615,25 +615,6 @@ func cmdResetOffsetByTime(g *globalFlags, af *adminFlags) *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		type row struct {
-			BrokerName string `json:"brokerName"`
-			QueueID    int    `json:"queueId"`
-			Offset     int64  `json:"offset"`
-		}
-		var rows []row
-		for q, off := range offsets {
-			rows = append(rows, row{q.BrokerName, q.QueueID, off})
-		}
-		sort.Slice(rows, func(i, j int) bool {
-			if rows[i].BrokerName != rows[j].BrokerName {
-				return rows[i].BrokerName < rows[j].BrokerName
-			}
-			return rows[i].QueueID < rows[j].QueueID
-		})
-		r := &result{value: rows, header: []string{"#BROKER_NAME", "#QID", "#OFFSET"}}
-		for _, x := range rows {
-			r.rows = append(r.rows, []string{x.BrokerName, strconv.Itoa(x.QueueID), strconv.FormatInt(x.Offset, 10)})
-		}
-		return r, nil
+		return offsetRows(offsets), nil // admin_ops.go
 	})
 }
