@@ -144,6 +144,18 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) (string, any,
 			}
 		}
 	}
+	// The reset form's default is the first topic: a subscribed topic, not
+	// the group's %RETRY% or %DLQ% topic (their order from the broker is a
+	// map's).
+	slices.SortFunc(topics, func(a, b string) int {
+		if ra, rb := groupTopic(a), groupTopic(b); ra != rb {
+			if ra {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
 	return "group", struct {
 		Group   string
 		Queues  []admin.QueueProgress
@@ -280,3 +292,7 @@ func (s *Server) producersPage(w http.ResponseWriter, r *http.Request) (string, 
 		Conns []admin.Connection
 	}{g, conns}, nil
 }
+
+// groupTopic reports whether topic belongs to a group (%RETRY%, %DLQ%)
+// rather than to producers.
+func groupTopic(topic string) bool { return names.IsRetryTopic(topic) || names.IsDLQTopic(topic) }
