@@ -45,7 +45,7 @@ func BenchmarkPopConsume(b *testing.B) {
 	for _, mode := range []string{"batchAck", "ack"} {
 		b.Run(mode, func(b *testing.B) {
 			pc := &popBenchConsumer{b: b, c: c, addr: br.Addr(), mode: mode, popped: n, slots: make(chan struct{}, 64)}
-			var pullTime, popTime time.Duration
+			var pullTime, popTime, pullCPU, popCPU time.Duration
 			pullOff := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -58,22 +58,29 @@ func BenchmarkPopConsume(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				t0 := time.Now()
+				t0, c0 := time.Now(), processCPU()
 				for range 16 {
 					pullOff = pc.pull(pullOff, n)
 				}
-				t1 := time.Now()
+				t1, c1 := time.Now(), processCPU()
 				for range 16 {
 					pc.popAndAck()
 				}
 				pc.acks.Wait()
 				popTime += time.Since(t1)
+				popCPU += processCPU() - c1
 				pullTime += t1.Sub(t0)
+				pullCPU += c1 - c0
 			}
 			msgs := float64(b.N * 16 * 32)
 			b.ReportMetric(msgs/pullTime.Seconds(), "pull-msg/s")
 			b.ReportMetric(msgs/popTime.Seconds(), "pop-msg/s")
 			b.ReportMetric(pullTime.Seconds()/popTime.Seconds(), "x-pull")
+			// CPU (client and broker, one process) per message: less
+			// sensitive than wall time to other load on the machine.
+			b.ReportMetric(float64(pullCPU.Microseconds())/msgs, "pull-cpu-us/msg")
+			b.ReportMetric(float64(popCPU.Microseconds())/msgs, "pop-cpu-us/msg")
+			b.ReportMetric(pullCPU.Seconds()/popCPU.Seconds(), "cpu-x-pull")
 			if st := br.pop.state.Stats(); st.InFlight != 0 {
 				b.Fatalf("%d messages left in flight after acking every pop", st.InFlight)
 			}

@@ -48,6 +48,8 @@
 //	9 order commit key v commitOffset
 //	10 snapshot begin  u seq
 //	11 snapshot end
+//	12 ack bits    key v start v popTime u bits (bit i: the checkpoint's
+//	               message i is acked; a batch ack of several messages)
 //
 // Every file starts with a snapshot: records 10, then the live state
 // (5, 9, 1 with its acked bits, 6 + 7 + 8), then 11; appends follow. A

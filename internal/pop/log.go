@@ -25,6 +25,7 @@ const (
 	recOrderCommit   byte = 9
 	recSnapshotBegin byte = 10
 	recSnapshotEnd   byte = 11
+	recAckBits       byte = 12
 )
 
 const (

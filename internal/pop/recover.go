@@ -157,6 +157,17 @@ func (s *Store) applyRecordLocked(p []byte) error {
 		} else {
 			s.applyChangeLocked(q, c, i, offset, newPopTime, newInvisible)
 		}
+	case recAckBits:
+		k := d.key()
+		start, popTime, bits := d.v(), d.v(), d.u()
+		if d.err != nil || bits > 1<<MaxBatch-1 {
+			return ErrCorrupt
+		}
+		if q := s.queues[k]; q != nil {
+			if c := q.cks[ckKey{start, popTime}]; c != nil {
+				s.ackBitsLocked(c, uint32(bits))
+			}
+		}
 	case recRevived:
 		k := d.key()
 		start, popTime := d.v(), d.v()

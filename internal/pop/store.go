@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -479,8 +478,9 @@ func (s *Store) Ack(k QueueKey, ckStart, popTime, offset int64) (_ AckResult, er
 	return Acked, nil
 }
 
-// AckBatch acks several messages of one checkpoint with a single write
-// and returns how many were in flight.
+// AckBatch acks several messages of one checkpoint with a single record
+// (one ack record for one message, else one ack-bits record) and returns
+// how many were in flight.
 func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (_ int, err error) {
 	var seq uint64
 	defer s.commit(&seq, &err)
@@ -494,28 +494,51 @@ func (s *Store) AckBatch(k QueueKey, ckStart, popTime int64, offsets []int64) (_
 	if c == nil {
 		return 0, nil
 	}
-	var idx []int
-	e := enc{b: make([]byte, 0, 64)}
+	var bits uint32
+	n, last := 0, int64(0)
 	for _, off := range offsets {
 		i := c.index(off)
-		if i < 0 || c.acked&(1<<i) != 0 || slices.Contains(idx, i) {
+		if i < 0 || (c.acked|bits)&(1<<i) != 0 {
 			continue
 		}
-		e.b = e.b[:0]
+		bits |= 1 << i
+		n, last = n+1, off
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	e := enc{b: make([]byte, 0, 32+len(k.Group)+len(k.Topic))}
+	if n == 1 {
 		e.byte(recAck)
 		e.key(k)
 		e.v(ckStart)
 		e.v(popTime)
-		e.v(off)
-		if err := s.appendLocked(&e, &seq); err != nil {
-			return 0, err
+		e.v(last)
+	} else {
+		e.byte(recAckBits)
+		e.key(k)
+		e.v(ckStart)
+		e.v(popTime)
+		e.u(uint64(bits))
+	}
+	if err := s.appendLocked(&e, &seq); err != nil {
+		return 0, err
+	}
+	s.ackBitsLocked(c, bits)
+	return n, nil
+}
+
+// ackBitsLocked acks every message of c whose bit is set in bits (bits
+// beyond c's count are ignored). REQUIRES: s.mu held.
+func (s *Store) ackBitsLocked(c *checkpoint, bits uint32) {
+	for i := 0; i < int(c.n); i++ {
+		if bits&(1<<i) != 0 && c.acked&(1<<i) == 0 {
+			s.ackLocked(c, i)
+			if c.allAcked() {
+				return // dropped
+			}
 		}
-		idx = append(idx, i)
 	}
-	for _, i := range idx {
-		s.ackLocked(c, i)
-	}
-	return len(idx), nil
 }
 
 // ChangeInvisible acks offset in the checkpoint (k, ckStart, popTime) and

@@ -289,6 +289,8 @@ func FuzzReplay(f *testing.F) {
 	}
 	s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0, 3}, NextOffset: 4})
 	s.Ack(kA, 0, 1, 3)
+	s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 4, PopTime: 1, InvisibleTime: 1, Offsets: []int64{4, 5, 6}, NextOffset: 7})
+	s.AckBatch(kA, 4, 1, []int64{4, 6})
 	s.OrderPop(OrderBatch{Key: kA, PopTime: 2, InvisibleTime: 1, Offsets: []int64{4}, NextOffset: 5})
 	s.Close()
 	seqs, _ := listLogs(dir)
@@ -394,5 +396,61 @@ func TestLowWatermarks(t *testing.T) {
 	collect()
 	if got[kA] != 5 {
 		t.Fatalf("low when all acked %d", got[kA])
+	}
+}
+
+// TestAckBatchOneRecord: a batch ack of several messages is one ack-bits
+// record; it survives a reopen, acks only what it names, and a log cut
+// anywhere inside it keeps the whole batch or none of it.
+func TestAckBatchOneRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	offs := []int64{10, 11, 12, 13, 14, 15}
+	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 10, PopTime: 7, InvisibleTime: 100, Offsets: offs, NextOffset: 16}))
+	before := s.Stats().LogBytes
+	for _, tc := range []struct {
+		acks []int64
+		want int
+	}{
+		{[]int64{11, 13, 13, 99}, 2}, // a duplicate and a foreign offset count once / not at all
+		{[]int64{11, 13}, 0},         // already acked: no record
+		{[]int64{15}, 1},             // one message: a plain ack record
+	} {
+		n, err := s.AckBatch(kA, 10, 7, tc.acks)
+		if err != nil || n != tc.want {
+			t.Fatalf("AckBatch(%v) = %d %v, want %d", tc.acks, n, err, tc.want)
+		}
+	}
+	after := s.Stats().LogBytes
+	if after-before > 2*frameHeader+40 {
+		t.Fatalf("two ack records took %d bytes", after-before)
+	}
+	s.Close()
+	seqs, _ := listLogs(dir)
+	full, _ := os.ReadFile(logName(dir, seqs[0]))
+	for cut := before; cut <= int64(len(full)); cut++ {
+		sub := t.TempDir()
+		os.WriteFile(logName(sub, seqs[0]), full[:cut], 0o644)
+		r, err := Open(Options{Dir: sub})
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		var inFlight []int64
+		for _, o := range offs {
+			if r.InFlight(kA, 10, 7, o) {
+				inFlight = append(inFlight, o)
+			}
+		}
+		want := [][]int64{{10, 11, 12, 13, 14, 15}, {10, 12, 14, 15}, {10, 12, 14}}
+		if !slices.ContainsFunc(want, func(w []int64) bool { return slices.Equal(w, inFlight) }) {
+			t.Fatalf("cut %d: in flight %v", cut, inFlight)
+		}
+		if cut == int64(len(full)) && !slices.Equal(inFlight, want[2]) {
+			t.Fatalf("full log: in flight %v", inFlight)
+		}
+		if st := r.Stats(); st.InFlight != int64(len(inFlight)) {
+			t.Fatalf("cut %d: count %d, set %v", cut, st.InFlight, inFlight)
+		}
+		r.Close()
 	}
 }

@@ -195,6 +195,9 @@ func (a *BatchAck) SetOffsetsFrom(start int64, offsets []int64) error {
 
 // DecodeBatchAckBody decodes BATCH_ACK_MESSAGE's body.
 func DecodeBatchAckBody(b []byte) (*BatchAckMessageRequestBody, error) {
+	if body, ok := decodeBatchAckFast(b); ok {
+		return body, nil
+	}
 	var body BatchAckMessageRequestBody
 	if err := json.Unmarshal(b, &body); err != nil {
 		return nil, fmt.Errorf("protocol: decode batch ack body: %w", err)
