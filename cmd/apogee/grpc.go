@@ -30,6 +30,7 @@ func startLocalGRPC(cfg broker.Config, b *broker.Broker, logger *slog.Logger, ou
 		TLSKeyPath:             cfg.TLSServerKeyPath,
 		BrokerName:             cfg.BrokerName,
 		BrokerAddr:             b.Addr(),
+		Local:                  b, // sends in-process, the rest over loopback remoting
 		BrokerTLS:              brokerTLS,
 		MinInvisibleForReceive: cfg.MinInvisibleTimeMillsForRecv,
 		Logger:                 logger,

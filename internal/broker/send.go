@@ -23,13 +23,22 @@ import (
 // SYNC_FLUSH that is the flush goroutine's group commit, so no worker waits
 // for the disk (the processor returns (nil, nil)).
 func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	return b.processSendTo(conn, req, nil)
+}
+
+// processSendTo is processSend for any sendConn. A nil decoded header is
+// read from req's ext fields; the in-process gRPC endpoint passes its
+// header decoded (send_local.go).
+func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *protocol.SendMessageRequestHeader) (*protocol.Command, error) {
 	code := protocol.RequestCode(req.Code)
 	v2 := code == protocol.SendMessageV2 || code == protocol.SendBatchMessage || code == protocol.SendReplyMessageV2
 	var h protocol.SendMessageRequestHeader
-	if err := protocol.DecodeSendHeader(req.ExtFields, &h, v2); err != nil {
+	if decoded != nil {
+		h = *decoded
+	} else if err := protocol.DecodeSendHeader(req.ExtFields, &h, v2); err != nil {
 		return nil, err
 	}
-	tc, err := b.sendCheck(&h, req)
+	tc, err := b.sendCheck(&h)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +117,11 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 	}
 	b.stats.sendRequests.Add(1)
 	if reply {
-		return b.sendReply(conn, req, &h, ext) // reply.go
+		rc, ok := conn.(*remoting.Conn)
+		if !ok {
+			return nil, protocol.Errorf(protocol.RequestCodeNotSupported, "reply messages need a remoting connection")
+		}
+		return b.sendReply(rc, req, &h, ext) // reply.go
 	}
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	tm, mt := b.meters.topic(h.Topic), messageTypeOf(props) // meters.go
@@ -123,7 +136,7 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 // bornHostOf is the connection's peer as the born host: the address remoting
 // parsed once (unmapped, as parsing RemoteAddr's text gives it), or parsed
 // from the text for connections without one.
-func bornHostOf(conn *remoting.Conn) netip.AddrPort {
+func bornHostOf(conn sendConn) netip.AddrPort {
 	if ap := conn.RemoteAddrPort(); ap.IsValid() {
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
@@ -134,7 +147,7 @@ func bornHostOf(conn *remoting.Conn) netip.AddrPort {
 // sendBatch stores a SEND_BATCH_MESSAGE body: every inner message gets the
 // header's topic, queue, sysFlag, born time and reconsume times; no UNIQ_KEY
 // or CLUSTER is added (docs/protocol.md §3.3.1 batch specifics).
-func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
+func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
 	tc protocol.TopicConfig, sysFlag int32, bornHost netip.AddrPort) (*protocol.Command, error) {
 	if strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "batch request does not support retry group %s", h.Topic)
@@ -179,7 +192,7 @@ func (b *Broker) sendBatch(conn *remoting.Conn, req *protocol.Command, h *protoc
 // writeSendResponse answers a send from the store's completion callback and
 // returns the response code (for rocketmq_rpc_latency).
 // tm (nil without metrics) counts the stored messages as type mt.
-func (b *Broker) writeSendResponse(conn *remoting.Conn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
+func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
 	tm *topicMeter, mt MessageType, recallHandle string) protocol.ResponseCode {
 	code, remark := putStatusResponse(res, b.Store.DiskUtil)
 	resp := protocol.NewResponse(req, code, remark)
@@ -261,7 +274,7 @@ func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.Re
 // sendCheck is RocketMQ's msgCheck (docs/broker.md §1.1): broker and
 // topic permissions, the topic name, system topics, auto-creation and the
 // queue id.
-func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.Command) (protocol.TopicConfig, error) {
+func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader) (protocol.TopicConfig, error) {
 	if b.dyn.brokerPermission.Load()&protocol.PermWrite == 0 {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
 			"the broker[%s] sending message is forbidden", b.addr)
@@ -297,7 +310,7 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader, req *protocol.C
 	if n := max(tc.WriteQueueNums, tc.ReadQueueNums); h.QueueID >= n {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter,
 			"request queueId[%d] is illegal, topic:%s topicConfig.writeQueueNums: %d producer: %s",
-			h.QueueID, h.Topic, tc.WriteQueueNums, req.Ext("producerGroup"))
+			h.QueueID, h.Topic, tc.WriteQueueNums, h.ProducerGroup)
 	}
 	return tc, nil
 }

@@ -28,8 +28,11 @@ type sendQueue struct {
 }
 
 type sendTask struct {
-	conn     *remoting.Conn
-	req      *protocol.Command
+	conn sendConn
+	req  *protocol.Command
+	// header is the send header already decoded (in-process sends,
+	// send_local.go); nil: decoded from req's ext fields.
+	header   *protocol.SendMessageRequestHeader
 	enqueued time.Time
 }
 
@@ -37,20 +40,25 @@ func newSendQueue(b *Broker) *sendQueue {
 	return &sendQueue{b: b, tasks: make(chan sendTask, b.cfg.SendThreadPoolQueueCapacity)}
 }
 
-// enqueue is the remoting processor of the send codes. Like Java's
-// rejectRequest it refuses at once while the broker is a slave or the page
-// cache is busy.
+// enqueue is the remoting processor of the send codes.
 func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	return nil, q.submit(sendTask{conn: conn, req: req, enqueued: time.Now()})
+}
+
+// submit queues t without blocking. Like Java's rejectRequest it refuses
+// at once while the broker is a slave or the page cache is busy, and
+// answers SYSTEM_BUSY [OVERLOAD] when the queue is full.
+func (q *sendQueue) submit(t sendTask) error {
 	if q.b.cfg.Store.BrokerRole == store.RoleSlave || q.b.Store.IsOSPageCacheBusy() {
 		q.b.stats.sendRejected.Add(1)
-		return nil, protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+		return protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
 	}
 	select {
-	case q.tasks <- sendTask{conn: conn, req: req, enqueued: time.Now()}:
-		return nil, nil
+	case q.tasks <- t:
+		return nil
 	default:
 		q.b.stats.sendRejected.Add(1)
-		return nil, protocol.Errorf(protocol.SystemBusy, "[OVERLOAD]system busy, start flow control for a while")
+		return protocol.Errorf(protocol.SystemBusy, "[OVERLOAD]system busy, start flow control for a while")
 	}
 }
 
@@ -93,7 +101,7 @@ func (q *sendQueue) handle(t sendTask) {
 			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "+
 				strconv.FormatInt(waited.Milliseconds(), 10)+"ms, size of queue: "+strconv.Itoa(len(q.tasks)))
 	} else {
-		resp, err = q.b.safeProcessSend(t.conn, t.req)
+		resp, err = q.b.safeProcessSend(t.conn, t.req, t.header)
 		if err != nil {
 			resp = errorResponse(t.req, err)
 		}
@@ -108,7 +116,7 @@ func (q *sendQueue) handle(t sendTask) {
 
 // safeProcessSend runs processSend, turning a panic into SYSTEM_ERROR as the
 // remoting pool would.
-func (b *Broker) safeProcessSend(conn *remoting.Conn, req *protocol.Command) (resp *protocol.Command, err error) {
+func (b *Broker) safeProcessSend(conn sendConn, req *protocol.Command, header *protocol.SendMessageRequestHeader) (resp *protocol.Command, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.logger.Error("send processor panicked", "panic", r)
@@ -116,7 +124,11 @@ func (b *Broker) safeProcessSend(conn *remoting.Conn, req *protocol.Command) (re
 		}
 	}()
 	if protocol.RequestCode(req.Code) == protocol.ConsumerSendMsgBack {
-		return b.processSendBack(b.baseCtx, conn, req)
+		rc, ok := conn.(*remoting.Conn)
+		if !ok {
+			return nil, protocol.Errorf(protocol.RequestCodeNotSupported, "send back needs a remoting connection")
+		}
+		return b.processSendBack(b.baseCtx, rc, req)
 	}
-	return b.processSend(b.baseCtx, conn, req)
+	return b.processSendTo(conn, req, header)
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -41,7 +40,7 @@ func plainSendProperties(raw string) (uniq string, ok bool) {
 // with CLUSTER, MSG_REGION, TRACE_ON and UNIQ_KEY (when absent) appended, the
 // same pairs the map path stores (keys are not re-sorted). This skips the
 // map build and the sorted re-encode per message.
-func (b *Broker) sendPlain(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
+func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
 	uniq string, sysFlag int32, bornHost netip.AddrPort) {
 	// The broker's pairs go to the encoder as a stack array: no string is
 	// built per message.

@@ -42,7 +42,7 @@ func BenchmarkSendVsRemoting(b *testing.B) {
 		cfg.SendMessageThreadPoolNums = 4
 	})
 	cl.CreateTopic(topic, 8)
-	p, err := New(Config{ListenAddr: "127.0.0.1:0", BrokerName: cl.Cfg.BrokerName, BrokerAddr: cl.B.Addr(), Logger: testutil.DiscardLogger()})
+	p, err := New(Config{ListenAddr: "127.0.0.1:0", BrokerName: cl.Cfg.BrokerName, BrokerAddr: cl.B.Addr(), Local: cl.B, Logger: testutil.DiscardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

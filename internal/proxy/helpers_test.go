@@ -26,7 +26,11 @@ type env struct {
 	admin  *remoting.Client
 }
 
-func startEnv(t *testing.T) *env {
+func startEnv(t *testing.T) *env { t.Helper(); return startEnvWith(t, true) }
+
+// startEnvWith starts an env whose proxy sends in-process (local, as
+// apogee broker runs it) or over loopback remoting.
+func startEnvWith(t *testing.T, local bool) *env {
 	t.Helper()
 	cfg := broker.DefaultConfig()
 	cfg.BrokerName = "broker-a"
@@ -46,7 +50,11 @@ func startEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	p, err := New(Config{ListenAddr: "127.0.0.1:0", BrokerName: cfg.BrokerName, BrokerAddr: b.Addr(), Logger: testutil.Logger(t)})
+	pcfg := Config{ListenAddr: "127.0.0.1:0", BrokerName: cfg.BrokerName, BrokerAddr: b.Addr(), Logger: testutil.Logger(t)}
+	if local {
+		pcfg.Local = b
+	}
+	p, err := New(pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,11 @@ import (
 
 // Send limits of the gRPC validator.
 const (
-	maxUserProperties   = 128
-	maxPropertiesBytes  = 16 << 10 // user properties + tag + keys
-	maxMessageGroupLen  = 64       // bytes; a group must be shorter
-	maxDeliveryAhead    = 24 * time.Hour
-	maxOrphanRecovery   = time.Hour
-	sendHeaderBatchSize = 28
+	maxUserProperties  = 128
+	maxPropertiesBytes = 16 << 10 // user properties + tag + keys
+	maxMessageGroupLen = 64       // bytes; a group must be shorter
+	maxDeliveryAhead   = 24 * time.Hour
+	maxOrphanRecovery  = time.Hour
 )
 
 // sender turns SendMessage into SEND_MESSAGE_V2 requests: the server picks
@@ -99,27 +98,27 @@ func (s *sender) send(ctx context.Context, r *topicRoute, m *pb.Message) *pb.Sen
 	if ts := sp.GetBornTimestamp(); ts != nil {
 		born = ts.AsTime().UnixMilli()
 	}
-	ext := make([]string, 0, sendHeaderBatchSize)
-	ext = append(ext,
-		"a", r.topic, // producerGroup: the topic, as for every gRPC producer
-		"b", r.topic,
-		"c", "TBW102",
-		"d", "4",
-		"e", strconv.Itoa(int(qid)),
-		"f", strconv.Itoa(int(sysFlag)),
-		"g", strconv.FormatInt(born, 10),
-		"h", "0",
-		"i", props,
-		"j", strconv.Itoa(int(max(sp.GetDeliveryAttempt()-1, 0))),
-		"k", "false",
-		"m", "false",
-		"n", b.name,
-	)
-	cmd := &protocol.Command{
-		Code: int32(protocol.SendMessageV2), Language: protocol.LanguageGo, Version: protocol.CurrentVersion,
-		ExtList: ext, Body: m.GetBody(), SerializeType: protocol.SerializeRocketMQ,
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup:         r.topic, // the topic, as for every gRPC producer
+		Topic:                 r.topic,
+		DefaultTopic:          "TBW102",
+		DefaultTopicQueueNums: 4,
+		QueueID:               qid,
+		SysFlag:               sysFlag,
+		BornTimestamp:         born,
+		Properties:            props,
+		ReconsumeTimes:        max(sp.GetDeliveryAttempt()-1, 0),
+		BrokerName:            b.name,
 	}
-	resp, err := s.svc.srv.rc.InvokeSync(ctx, b.addr, cmd)
+	var resp *protocol.Command
+	if lb := s.svc.srv.cfg.Local; lb != nil && b.name == s.svc.srv.cfg.BrokerName {
+		resp, err = sendLocal(ctx, lb, &h, m.GetBody(), peerAddr(ctx))
+	} else {
+		resp, err = s.svc.srv.rc.InvokeSync(ctx, b.addr, &protocol.Command{
+			Code: int32(protocol.SendMessageV2), Language: protocol.LanguageGo, Version: protocol.CurrentVersion,
+			ExtList: protocol.AppendSendHeader(nil, &h, true), Body: m.GetBody(), SerializeType: protocol.SerializeRocketMQ,
+		})
+	}
 	if err != nil {
 		entry.Status = toStatus(err)
 		return entry

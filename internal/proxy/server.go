@@ -41,6 +41,9 @@ type Config struct {
 	// Local mode: the broker this endpoint runs inside (brokerName and its
 	// remoting address). Cluster mode leaves them empty and sets Namesrv.
 	BrokerName, BrokerAddr string
+	// Local, in local mode, is the broker itself, reached in-process for
+	// sends (local.go); nil: every call goes over remoting to BrokerAddr.
+	Local LocalBroker
 	// Namesrv lists the name servers of the cluster (cluster mode).
 	Namesrv []string
 	// BrokerTLS, when set, makes the remoting connections to brokers and

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -152,9 +153,47 @@ func TestTelemetrySettingsAndSend(t *testing.T) {
 		t.Errorf("heartbeat after settings: %v %v", r.GetStatus(), err)
 	}
 
+	sendAndReadBack(t, e, c, ctx, "SendTopic")
+
+	consumer := pb.ClientType_SIMPLE_CONSUMER
+	cs, err := c.Telemetry(withClient(ctx, "cons-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Send(&pb.TelemetryCommand{Command: &pb.TelemetryCommand_Settings{Settings: &pb.Settings{
+		ClientType: &consumer, PubSub: &pb.Settings_Subscription{Subscription: &pb.Subscription{Group: &pb.Resource{Name: "G1"},
+			Subscriptions: []*pb.SubscriptionEntry{{Topic: &pb.Resource{Name: "SendTopic"}, Expression: &pb.FilterExpression{Type: pb.FilterType_TAG, Expression: "*"}}}}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := cs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := reply.GetSettings().GetSubscription()
+	if sub.GetReceiveBatchSize() != 32 || sub.GetLongPollingTimeout().AsDuration() != 20*time.Second || sub.Fifo == nil ||
+		reply.GetSettings().GetBackoffPolicy().GetMaxAttempts() != 17 || len(reply.GetSettings().GetBackoffPolicy().GetCustomizedBackoff().GetNext()) == 0 {
+		t.Errorf("consumer settings reply: %v", reply)
+	}
+}
+
+// TestSendOverRemoting sends through an endpoint without the in-process
+// path (cluster mode's code path for sends, against one broker): the
+// stored message is the one the local path stores.
+func TestSendOverRemoting(t *testing.T) {
+	e := startEnvWith(t, false)
+	e.createTopic(t, "SendTopicRemoting", 2, "")
+	c := e.dial(t, false)
+	sendAndReadBack(t, e, c, withClient(testutil.Context(t, 10*time.Second), "prod-2"), "SendTopicRemoting")
+}
+
+// sendAndReadBack sends one message with tag, keys, a user property, born
+// time and born host to topic (2 queues) and checks what the broker stored.
+func sendAndReadBack(t *testing.T, e *env, c pb.MessagingServiceClient, ctx context.Context, topic string) {
+	t.Helper()
 	tag := "TagA"
 	r, err := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{{
-		Topic: &pb.Resource{Name: "SendTopic"}, Body: []byte("hello"), UserProperties: map[string]string{"k": "v"},
+		Topic: &pb.Resource{Name: topic}, Body: []byte("hello"), UserProperties: map[string]string{"k": "v"},
 		SystemProperties: &pb.SystemProperties{MessageId: "0123456789ABCDEF0123456789ABCDEF01", Tag: &tag, Keys: []string{"k1", "k2"},
 			MessageType: pb.MessageType_NORMAL, BornTimestamp: timestamppb.New(time.UnixMilli(1700000000123)), BornHost: "client-host"},
 	}}})
@@ -168,7 +207,7 @@ func TestTelemetrySettingsAndSend(t *testing.T) {
 	var found *message.Ext
 	testutil.Eventually(t, 5*time.Second, func() bool {
 		for q := range 2 {
-			h := protocol.PullMessageRequestHeader{ConsumerGroup: "check", Topic: "SendTopic", QueueID: int32(q), QueueOffset: 0,
+			h := protocol.PullMessageRequestHeader{ConsumerGroup: "check", Topic: topic, QueueID: int32(q), QueueOffset: 0,
 				MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, Subscription: "*", ExpressionType: "TAG"}
 			resp, err := e.admin.InvokeSync(testutil.Context(t, 5*time.Second), e.broker.Addr(),
 				protocol.NewRequest(protocol.PullMessage, protocol.EncodeHeader(&h, false), nil))
@@ -191,26 +230,6 @@ func TestTelemetrySettingsAndSend(t *testing.T) {
 		t.Errorf("stored message: body %q props %v born %d", found.Body, p, found.BornTimestamp)
 	}
 
-	consumer := pb.ClientType_SIMPLE_CONSUMER
-	cs, err := c.Telemetry(withClient(ctx, "cons-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cs.Send(&pb.TelemetryCommand{Command: &pb.TelemetryCommand_Settings{Settings: &pb.Settings{
-		ClientType: &consumer, PubSub: &pb.Settings_Subscription{Subscription: &pb.Subscription{Group: &pb.Resource{Name: "G1"},
-			Subscriptions: []*pb.SubscriptionEntry{{Topic: &pb.Resource{Name: "SendTopic"}, Expression: &pb.FilterExpression{Type: pb.FilterType_TAG, Expression: "*"}}}}},
-	}}}); err != nil {
-		t.Fatal(err)
-	}
-	reply, err := cs.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := reply.GetSettings().GetSubscription()
-	if sub.GetReceiveBatchSize() != 32 || sub.GetLongPollingTimeout().AsDuration() != 20*time.Second || sub.Fifo == nil ||
-		reply.GetSettings().GetBackoffPolicy().GetMaxAttempts() != 17 || len(reply.GetSettings().GetBackoffPolicy().GetCustomizedBackoff().GetNext()) == 0 {
-		t.Errorf("consumer settings reply: %v", reply)
-	}
 }
 
 // TestExpandQueues follows RocketMQ's route expansion (docs/grpc.md §6.1 step 4).
