@@ -91,9 +91,13 @@ func (b *Broker) processDeleteGroup(_ context.Context, _ *remoting.Conn, req *pr
 	if _, err := b.Groups.Delete(h.GroupName); err != nil {
 		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
 	}
+	popRetry, err := b.dropPopGroup(h.GroupName) // pop_drop.go
+	if err != nil {
+		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
+	}
 	if h.CleanOffset {
 		b.Offsets.RemoveGroup(h.GroupName)
-		topics := []string{names.RetryTopic(h.GroupName), names.DLQTopic(h.GroupName)}
+		topics := append([]string{names.RetryTopic(h.GroupName), names.DLQTopic(h.GroupName)}, popRetry...)
 		if err := b.deleteTopics(topics); err != nil {
 			return nil, protocol.Errorf(protocol.SystemError, "%v", err)
 		}

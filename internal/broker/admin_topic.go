@@ -229,11 +229,15 @@ func (b *Broker) processDeleteTopic(_ context.Context, _ *remoting.Conn, req *pr
 }
 
 func (b *Broker) deleteTopics(topics []string) error {
+	topics = append(topics, b.popRetryTopicsOf(topics)...) // pop_drop.go
 	for _, t := range topics {
 		if _, err := b.Topics.Delete(t); err != nil {
 			return err
 		}
 		b.Offsets.RemoveTopic(t)
+	}
+	if err := b.dropPopTopics(topics); err != nil {
+		return err
 	}
 	if err := b.Store.DeleteTopics(topics); err != nil {
 		return err

@@ -50,6 +50,8 @@
 //	11 snapshot end
 //	12 ack bits    key v start v popTime u bits (bit i: the checkpoint's
 //	               message i is acked; a batch ack of several messages)
+//	13 drop        byte kind (1 topic, 2 group), s name: every queue of
+//	               the deleted topic or group is forgotten
 //
 // Every file starts with a snapshot: records 10, then the live state
 // (5, 9, 1 with its acked bits, 6 + 7 + 8), then 11; appends follow. A

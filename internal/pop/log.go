@@ -26,6 +26,7 @@ const (
 	recSnapshotBegin byte = 10
 	recSnapshotEnd   byte = 11
 	recAckBits       byte = 12
+	recDrop          byte = 13
 )
 
 const (

@@ -168,6 +168,12 @@ func (s *Store) applyRecordLocked(p []byte) error {
 				s.ackBitsLocked(c, uint32(bits))
 			}
 		}
+	case recDrop:
+		kind, name := d.byte(), d.s()
+		if d.err != nil || kind != dropTopic && kind != dropGroup {
+			return ErrCorrupt
+		}
+		s.applyDropLocked(kind, name)
 	case recRevived:
 		k := d.key()
 		start, popTime := d.v(), d.v()

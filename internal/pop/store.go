@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -725,6 +726,95 @@ func (s *Store) LowWatermarks(fn func(k QueueKey, offset int64)) {
 	s.mu.Unlock()
 	for _, m := range marks {
 		fn(m.k, m.off)
+	}
+}
+
+// Drop kinds of the drop record (doc.go). Part of the on-disk format.
+const (
+	dropTopic byte = 1
+	dropGroup byte = 2
+)
+
+// DropTopic forgets the state of every group on topic (the topic was
+// deleted): pop offsets, checkpoints (never revived) and FIFO blocks. It
+// returns the groups that had state there. The drop is one record, so a
+// restart does not bring the state back, and a topic created again with
+// the name starts from nothing.
+func (s *Store) DropTopic(topic string) ([]string, error) {
+	return s.drop(dropTopic, topic)
+}
+
+// DropGroup forgets the group's state on every topic (the subscription
+// group was deleted) and returns the topics it had state on.
+func (s *Store) DropGroup(group string) ([]string, error) {
+	return s.drop(dropGroup, group)
+}
+
+func (s *Store) drop(kind byte, name string) (other []string, err error) {
+	var seq uint64
+	defer s.commit(&seq, &err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[string]bool{}
+	for k := range s.queues {
+		if x, ok := dropMatch(kind, name, k); ok && !seen[x] {
+			seen[x] = true
+			other = append(other, x)
+		}
+	}
+	if len(other) == 0 {
+		return nil, nil
+	}
+	e := enc{b: make([]byte, 0, 8+len(name))}
+	e.byte(recDrop)
+	e.byte(kind)
+	e.s(name)
+	if err := s.appendLocked(&e, &seq); err != nil {
+		return nil, err
+	}
+	s.applyDropLocked(kind, name)
+	slices.Sort(other)
+	return other, nil
+}
+
+// GroupsOf returns the groups with state on topic.
+func (s *Store) GroupsOf(topic string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.queues {
+		if k.Topic == topic && !slices.Contains(out, k.Group) {
+			out = append(out, k.Group)
+		}
+	}
+	return out
+}
+
+// dropMatch reports whether k falls under the drop and returns the other
+// half of its name (the group of a topic drop, the topic of a group drop).
+func dropMatch(kind byte, name string, k QueueKey) (string, bool) {
+	switch {
+	case kind == dropTopic && k.Topic == name:
+		return k.Group, true
+	case kind == dropGroup && k.Group == name:
+		return k.Topic, true
+	}
+	return "", false
+}
+
+// applyDropLocked removes the matching queues. REQUIRES: s.mu held.
+func (s *Store) applyDropLocked(kind byte, name string) {
+	for k, q := range s.queues {
+		if _, ok := dropMatch(kind, name, k); !ok {
+			continue
+		}
+		for _, c := range q.cks {
+			s.dropLocked(c)
+		}
+		delete(s.queues, k)
+		if v, ok := s.popLocks.Load(k); ok && !v.(*atomic.Bool).Load() {
+			s.popLocks.Delete(k)
+		}
 	}
 }
 

@@ -291,6 +291,8 @@ func FuzzReplay(f *testing.F) {
 	s.Ack(kA, 0, 1, 3)
 	s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 4, PopTime: 1, InvisibleTime: 1, Offsets: []int64{4, 5, 6}, NextOffset: 7})
 	s.AckBatch(kA, 4, 1, []int64{4, 6})
+	s.AddCheckpoint(Checkpoint{Key: QueueKey{"G2", "T", 0}, StartOffset: 0, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0}, NextOffset: 1})
+	s.DropGroup("G2")
 	s.OrderPop(OrderBatch{Key: kA, PopTime: 2, InvisibleTime: 1, Offsets: []int64{4}, NextOffset: 5})
 	s.Close()
 	seqs, _ := listLogs(dir)
@@ -452,5 +454,73 @@ func TestAckBatchOneRecord(t *testing.T) {
 			t.Fatalf("cut %d: count %d, set %v", cut, st.InFlight, inFlight)
 		}
 		r.Close()
+	}
+}
+
+// TestDrop: deleting a topic or a group forgets exactly its queues, and
+// neither a reopen nor a compaction brings them back.
+func TestDrop(t *testing.T) {
+	keys := []QueueKey{{"G1", "T1", 0}, {"G1", "T1", 1}, {"G1", "T2", 0}, {"G2", "T1", 0}, {"G2", "%RETRY%G2+T1", 0}}
+	for _, tc := range []struct {
+		name      string
+		drop      func(*Store) ([]string, error)
+		wantOther []string
+		left      []QueueKey
+	}{
+		{"topic", func(s *Store) ([]string, error) { return s.DropTopic("T1") }, []string{"G1", "G2"},
+			[]QueueKey{keys[2], keys[4]}},
+		{"group", func(s *Store) ([]string, error) { return s.DropGroup("G2") }, []string{"%RETRY%G2+T1", "T1"},
+			[]QueueKey{keys[0], keys[1], keys[2]}},
+		{"retry topic", func(s *Store) ([]string, error) { return s.DropTopic("%RETRY%G2+T1") }, []string{"G2"},
+			keys[:4]},
+		{"unknown topic", func(s *Store) ([]string, error) { return s.DropTopic("T9") }, nil, keys},
+		{"unknown group", func(s *Store) ([]string, error) { return s.DropGroup("G9") }, nil, keys},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir)
+			for i, k := range keys {
+				must(t, s.AddCheckpoint(Checkpoint{Key: k, StartOffset: 0, PopTime: int64(i + 1), InvisibleTime: 10,
+					Offsets: []int64{0, 1}, NextOffset: 2}))
+			}
+			if _, err := s.OrderPop(OrderBatch{Key: keys[1], PopTime: 50, InvisibleTime: 10, Offsets: []int64{5}, NextOffset: 6}); err != nil {
+				t.Fatal(err)
+			}
+			size := s.Stats().LogBytes
+			other, err := tc.drop(s)
+			if err != nil || !slices.Equal(other, tc.wantOther) {
+				t.Fatalf("drop = %v %v, want %v", other, err, tc.wantOther)
+			}
+			if tc.wantOther == nil && s.Stats().LogBytes != size {
+				t.Fatal("a drop that matched nothing wrote a record")
+			}
+			check := func(s *Store, when string) {
+				t.Helper()
+				for _, k := range keys {
+					_, has := s.PopOffset(k)
+					if want := slices.Contains(tc.left, k); has != want {
+						t.Fatalf("%s: %v has state %v, want %v", when, k, has, want)
+					}
+				}
+				if st := s.Stats(); st.InFlight != int64(2*len(tc.left)) || st.Queues != len(tc.left) {
+					t.Fatalf("%s: stats %+v, want %d queues", when, st, len(tc.left))
+				}
+				due := s.TakeExpired(1<<40, 100)
+				if len(due) != len(tc.left) {
+					t.Fatalf("%s: %d checkpoints expire, want %d", when, len(due), len(tc.left))
+				}
+				for _, ex := range due {
+					s.Release(ex)
+				}
+			}
+			check(s, "after drop")
+			s.Close()
+			s = open(t, dir)
+			check(s, "after reopen")
+			must(t, s.Compact())
+			s.Close()
+			s = open(t, dir)
+			check(s, "after compaction")
+		})
 	}
 }
