@@ -207,7 +207,10 @@ func startApogee(tb testing.TB, durable bool) *apogeeServer {
 		flush = "SYNC_FLUSH"
 	}
 	conf := filepath.Join(dir, "broker.conf")
-	lines := "flushDiskType=" + flush + "\n"
+	// The metrics exporter takes a free port (its default, 5557, may be
+	// another broker's on a shared machine); -apogee-conf lines come after
+	// and may override it.
+	lines := "flushDiskType=" + flush + "\nmetricsPromExporterPort=0\n"
 	for kv := range strings.SplitSeq(*apogeeConfFlag, ";") {
 		if kv = strings.TrimSpace(kv); kv != "" {
 			lines += kv + "\n"
@@ -218,7 +221,7 @@ func startApogee(tb testing.TB, durable bool) *apogeeServer {
 	}
 	p, stdout := startProc(tb, "apogee", dir, bins.apogee, true,
 		"standalone", "--data", filepath.Join(dir, "data"), "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "-1",
-		"-c", conf, "--log-format", "json", "--log-level", "info")
+		"--console-port", "-1", "-c", conf, "--log-format", "json", "--log-level", "info")
 	s := &apogeeServer{proc: p}
 	ready := make(chan struct{})
 	go func() {

@@ -229,7 +229,7 @@ func (b *Broker) start() error {
 		return err
 	}
 	if b.cfg.LongPollingEnable {
-		b.Store.AddArrivalListener(b.pullHold.onArrival)
+		b.Store.AddArrivalNotifier(b.pullHold.onArrival)
 	}
 
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.With("component", "broker-nsclient"),

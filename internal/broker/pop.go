@@ -50,7 +50,7 @@ func (b *Broker) startPop() error {
 	p := &popService{b: b, state: st, group: run.NewGroup("broker-pop"), reviveWake: make(chan struct{}, 1)}
 	p.hold = newPopHold(p)
 	b.pop = p
-	b.Store.AddArrivalListener(p.hold.onArrival)
+	b.Store.AddArrivalNotifier(p.hold.onArrival)
 	p.group.Go("pop-hold", p.hold.run)
 	p.group.Go("pop-revive", p.reviveLoop)
 	return nil

@@ -108,7 +108,7 @@ func (h *popHold) park(r *heldPop) parkResult {
 }
 
 // onArrival is the store's arrival listener.
-func (h *popHold) onArrival(topic string, _ int32, _ int64, _ int64, _ int64, _ map[string]string) {
+func (h *popHold) onArrival(topic string, _ int32, _ int64, _ int64, _ int64) {
 	h.notify(topic)
 }
 

@@ -88,7 +88,7 @@ func (s *pullHoldService) signal() {
 }
 
 // onArrival is the store's arrival listener.
-func (s *pullHoldService) onArrival(topic string, queueID int32, queueOffset int64, tagsCode int64, _ int64, _ map[string]string) {
+func (s *pullHoldService) onArrival(topic string, queueID int32, queueOffset int64, tagsCode int64, _ int64) {
 	k := queueKey{topic, queueID}
 	s.mu.Lock()
 	if len(s.held[k]) == 0 {

@@ -114,10 +114,12 @@ func decodeRocketMQHeader(b []byte, c *Command) error {
 	}
 	// One string holds the whole ext block; keys and values are substrings
 	// of it (one allocation per header instead of one per entry; they keep
-	// the block alive together). The map is sized for entries of ~24 bytes.
+	// the block alive together). The map is sized to the exact entry count
+	// (a length-only pre-pass): a send header has 13-14 entries, and a map
+	// sized by guess grew once per frame.
 	str := string(ext)
 	off := 0 // position of ext[0] in str
-	c.ExtFields = make(map[string]string, max(8, len(str)/24))
+	c.ExtFields = make(map[string]string, countRocketMQExt(ext))
 	for len(ext) > 0 {
 		if len(ext) < 2 {
 			return badFrame("ROCKETMQ ext entry truncated")
@@ -143,4 +145,24 @@ func decodeRocketMQHeader(b []byte, c *Command) error {
 		off = vs + int(vl)
 	}
 	return nil
+}
+
+// countRocketMQExt counts the entries of a ROCKETMQ ext block by their
+// lengths alone; a malformed block counts the entries before the damage
+// (the decoder then reports it).
+func countRocketMQExt(ext []byte) int {
+	n := 0
+	for len(ext) >= 2 {
+		kl := int(int16(binary.BigEndian.Uint16(ext)))
+		if kl < 0 || kl+6 > len(ext) {
+			break
+		}
+		vl := uint64(binary.BigEndian.Uint32(ext[2+kl:]))
+		if vl > uint64(len(ext)-kl-6) {
+			break
+		}
+		ext = ext[6+kl+int(vl):]
+		n++
+	}
+	return n
 }

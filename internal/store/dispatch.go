@@ -120,8 +120,9 @@ func (s *Store) dispatchFile(f *mappedFile, from, end int64, notify bool) (int64
 }
 
 // dispatchRecord builds the consume queue unit and index entries of one
-// record and notifies arrival listeners. It reads the record through a
-// zero-copy view: no allocation unless a queue is new or listeners exist.
+// record and notifies arrival notifiers and listeners. It reads the record
+// through a zero-copy view: no allocation unless a queue is new or
+// listeners (which want the properties) exist.
 func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 	v, _, err := message.ViewStored(rec)
 	if err != nil {
@@ -147,8 +148,9 @@ func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 	r.tagsCode = s.tagsCode(&r)
 	tt := message.TransactionType(r.sysFlag)
 	consumable := tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType
+	var cq *consumeQueue
 	if consumable {
-		cq := s.findOrCreateQueueBytes(r.topic, r.queueID)
+		cq = s.findOrCreateQueueBytes(r.topic, r.queueID)
 		if err := s.putUnitWithRetry(cq, &r); err != nil {
 			return err
 		}
@@ -159,15 +161,28 @@ func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 	s.cp.logicsMsgTimestamp.Store(r.storeTimestamp)
 	s.stats.dispatched.Add(1)
 	if notify && consumable {
-		if p := s.listeners.Load(); p != nil && len(*p) > 0 {
-			topic := string(r.topic)
-			props := message.DecodeProperties(string(v.RawProperties()))
-			for _, l := range *p {
-				l(topic, r.queueID, r.queueOffset, r.tagsCode, r.storeTimestamp, props)
-			}
-		}
+		s.notifyArrival(cq.topic, &r)
 	}
 	return nil
+}
+
+// notifyArrival tells the arrival notifiers and listeners about a
+// dispatched record. The topic is the consume queue's string (no
+// allocation); the properties are decoded only when a listener that wants
+// them is registered: the broker's long polling, POP and timer wake-ups use
+// notifiers, so the hot path decodes nothing.
+func (s *Store) notifyArrival(topic string, r *dispatchRequest) {
+	if p := s.notifiers.Load(); p != nil {
+		for _, n := range *p {
+			n(topic, r.queueID, r.queueOffset, r.tagsCode, r.storeTimestamp)
+		}
+	}
+	if p := s.listeners.Load(); p != nil && len(*p) > 0 {
+		props := message.DecodeProperties(string(r.view.RawProperties()))
+		for _, l := range *p {
+			l(topic, r.queueID, r.queueOffset, r.tagsCode, r.storeTimestamp, props)
+		}
+	}
 }
 
 // errDispatchRetry marks a dispatch failure that must not be skipped.

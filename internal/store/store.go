@@ -88,6 +88,7 @@ type Store struct {
 
 	listenersMu sync.Mutex
 	listeners   atomic.Pointer[[]ArrivalListener]
+	notifiers   atomic.Pointer[[]ArrivalNotifier]
 
 	// stage is the staged-append ring of writeWithoutMmap under SYNC_FLUSH
 	// (mappedFile.stage); nil otherwise.
@@ -113,6 +114,12 @@ type Store struct {
 // (long polling hangs on this). It runs on the dispatch goroutine and must
 // not block; props must not be modified.
 type ArrivalListener func(topic string, queueID int32, queueOffset int64, tagsCode int64, storeTimestamp int64, props map[string]string)
+
+// ArrivalNotifier is an ArrivalListener without the properties: dispatch
+// decodes a message's properties into a map only for listeners, so
+// notifiers cost no allocation per message. Same rules: it runs on the
+// dispatch goroutine and must not block.
+type ArrivalNotifier func(topic string, queueID int32, queueOffset int64, tagsCode int64, storeTimestamp int64)
 
 // New validates cfg and prepares a store; it touches no file and starts
 // nothing. logger may be nil.
@@ -500,6 +507,19 @@ func (s *Store) AddArrivalListener(l func(topic string, queueID int32, queueOffs
 	}
 	next := append(append([]ArrivalListener(nil), cur...), l)
 	s.listeners.Store(&next)
+}
+
+// AddArrivalNotifier registers a notifier for dispatched messages: an
+// arrival listener that does not need the properties (see ArrivalNotifier).
+func (s *Store) AddArrivalNotifier(n ArrivalNotifier) {
+	s.listenersMu.Lock()
+	defer s.listenersMu.Unlock()
+	var cur []ArrivalNotifier
+	if p := s.notifiers.Load(); p != nil {
+		cur = *p
+	}
+	next := append(append([]ArrivalNotifier(nil), cur...), n)
+	s.notifiers.Store(&next)
 }
 
 // DeleteTopics removes the consume queues of the topics (their commit-log

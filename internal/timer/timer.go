@@ -145,7 +145,7 @@ func (t *Timer) Start() error {
 	}
 	t.logger.Info("timer started", "pending", t.pending, "slots", len(t.wheel), "doneMs", cp.doneMs,
 		"queueOffset", cp.queueOffset, "logBytes", l.diskBytes(), "rebuild", time.Since(start))
-	t.st.AddArrivalListener(func(topic string, _ int32, _ int64, _ int64, _ int64, _ map[string]string) {
+	t.st.AddArrivalNotifier(func(topic string, _ int32, _ int64, _ int64, _ int64) {
 		if topic == names.TopicTimerWheel {
 			select {
 			case t.wake <- struct{}{}:
