@@ -47,6 +47,8 @@ var rules = []rule{
 	{"internal/run", []string{"internal/", "client", "net"}},
 	// RocketMQ's reserved names and naming rules: a leaf client, broker and store share.
 	{"internal/names", []string{"internal/", "client", "net"}},
+	// Lite-topic names and registry: a leaf (no I/O, no goroutines).
+	{"internal/lite", []string{"internal/", "client", "net"}},
 	// The gRPC endpoint reaches brokers over remoting only; the broker never
 	// links the generated gRPC code (the official 5.x client registers the
 	// same protobuf names, so in-process e2e clusters must stay free of it).

@@ -120,6 +120,7 @@ type Config struct {
 	// the gRPC endpoint uses the same certificate keys.
 	tlsconf.Settings
 	PopConfig            // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
+	PriorityConfig       // priorityOrderAsc, popPriorityMaxWaitMs, ... (priority.go)
 	GRPCConfig           // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
 	ControllerModeConfig // enableControllerMode, controllerAddr, ... (controller_config.go)
 
@@ -194,6 +195,7 @@ func DefaultConfig() Config {
 		HAConfig:             DefaultHAConfig(),
 		MetricsConfig:        DefaultMetricsConfig(),
 		PopConfig:            DefaultPopConfig(),
+		PriorityConfig:       DefaultPriorityConfig(),
 		GRPCConfig:           DefaultGRPCConfig(),
 		ControllerModeConfig: DefaultControllerModeConfig(),
 

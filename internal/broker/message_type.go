@@ -28,7 +28,9 @@ func rawMessageType(props string) MessageType {
 			return MessageDelay
 		}
 	}
-	return MessageNormal
+	prio, _ := message.LookupProperty(props, message.PropertyPriority)
+	lite, _ := message.LookupProperty(props, message.PropertyLiteTopic)
+	return v55MessageType(prio != "", lite != "")
 }
 
 // checkMessageType refuses a send whose message type the topic's
@@ -52,6 +54,12 @@ func checkMessageType(tc *protocol.TopicConfig, props string) *protocol.Error {
 		ok = got == MessageDelay
 	case "TRANSACTION":
 		ok = got == MessageTransaction
+	case "PRIORITY":
+		// RocketMQ's broker stores plain messages in a priority topic too
+		// (round robin, below every priority).
+		ok = got == MessagePriority || got == MessageNormal
+	case "LITE":
+		ok = got == MessageLite
 	default:
 		ok = true // a type this broker does not know: do not refuse
 	}

@@ -26,6 +26,8 @@ const (
 	MessageFIFO
 	MessageDelay
 	MessageTransaction
+	MessagePriority // RocketMQ 5.4 (priority.go)
+	MessageLite     // RocketMQ 5.5 (lite topics)
 	messageTypeCount
 )
 
@@ -38,6 +40,10 @@ func (t MessageType) String() string {
 		return "delay"
 	case MessageTransaction:
 		return "transaction"
+	case MessagePriority:
+		return "priority"
+	case MessageLite:
+		return "lite"
 	}
 	return "normal"
 }
@@ -58,7 +64,7 @@ func messageTypeOf(props map[string]string) MessageType {
 			return MessageDelay
 		}
 	}
-	return MessageNormal
+	return v55MessageType(props[message.PropertyPriority] != "", props[message.PropertyLiteTopic] != "")
 }
 
 // plainMessageType classifies a send that took the raw-properties path

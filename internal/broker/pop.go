@@ -33,6 +33,8 @@ type popService struct {
 	acked   atomic.Int64 // messages acked
 	revived atomic.Int64 // messages written to a retry topic by the revive loop
 	dlq     atomic.Int64 // messages moved to %DLQ% by the revive loop
+
+	priorities priorityStates // priority.go: per (group, topic) priority-mode state
 }
 
 // startPop opens the POP state and starts its loops (broker start, after the
@@ -254,13 +256,22 @@ func (p *popService) popOnce(h *protocol.PopMessageRequestHeader, tc protocol.To
 	}
 	randomQ := rand.IntN(100)
 	need := func() int32 { return h.MaxMsgNums - int32(res.count) }
+	retryProbability := p.b.cfg.PopFromRetryProbability
+	priorityAt, prob, priorityMode := p.priorityOrder(h, &tc, now) // priority.go
+	if priorityMode {
+		retryProbability = prob
+	}
 	popTopic := func(topic string, queues int32) {
 		if h.QueueID >= 0 && topic == h.Topic {
 			p.popQueue(h, topic, h.QueueID, need(), f, now, res)
 			return
 		}
 		for i := int32(0); i < queues && need() > 0; i++ {
-			p.popQueue(h, topic, (int32(randomQ)+i)%queues, need(), f, now, res)
+			q := (int32(randomQ) + i) % queues
+			if priorityMode && topic == h.Topic {
+				q = priorityAt(i)
+			}
+			p.popQueue(h, topic, q, need(), f, now, res)
 		}
 	}
 	retry := func() {
@@ -274,7 +285,7 @@ func (p *popService) popOnce(h *protocol.PopMessageRequestHeader, tc protocol.To
 			}
 		}
 	}
-	retryFirst := !h.Order && randomQ < p.b.cfg.PopFromRetryProbability
+	retryFirst := !h.Order && randomQ < retryProbability
 	if retryFirst {
 		retry()
 	}

@@ -46,6 +46,9 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 		b.stats.sendRejected.Add(1)
 		return nil, perr
 	}
+	if q, ok := priorityQueue(&tc, h.Properties); ok { // priority.go: the level is the queue
+		h.QueueID = q
+	}
 	if h.QueueID < 0 {
 		h.QueueID = rand.Int32N(max(tc.WriteQueueNums, 1))
 	}

@@ -27,7 +27,8 @@ func IsSystemProperty(name string) bool {
 		PropertyTimerDelaySec, PropertyTimerDelayMS, PropertyTimerOutMS, PropertyTimerEnqueueMS,
 		PropertyTimerDequeueMS, PropertyTimerRollTimes, PropertyTimerDelUniqKey,
 		PropertyTimerDelayLevel, PropertyBornHost, PropertyBornTimestamp, PropertyDLQOriginTopic,
-		PropertyDLQOriginMessageID, PropertyDupInfo, PropertyCRC32, PropertyStartDeliverTime:
+		PropertyDLQOriginMessageID, PropertyDupInfo, PropertyCRC32, PropertyStartDeliverTime,
+		PropertyPriority, PropertyLiteTopic:
 		return true
 	}
 	return false

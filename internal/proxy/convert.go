@@ -61,6 +61,7 @@ func deliveredMessage(m *message.Ext, handle string) *pb.Message {
 	if tc := props[message.PropertyTraceContext]; tc != "" {
 		sp.TraceContext = &tc
 	}
+	v55Delivered(sp, props) // v55.go: priority, lite topic
 	if t := props[message.PropertyDLQOriginTopic]; t != "" {
 		sp.DeadLetterQueue = &pb.DeadLetterQueue{Topic: t, MessageId: props[message.PropertyDLQOriginMessageID]}
 	}
@@ -101,7 +102,7 @@ func storedMessageType(props map[string]string) pb.MessageType {
 	case props[message.PropertyShardingKey] != "":
 		return pb.MessageType_FIFO
 	}
-	return pb.MessageType_NORMAL
+	return v55StoredType(props) // v55.go: PRIORITY, LITE or NORMAL
 }
 
 // deliveryTime is a delayed message's delivery time (ms epoch), 0 if none.

@@ -223,7 +223,7 @@ func messageType(m *pb.Message) pb.MessageType {
 	case sp.MessageGroup != nil:
 		return pb.MessageType_FIFO
 	}
-	return pb.MessageType_NORMAL
+	return v55SendType(sp) // v55.go: PRIORITY, LITE or NORMAL
 }
 
 // checkTopicType refuses a message whose type the topic's message.type does
@@ -295,6 +295,9 @@ func checkMessage(m *pb.Message, now time.Time) (pb.MessageType, error) {
 		return 0, errStatus(pb.Code_ILLEGAL_DELIVERY_TIME, "delivery time %s is more than %s ahead", ts.AsTime().UTC().Format(time.RFC3339), maxDeliveryAhead)
 	}
 	t := messageType(m)
+	if err := checkV55(sp, t); err != nil { // v55.go
+		return 0, err
+	}
 	if t == pb.MessageType_TRANSACTION {
 		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil && d.AsDuration() > maxOrphanRecovery {
 			return 0, errStatus(pb.Code_BAD_REQUEST, "orphaned transaction recovery duration over %s", maxOrphanRecovery)
@@ -345,6 +348,7 @@ func sendProperties(topic string, m *pb.Message, t pb.MessageType) (string, int3
 	if h := sp.GetBornHost(); h != "" {
 		props[message.PropertyBornHost] = h
 	}
+	v55SendProperties(props, sp, t) // v55.go: priority, lite topic
 	var sysFlag int32
 	if t == pb.MessageType_TRANSACTION {
 		props[message.PropertyTransactionPrepared] = "true"

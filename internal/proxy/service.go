@@ -182,6 +182,10 @@ func acceptTypes(t string) []pb.MessageType {
 		return []pb.MessageType{pb.MessageType_DELAY}
 	case "TRANSACTION":
 		return []pb.MessageType{pb.MessageType_TRANSACTION}
+	case "PRIORITY":
+		return []pb.MessageType{pb.MessageType_PRIORITY}
+	case "LITE":
+		return []pb.MessageType{pb.MessageType_LITE}
 	case "MIXED":
 		return []pb.MessageType{pb.MessageType_NORMAL, pb.MessageType_FIFO, pb.MessageType_DELAY, pb.MessageType_TRANSACTION}
 	}
