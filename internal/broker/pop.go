@@ -35,10 +35,13 @@ type popService struct {
 	dlq     atomic.Int64 // messages moved to %DLQ% by the revive loop
 
 	priorities priorityStates // priority.go: per (group, topic) priority-mode state
+
+	replica popReplica // a slave's progress following its master (pop_repl.go)
 }
 
 // startPop opens the POP state and starts its loops (broker start, after the
-// store). A slave keeps no POP state: pops go to the master.
+// store). A slave serves no pops (they go to the master) but follows the
+// master's POP state (pop_repl.go), for when it becomes master.
 func (b *Broker) startPop() error {
 	st, err := pop.Open(pop.Options{Dir: filepath.Join(b.cfg.Store.StorePathRootDir, "pop"),
 		Logger: b.logger.With("component", "pop")})
@@ -55,6 +58,9 @@ func (b *Broker) startPop() error {
 	b.Store.AddArrivalNotifier(p.hold.onArrival)
 	p.group.Go("pop-hold", p.hold.run)
 	p.group.Go("pop-revive", p.reviveLoop)
+	if b.cfg.isSlave() {
+		p.group.Go("pop-replica", p.replicaLoop)
+	}
 	return nil
 }
 

@@ -58,7 +58,9 @@ func (p *popService) reviveLoop(ctx context.Context) {
 			if err := p.state.Sync(); err != nil {
 				p.b.logger.Error("pop: sync state", "err", err)
 			}
-			p.commitLowWatermarks()
+			if p.b.cfg.Store.BrokerRole != store.RoleSlave { // a slave copies its master's offsets
+				p.commitLowWatermarks()
+			}
 			lastSync = time.Now()
 		}
 		wait := interval

@@ -511,8 +511,8 @@ func TestPopBatchAck(t *testing.T) {
 
 // TestPopLowWatermarkWithoutState: the consumer offset table holds each
 // popped queue's oldest unacked offset, so a broker without the POP state
-// (a promoted slave: the table is copied to slaves, internal/pop is not)
-// delivers the unacked messages again instead of losing them.
+// (its pop directory lost) delivers the unacked messages again instead of
+// losing them. (Slaves follow the POP state itself: TestPopStateFailover.)
 func TestPopLowWatermarkWithoutState(t *testing.T) {
 	dir := t.TempDir()
 	cfg := popTestConfig(t, dir)

@@ -51,6 +51,7 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 			protocol.Notification:               b.processNotification,
 			protocol.PollingInfo:                b.processPollingInfo,
 		}), pullPool)
+	s.RegisterProcessor(PopReplicateCode, b.processPopReplicate, adminPool) // pop_repl.go: slaves follow the POP state
 	s.RegisterProcessor(protocol.RecallMessage, b.processRecallMessage,
 		remoting.PoolConfig{Workers: max(2, c.SendMessageThreadPoolNums), QueueSize: 10000})
 	// Clients (heartbeat.go).

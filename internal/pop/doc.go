@@ -21,6 +21,14 @@
 // replayed: handles issued before a restart name the same checkpoints after
 // it, so they stay valid.
 //
+// # Replication
+//
+// A slave's Store follows its master's: ReadReplication on the master
+// returns the records framed after a stream position (or a snapshot),
+// ApplyReplicated on the slave applies them and writes them to its own log
+// in the same format, so a slave promoted to master recovers the POP state
+// its master had (repl.go, DESIGN.md).
+//
 // # On-disk format (part of the on-disk format; never change)
 //
 // Directory <root>/pop holds files named <seq>.poplog (20 decimal digits).

@@ -225,13 +225,9 @@ func (s *Store) Compact() error {
 	return s.writeSnapshotLocked(s.log.seq + 1)
 }
 
-// writeSnapshotLocked writes the live state as log seq, fsyncs it, makes it
-// the active log and deletes the previous one. Pending records are already
-// part of the in-memory state the snapshot holds, so they are dropped and
-// count as written. REQUIRES: s.wmu and s.mu held (or no concurrency, in
-// Open).
-func (s *Store) writeSnapshotLocked(seq uint64) error {
-	path := logName(s.opts.Dir, seq)
+// encodeSnapshotLocked frames the live state as a snapshot (records 10,
+// 5, 9, 1, 6-8, 11). REQUIRES: s.mu held.
+func (s *Store) encodeSnapshotLocked(seq uint64) []byte {
 	var buf []byte
 	e := enc{b: make([]byte, 0, 256)}
 	frame := func() {
@@ -291,6 +287,17 @@ func (s *Store) writeSnapshotLocked(seq uint64) error {
 	}
 	e.byte(recSnapshotEnd)
 	frame()
+	return buf
+}
+
+// writeSnapshotLocked writes the live state as log seq, fsyncs it, makes it
+// the active log and deletes the previous one. Pending records are already
+// part of the in-memory state the snapshot holds, so they are dropped and
+// count as written. REQUIRES: s.wmu and s.mu held (or no concurrency, in
+// Open).
+func (s *Store) writeSnapshotLocked(seq uint64) error {
+	path := logName(s.opts.Dir, seq)
+	buf := s.encodeSnapshotLocked(seq)
 
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

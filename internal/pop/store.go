@@ -65,6 +65,7 @@ type Store struct {
 	deadline ckHeap              // unrevived checkpoints by deadline; guarded by mu
 	sticky   error               // first append error; refuses writes after; guarded by mu
 	inFlight int64               // unacked messages in checkpoints; guarded by mu
+	repl     replState           // frames kept for replicas (repl.go); guarded by mu
 	recovery RecoveryReport      // set by Open
 }
 
@@ -146,7 +147,7 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pop: %w", err)
 	}
-	s := &Store{opts: opts, logger: opts.Logger, queues: make(map[QueueKey]*queue)}
+	s := &Store{opts: opts, logger: opts.Logger, queues: make(map[QueueKey]*queue), repl: replState{session: newSession()}}
 	if err := s.recover(); err != nil {
 		return nil, err
 	}
@@ -236,7 +237,9 @@ func (s *Store) appendLocked(e *enc, seq *uint64) error {
 	if s.sticky != nil {
 		return s.sticky
 	}
+	at := len(s.pending)
 	s.pending = appendFrame(s.pending, e.b)
+	s.replAppendLocked(s.pending[at:])
 	s.enqueued++
 	*seq = s.enqueued
 	return nil

@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/pop"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+// POP state on slaves (internal/pop/repl.go; docs/broker.md §1.14).
+// RocketMQ keeps POP checkpoints and acks in the revive topic of the
+// commit log, so they replicate with it and a slave that becomes master
+// revives what its master left in flight. Here the POP state has its own
+// log; a slave follows its master's stream of POP records over remoting
+// (PopReplicateCode, every popReplicaInterval, at once again while there
+// is more) and writes them to its own POP log. A slave promoted to master
+// (controller mode restarts the broker in its new role) recovers that log:
+// every message its master had in flight stays in flight, with the same
+// receipt handles and invisible times, and is revived when they pass;
+// acked messages stay acked. What the slave had not received when the
+// master died (at most an interval's worth) is handled at least once: a
+// lost checkpoint makes its messages poppable again from the replicated
+// pop offset, a lost ack redelivers its message.
+
+// PopReplicateCode is an Apogee request: a slave reads its master's POP
+// state stream. Request ext fields: session and position (the previous
+// answer's, 0 and 0 at first). Answer ext fields: session, from, next,
+// snapshot ("true": the body is a full snapshot); body: the frames.
+const PopReplicateCode protocol.RequestCode = 3101
+
+const (
+	popReplicaInterval = 100 * time.Millisecond
+	popReplicaMaxBytes = 1 << 20
+)
+
+// popReplica is a slave's replication progress (for stats and tests).
+type popReplica struct {
+	session  atomic.Uint64
+	next     atomic.Int64
+	applied  atomic.Int64 // chunks applied
+	upToDate atomic.Bool  // the last answer was empty: caught up then
+}
+
+// processPopReplicate serves PopReplicateCode on a master.
+func (b *Broker) processPopReplicate(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	if b.cfg.isSlave() {
+		return nil, protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: replicate POP state from the master", b.cfg.BrokerIP1)
+	}
+	session, err := strconv.ParseUint(req.Ext("session"), 10, 64)
+	if err != nil && req.Ext("session") != "" {
+		return nil, protocol.Errorf(protocol.InvalidParameter, "bad session %q", req.Ext("session"))
+	}
+	pos, err := strconv.ParseInt(req.Ext("position"), 10, 64)
+	if err != nil && req.Ext("position") != "" {
+		return nil, protocol.Errorf(protocol.InvalidParameter, "bad position %q", req.Ext("position"))
+	}
+	c, err := b.pop.state.ReadReplication(session, pos, popReplicaMaxBytes)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.ExtFields = map[string]string{
+		"session":  strconv.FormatUint(c.Session, 10),
+		"from":     strconv.FormatInt(c.From, 10),
+		"next":     strconv.FormatInt(c.Next, 10),
+		"snapshot": strconv.FormatBool(c.Snapshot),
+	}
+	resp.Body = c.Data
+	return resp, nil
+}
+
+// replicaLoop runs on a slave: it follows the master's POP state.
+func (p *popService) replicaLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		more := false
+		if addr := p.b.MasterAddr(); addr != "" {
+			var err error
+			more, err = p.replicateOnce(ctx, addr)
+			if err != nil {
+				p.b.logger.Warn("pop: replicate from master", "addr", addr, "err", err)
+			}
+		}
+		if more {
+			t.Reset(0)
+		} else {
+			t.Reset(popReplicaInterval)
+		}
+	}
+}
+
+// replicateOnce asks the master once and applies the answer; more is true
+// when the answer was not empty (there may be more). A chunk that does not
+// apply resets the session: the next answer is a snapshot.
+func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool, err error) {
+	r := &p.replica
+	req := protocol.NewRequest(PopReplicateCode, nil, nil)
+	req.ExtFields = map[string]string{
+		"session":  strconv.FormatUint(r.session.Load(), 10),
+		"position": strconv.FormatInt(r.next.Load(), 10),
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := p.b.nsClient.InvokeSync(cctx, addr, req)
+	if err != nil {
+		return false, err
+	}
+	if resp.Code != int32(protocol.Success) {
+		return false, protocol.Errorf(protocol.ResponseCode(resp.Code), "%s", resp.Remark)
+	}
+	var c pop.ReplChunk
+	c.Session, err = strconv.ParseUint(resp.Ext("session"), 10, 64)
+	if err == nil {
+		c.From, err = strconv.ParseInt(resp.Ext("from"), 10, 64)
+	}
+	if err == nil {
+		c.Next, err = strconv.ParseInt(resp.Ext("next"), 10, 64)
+	}
+	if err != nil {
+		return false, err
+	}
+	c.Snapshot, c.Data = resp.Ext("snapshot") == "true", resp.Body
+	if err := p.state.ApplyReplicated(c); err != nil {
+		r.session.Store(0)
+		r.upToDate.Store(false)
+		return false, err
+	}
+	if c.Snapshot {
+		p.b.logger.Info("pop: state replaced by the master's snapshot", "master", addr, "bytes", len(c.Data),
+			"inFlight", p.state.Stats().InFlight)
+	}
+	r.session.Store(c.Session)
+	r.next.Store(c.Next)
+	r.applied.Add(1)
+	empty := !c.Snapshot && len(c.Data) == 0
+	r.upToDate.Store(empty)
+	return !empty, nil
+}

@@ -1,0 +1,252 @@
+package pop
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// dump is a canonical text of a store's state, for comparisons.
+func dump(s *Store) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var lines []string
+	for k, q := range s.queues {
+		lines = append(lines, fmt.Sprintf("%v pop=%d", k, q.popOffset))
+		for ck, c := range q.cks {
+			offs := make([]int64, c.n)
+			for i := range offs {
+				offs[i] = c.offset(i)
+			}
+			lines = append(lines, fmt.Sprintf("%v ck %d@%d inv=%d offs=%v acked=%b", k, ck.start, ck.popTime, c.invis, offs, c.acked))
+		}
+		if o := q.order; o != nil {
+			var msgs []string
+			for _, m := range o.msgs {
+				if m.acked {
+					m.nextVisible = 0 // meaningless once acked; snapshots do not keep it
+				}
+				msgs = append(msgs, fmt.Sprintf("%+v", m))
+			}
+			lines = append(lines, fmt.Sprintf("%v order commit=%d pt=%d next=%d %q %v", k, o.commit, o.popTime, o.next, o.attemptID, msgs))
+		}
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + fmt.Sprintf("\ninFlight=%d", s.inFlight)
+}
+
+// follow copies master's stream into replica until it is caught up.
+func follow(t *testing.T, master, replica *Store, session *uint64, pos *int64, max int) {
+	t.Helper()
+	for range 10000 {
+		c, err := master.ReadReplication(*session, *pos, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := replica.ApplyReplicated(c); err != nil {
+			t.Fatal(err)
+		}
+		*session, *pos = c.Session, c.Next
+		if !c.Snapshot && len(c.Data) == 0 {
+			return
+		}
+	}
+	t.Fatal("replica never caught up")
+}
+
+// mutate runs a mix of every state change on s, step i of n.
+func mutate(t *testing.T, s *Store, i int) {
+	t.Helper()
+	k := QueueKey{Group: "G", Topic: fmt.Sprintf("T%d", i%3), QueueID: int32(i % 2)}
+	base := int64(i * 10)
+	must(t, s.AddCheckpoint(Checkpoint{Key: k, StartOffset: base, PopTime: int64(1000 + i), InvisibleTime: 5000,
+		Offsets: []int64{base, base + 1, base + 2, base + 4}, NextOffset: base + 5}))
+	switch i % 5 {
+	case 0:
+		if _, err := s.Ack(k, base, int64(1000+i), base+1); err != nil {
+			t.Fatal(err)
+		}
+	case 1:
+		if _, err := s.AckBatch(k, base, int64(1000+i), []int64{base, base + 2, base + 4}); err != nil {
+			t.Fatal(err)
+		}
+	case 2:
+		if _, _, err := s.ChangeInvisible(k, base, int64(1000+i), base+2, 9000, 100); err != nil {
+			t.Fatal(err)
+		}
+	case 3:
+		ok := QueueKey{Group: "GO", Topic: "TO", QueueID: 0}
+		if _, err := s.OrderPop(OrderBatch{Key: ok, PopTime: int64(2000 + i), InvisibleTime: 100, Offsets: []int64{base, base + 1}, NextOffset: base + 2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.OrderAck(ok, int64(2000+i), base); err != nil {
+			t.Fatal(err)
+		}
+	case 4:
+		for _, ex := range s.TakeExpired(1<<40, 1) {
+			must(t, s.Revived(ex))
+		}
+	}
+	if i == 17 {
+		if _, err := s.DropTopic("T2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReplicationFollowsMaster: a replica that follows the master's
+// stream — from a snapshot, in small chunks, across the master's
+// compaction, after a gap larger than the window — holds the master's
+// state, and so does its log after a reopen.
+func TestReplicationFollowsMaster(t *testing.T) {
+	master := open(t, t.TempDir())
+	rdir := t.TempDir()
+	replica := open(t, rdir)
+	var session uint64
+	var pos int64
+	for i := range 5 { // state from before the replica asked: reaches it as a snapshot
+		mutate(t, master, i)
+	}
+	follow(t, master, replica, &session, &pos, 1<<20)
+	if dump(replica) != dump(master) {
+		t.Fatalf("after the first snapshot\nreplica:\n%s\nmaster:\n%s", dump(replica), dump(master))
+	}
+	first := session
+	for i := 5; i < 40; i++ {
+		mutate(t, master, i)
+		if i == 20 {
+			must(t, master.Compact()) // compaction does not disturb the stream
+		}
+		if i%4 == 0 {
+			follow(t, master, replica, &session, &pos, 64) // a frame or two at a time
+		}
+	}
+	follow(t, master, replica, &session, &pos, 64)
+	if session != first {
+		t.Fatal("the session changed without a restart")
+	}
+	if dump(replica) != dump(master) {
+		t.Fatalf("after the changes\nreplica:\n%s\nmaster:\n%s", dump(replica), dump(master))
+	}
+	want := dump(master)
+	replica.Close()
+	replica = open(t, rdir)
+	if got := dump(replica); got != want {
+		t.Fatalf("replica log after reopen\n%s\nwant\n%s", got, want)
+	}
+	// A position of another session (a new master) gets a snapshot that
+	// replaces the replica's state.
+	other := open(t, t.TempDir())
+	mutate(t, other, 1)
+	c, err := other.ReadReplication(session, pos, 1<<20)
+	if err != nil || !c.Snapshot {
+		t.Fatalf("foreign session: snapshot %v %v", c.Snapshot, err)
+	}
+	must(t, replica.ApplyReplicated(c))
+	if dump(replica) != dump(other) {
+		t.Fatalf("after a new master's snapshot\n%s\nwant\n%s", dump(replica), dump(other))
+	}
+	want = dump(other)
+	replica.Close()
+	replica = open(t, rdir)
+	if dump(replica) != want {
+		t.Fatal("replaced state not durable")
+	}
+}
+
+// TestReplicationWindow: a replica further behind than the retained
+// window gets a snapshot; positions outside it never return frames.
+func TestReplicationWindow(t *testing.T) {
+	master := open(t, t.TempDir())
+	c, _ := master.ReadReplication(0, 0, 1<<20)
+	session, pos := c.Session, c.Next
+	k := QueueKey{Group: strings.Repeat("g", 4000), Topic: "T"}
+	for i := int64(0); master.repl.base == 0; i++ { // fill the window until it slides
+		must(t, master.SetPopOffset(k, i))
+	}
+	c, err := master.ReadReplication(session, pos, 1<<20)
+	if err != nil || !c.Snapshot {
+		t.Fatalf("behind the window: snapshot %v %v", c.Snapshot, err)
+	}
+	if len(master.repl.buf) > replMaxBuffer {
+		t.Fatalf("window %d bytes", len(master.repl.buf))
+	}
+	for _, bad := range []int64{-1, c.Next + 1} {
+		if c, _ := master.ReadReplication(session, bad, 1<<20); !c.Snapshot {
+			t.Fatalf("position %d answered frames", bad)
+		}
+	}
+}
+
+// TestApplyReplicatedRefusesBadChunks: torn frames, snapshot records in a
+// change chunk, an incomplete snapshot change nothing.
+func TestApplyReplicatedRefusesBadChunks(t *testing.T) {
+	master := open(t, t.TempDir())
+	c0, _ := master.ReadReplication(0, 0, 1<<20)
+	mutate(t, master, 1)
+	c, _ := master.ReadReplication(c0.Session, c0.Next, 1<<20)
+	replica := open(t, t.TempDir())
+	must(t, replica.ApplyReplicated(c0))
+	before := dump(replica)
+	for name, bad := range map[string]ReplChunk{
+		"torn":            {Data: c.Data[:len(c.Data)-1]},
+		"bit flip":        {Data: flip(c.Data, 12)},
+		"snapshot record": {Data: c0.Data},
+		"short snapshot":  {Snapshot: true, Data: c0.Data[:len(c0.Data)-1]},
+		"changes as snap": {Snapshot: true, Data: c.Data},
+	} {
+		if err := replica.ApplyReplicated(bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if dump(replica) != before {
+			t.Fatalf("%s: state changed", name)
+		}
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	b = slices.Clone(b)
+	b[i] ^= 1
+	return b
+}
+
+// FuzzApplyReplicated: any chunk, as changes or as a snapshot, applies or
+// is refused without a panic, and the replica's log reopens to the state
+// it holds.
+func FuzzApplyReplicated(f *testing.F) {
+	dir := f.TempDir()
+	m, err := Open(Options{Dir: dir})
+	if err != nil {
+		f.Fatal(err)
+	}
+	c0, _ := m.ReadReplication(0, 0, 1<<20)
+	m.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0, 3}, NextOffset: 4})
+	m.AckBatch(kA, 0, 1, []int64{0, 3})
+	m.OrderPop(OrderBatch{Key: kA, PopTime: 2, InvisibleTime: 1, Offsets: []int64{4}, NextOffset: 5})
+	m.DropGroup("nobody")
+	c, _ := m.ReadReplication(c0.Session, c0.Next, 1<<20)
+	m.Close()
+	f.Add(c.Data, false)
+	f.Add(c0.Data, true)
+	f.Fuzz(func(t *testing.T, data []byte, snapshot bool) {
+		rdir := t.TempDir()
+		r, err := Open(Options{Dir: rdir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.ApplyReplicated(ReplChunk{Data: data, Snapshot: snapshot})
+		want := dump(r)
+		r.TakeExpired(1<<62, 100)
+		r.Close()
+		r, err = Open(Options{Dir: rdir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if got := dump(r); got != want {
+			t.Fatalf("reopened\n%s\nwant\n%s", got, want)
+		}
+	})
+}
