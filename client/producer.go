@@ -78,6 +78,7 @@ type Producer struct {
 
 	stats     producerCounters
 	deadlines sendDeadlines // shared per-millisecond send deadline contexts
+	acc       *accumulator  // nil unless WithAutoBatch (producer_batch.go)
 }
 
 type producerCounters struct {
@@ -131,6 +132,9 @@ func NewProducer(group string, opts ...ProducerOpt) (*Producer, error) {
 		p.in.handle(protocol.CheckTransactionState, p.tx.onCheck)
 	}
 	p.in.handle(protocol.PushReplyMessageToClient, p.onReply)
+	if cfg.autoBatch {
+		p.acc = newAccumulator(p)
+	}
 	return p, nil
 }
 
@@ -148,6 +152,9 @@ func (p *Producer) Start() error {
 	if p.tx != nil {
 		p.tx.start()
 	}
+	if p.acc != nil {
+		p.acc.start()
+	}
 	return nil
 }
 
@@ -160,6 +167,9 @@ func (p *Producer) Close() error {
 	p.inflightMu.Unlock()
 	if already {
 		return nil
+	}
+	if p.acc != nil {
+		p.acc.close() // sends the open batches: their messages hold inflight counts
 	}
 	p.inflight.Wait()
 	closeTracers(p.cfg.hooks) // trace.go: flush the last trace batch
@@ -759,11 +769,42 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	if err := p.in.running(); err != nil {
 		return err
 	}
+	if p.acc != nil && p.acc.batchable(msg) {
+		return p.sendAutoBatch(ctx, msg, cb)
+	}
 	o, err := p.prepare(msg, nil)
 	if err != nil {
 		return err
 	}
 	return p.sendAsync(ctx, o, cb)
+}
+
+// sendAutoBatch adds msg to its topic's auto-batch (producer_batch.go), or
+// sends it on its own when the accumulator refuses it. The route is looked
+// up here, as for every SendAsync, so the first send to a topic blocks its
+// caller rather than the accumulator.
+func (p *Producer) sendAutoBatch(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
+	dctx, _, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
+	r, err := p.in.publishRoute(dctx, wrapNamespace(p.cfg.namespace, msg.Topic), p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+	cancel()
+	if err == nil && len(r.publish) == 0 {
+		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, msg.Topic)
+	}
+	if err == nil {
+		err = p.beginAsync()
+	}
+	if err != nil {
+		return err
+	}
+	if p.acc.add(batchedSend{ctx: ctx, msg: msg, cb: cb}) {
+		return nil
+	}
+	o, err := p.prepare(msg, nil)
+	if err != nil {
+		p.inflight.Done()
+		return err
+	}
+	return p.sendAsyncCounted(ctx, o, cb)
 }
 
 // SendBatchAsync is SendBatch with SendAsync's completion model.
@@ -782,6 +823,16 @@ func (p *Producer) SendBatchAsync(ctx context.Context, msgs []*Message, cb func(
 }
 
 func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
+	if err := p.beginAsync(); err != nil {
+		return err
+	}
+	return p.sendAsyncCounted(ctx, o, cb)
+}
+
+// sendAsyncCounted is sendAsync for a send that already holds its inflight
+// count (beginAsync, or the accumulator's Add while its messages hold
+// theirs); on an error it releases the count and cb is not called.
+func (p *Producer) sendAsyncCounted(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
 	// One deadline context for the whole send, usually shared with the
 	// other sends of the same millisecond (producer_deadline.go).
 	now := time.Now()
@@ -790,11 +841,9 @@ func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResu
 	if err == nil && len(r.publish) == 0 {
 		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
 	}
-	if err == nil {
-		err = p.beginAsync()
-	}
 	if err != nil {
 		cancel()
+		p.inflight.Done()
 		return err
 	}
 	a := &asyncSend{p: p, o: o, qs: r.publish, cb: cb, deadline: deadline, parent: ctx, ctx: dctx, cancel: cancel}

@@ -23,8 +23,12 @@ type producerConfig struct {
 	defaultTopicQueueNums   int32         // default 4
 	hooks                   []Hook
 	txListener              TransactionListener
-	txCheckWorkers          int  // goroutines answering CHECK_TRANSACTION_STATE, default 4
-	useV1Header             bool // SEND_MESSAGE (10) with long names instead of SEND_MESSAGE_V2 (310)
+	txCheckWorkers          int           // goroutines answering CHECK_TRANSACTION_STATE, default 4
+	useV1Header             bool          // SEND_MESSAGE (10) with long names instead of SEND_MESSAGE_V2 (310)
+	autoBatch               bool          // autoBatch, default false (producer_batch.go)
+	batchMaxDelay           time.Duration // batchMaxDelayMs, default 10 ms
+	batchMaxBytes           int           // batchMaxBytes, default 32 KiB
+	totalBatchMaxBytes      int64         // totalBatchMaxBytes, default 32 MiB
 }
 
 const (
@@ -44,6 +48,9 @@ func defaultProducerConfig() producerConfig {
 		createTopicKey:        defaultCreateTopicKey,
 		defaultTopicQueueNums: 4,
 		txCheckWorkers:        4,
+		batchMaxDelay:         defaultBatchMaxDelay,
+		batchMaxBytes:         defaultBatchMaxBytes,
+		totalBatchMaxBytes:    defaultTotalBatchMaxBytes,
 	}
 }
 
@@ -64,6 +71,8 @@ func (c *producerConfig) validate() error {
 		return fmt.Errorf("client: default topic queue count must be positive")
 	case c.txCheckWorkers <= 0:
 		return fmt.Errorf("client: transaction check workers must be positive")
+	case c.autoBatch:
+		return c.validateBatch()
 	}
 	return nil
 }
