@@ -146,3 +146,19 @@ func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool,
 	r.upToDate.Store(empty)
 	return !empty, nil
 }
+
+// popRuntimeInfo adds the POP figures to GET_BROKER_RUNTIME_INFO:
+// popInFlightMessages (popped, neither acked nor revived; on a slave, its
+// copy of the master's) and, on a slave, popReplicaCaughtUp (its last
+// request to the master returned nothing new) and popReplicaSession.
+func (b *Broker) popRuntimeInfo(table map[string]string) {
+	p := b.pop
+	if p == nil {
+		return
+	}
+	table["popInFlightMessages"] = strconv.FormatInt(p.state.Stats().InFlight, 10)
+	if b.cfg.isSlave() {
+		table["popReplicaCaughtUp"] = strconv.FormatBool(p.replica.upToDate.Load())
+		table["popReplicaSession"] = strconv.FormatUint(p.replica.session.Load(), 10)
+	}
+}

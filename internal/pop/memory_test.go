@@ -9,13 +9,23 @@ import (
 // BenchmarkInFlightMemory measures the heap the store holds for 1,000,000
 // popped, unacked messages, popped in batches of 32 (a full pop), 4, and 1
 // (the worst case: every message its own checkpoint, as after a change of
-// invisible time), and the log bytes written for them. Run with
+// invisible time), and the log bytes written for them; "+repl" with a
+// replica following the store (the replication window, at most 8 MiB, is
+// part of the heap then). Run with
 //
 //	go test -run '^$' -bench InFlightMemory -benchtime 1x ./internal/pop
 func BenchmarkInFlightMemory(b *testing.B) {
 	const total = 1_000_000
-	for _, batch := range []int{32, 4, 1} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+	for _, bc := range []struct {
+		batch int
+		repl  bool
+	}{{32, false}, {4, false}, {1, false}, {32, true}, {1, true}} {
+		batch := bc.batch
+		name := fmt.Sprintf("batch=%d", batch)
+		if bc.repl {
+			name += "+repl"
+		}
+		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				dir := b.TempDir()
 				runtime.GC()
@@ -24,6 +34,11 @@ func BenchmarkInFlightMemory(b *testing.B) {
 				s, err := Open(Options{Dir: dir, CompactBytes: 1 << 40})
 				if err != nil {
 					b.Fatal(err)
+				}
+				if bc.repl {
+					if _, err := s.ReadReplication(0, 0, 1); err != nil {
+						b.Fatal(err)
+					}
 				}
 				offs := make([]int64, batch)
 				for i := 0; i < total/batch; i++ {
