@@ -31,6 +31,9 @@ func (b *Broker) processRelayToConsumer(ctx context.Context, _ *remoting.Conn, r
 	if target == nil {
 		return nil, protocol.Errorf(protocol.SystemError, "The Consumer <%s> <%s> not online", group, clientID)
 	}
+	if target.Conn == nil {
+		return nil, protocol.Errorf(protocol.SystemError, "The Consumer <%s> <%s> is a gRPC client: it does not answer %d", group, clientID, req.Code)
+	}
 	if target.Version < 62 {
 		return nil, protocol.Errorf(protocol.SystemError, "The Consumer <%s> Version <%d> too low to finish, please upgrade it", clientID, target.Version)
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ func (b *Broker) askConsumerStatus(ctx context.Context, ch ClientChannel, topic,
 	defer cancel()
 	req := protocol.NewRequest(protocol.GetConsumerStatusFromClient,
 		map[string]string{"topic": topic, "group": group}, nil)
+	if ch.Conn == nil {
+		return nil, fmt.Errorf("client %s is a gRPC client: no consumer status", ch.ClientID)
+	}
 	resp, err := b.server.InvokeSync(cctx, ch.Conn, req)
 	if err != nil {
 		return nil, err

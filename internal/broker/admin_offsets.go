@@ -113,7 +113,7 @@ func (b *Broker) processGetAllProducerInfo(_ context.Context, _ *remoting.Conn, 
 		chans := b.Clients.ProducerChannels(g)
 		slices.SortFunc(chans, func(a, c ClientChannel) int { return strings.Compare(a.ClientID, c.ClientID) })
 		for _, c := range chans {
-			data[g] = append(data[g], producerInfo{ClientID: c.ClientID, RemoteIP: c.Conn.RemoteAddr(),
+			data[g] = append(data[g], producerInfo{ClientID: c.ClientID, RemoteIP: c.RemoteAddr(),
 				Language: c.Language.String(), Version: c.Version, LastUpdateTimestamp: c.LastUpdate.UnixMilli()})
 		}
 	}

@@ -138,7 +138,7 @@ func connections(chans []ClientChannel) []protocol.Connection {
 	out := make([]protocol.Connection, 0, len(chans))
 	for _, c := range chans {
 		out = append(out, protocol.Connection{
-			ClientID: c.ClientID, ClientAddr: c.Conn.RemoteAddr(), Language: c.Language.String(), Version: c.Version,
+			ClientID: c.ClientID, ClientAddr: c.RemoteAddr(), Language: c.Language.String(), Version: c.Version,
 		})
 	}
 	slices.SortFunc(out, func(a, b protocol.Connection) int { return strings.Compare(a.ClientID, b.ClientID) })

@@ -13,9 +13,17 @@ import (
 	"github.com/apogeemq/apogee/internal/remoting"
 )
 
-// ClientChannel is one client connection known through HEART_BEAT.
+// ClientChannel is one client connection known through HEART_BEAT, or
+// one client of the in-process gRPC endpoint (client_local.go).
 type ClientChannel struct {
-	Conn     *remoting.Conn
+	// Conn is the client's remoting connection; nil for a gRPC client,
+	// which nothing can be sent to over remoting.
+	Conn *remoting.Conn
+	// Addr is a gRPC client's address (Conn nil); RemoteAddr reports it.
+	Addr string
+	// key stands for Conn.ID() when Conn is nil: localKey(ClientID), in a
+	// range connection ids never reach.
+	key      uint64
 	ClientID string
 	Language protocol.LanguageCode
 	Version  int32
@@ -35,9 +43,26 @@ type ConsumerGroupInfo struct {
 	Subscriptions map[string]*protocol.SubscriptionData
 }
 
+// id is the channel's key in its groups: the connection's id, or a gRPC
+// client's key.
+func (c *ClientChannel) id() uint64 {
+	if c.Conn != nil {
+		return c.Conn.ID()
+	}
+	return c.key
+}
+
+// RemoteAddr is the client's "ip:port".
+func (c *ClientChannel) RemoteAddr() string {
+	if c.Conn != nil {
+		return c.Conn.RemoteAddr()
+	}
+	return c.Addr
+}
+
 type consumerGroup struct {
 	consumeType, messageModel, consumeFromWhere string
-	channels                                    map[uint64]*ClientChannel // by Conn.ID()
+	channels                                    map[uint64]*ClientChannel // by ClientChannel.id()
 	subscriptions                               map[string]*protocol.SubscriptionData
 }
 
@@ -72,7 +97,7 @@ func (m *ClientManager) RegisterConsumer(data *protocol.ConsumerData, ch ClientC
 		subs[s.Topic] = &s
 	}
 	m.mu.Lock()
-	if connClosed(ch.Conn) {
+	if ch.Conn != nil && connClosed(ch.Conn) {
 		m.mu.Unlock()
 		return false
 	}
@@ -82,7 +107,7 @@ func (m *ClientManager) RegisterConsumer(data *protocol.ConsumerData, ch ClientC
 		m.consumers[data.GroupName] = g
 	}
 	g.consumeType, g.messageModel, g.consumeFromWhere = data.ConsumeType, data.MessageModel, data.ConsumeFromWhere
-	id := ch.Conn.ID()
+	id := ch.id()
 	old, had := g.channels[id]
 	changed := !had
 	if had && old.ClientID != ch.ClientID {
@@ -181,7 +206,7 @@ func (m *ClientManager) UnregisterConsumer(group string, connID uint64) {
 func (m *ClientManager) RegisterProducer(group string, ch ClientChannel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if connClosed(ch.Conn) {
+	if ch.Conn != nil && connClosed(ch.Conn) {
 		return
 	}
 	p, ok := m.producers[group]
@@ -190,7 +215,7 @@ func (m *ClientManager) RegisterProducer(group string, ch ClientChannel) {
 		m.producers[group] = p
 	}
 	c := ch
-	p[ch.Conn.ID()] = &c
+	p[ch.id()] = &c
 }
 
 // UnregisterProducer removes one connection from a producer group.
@@ -207,7 +232,7 @@ func (m *ClientManager) UnregisterProducer(group string, connID uint64) {
 
 // ConnClosed removes a connection from every group.
 func (m *ClientManager) ConnClosed(connID uint64) {
-	m.removeConns(func(c *ClientChannel) bool { return c.Conn.ID() == connID })
+	m.removeConns(func(c *ClientChannel) bool { return c.Conn != nil && c.Conn.ID() == connID })
 }
 
 // ScanExpired drops channels without a heartbeat for longer than timeout and
@@ -216,7 +241,9 @@ func (m *ClientManager) ScanExpired(now time.Time, timeout time.Duration) int {
 	var expired []*remoting.Conn
 	n := m.removeConns(func(c *ClientChannel) bool {
 		if now.Sub(c.LastUpdate) > timeout {
-			expired = append(expired, c.Conn)
+			if c.Conn != nil {
+				expired = append(expired, c.Conn)
+			}
 			return true
 		}
 		return false
@@ -274,12 +301,17 @@ func (m *ClientManager) removeConns(match func(*ClientChannel) bool) int {
 func groupConnsLocked(g *consumerGroup) []*remoting.Conn {
 	out := make([]*remoting.Conn, 0, len(g.channels))
 	for _, c := range g.channels {
-		out = append(out, c.Conn)
+		if c.Conn != nil {
+			out = append(out, c.Conn)
+		}
 	}
 	return out
 }
 
-// ConsumerIDs returns the sorted client ids of a group's live consumers.
+// ConsumerIDs returns the sorted client ids of a group's live remoting
+// consumers, the members rebalancing divides queues among. gRPC clients
+// (no connection) are left out: they pop, and queues assigned to them
+// would go unconsumed by the group's pull consumers.
 func (m *ClientManager) ConsumerIDs(group string) []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -290,7 +322,7 @@ func (m *ClientManager) ConsumerIDs(group string) []string {
 	ids := make([]string, 0, len(g.channels))
 	seen := make(map[string]bool, len(g.channels))
 	for _, c := range g.channels {
-		if !seen[c.ClientID] {
+		if c.Conn != nil && !seen[c.ClientID] {
 			seen[c.ClientID] = true
 			ids = append(ids, c.ClientID)
 		}
@@ -354,7 +386,7 @@ func (m *ClientManager) ProducerChannelByClientID(clientID string) (ClientChanne
 	defer m.mu.RUnlock()
 	for _, p := range m.producers {
 		for _, c := range p {
-			if c.ClientID == clientID {
+			if c.ClientID == clientID && c.Conn != nil {
 				return *c, true
 			}
 		}

@@ -22,13 +22,25 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *p
 	if err != nil {
 		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
 	}
-	ch := ClientChannel{
+	b.heartbeat(hb, ClientChannel{
 		Conn:       conn,
 		ClientID:   hb.ClientID,
 		Language:   req.Language,
 		Version:    req.Version,
 		LastUpdate: b.now(),
-	}
+	})
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.SetExt("IS_SUPPORT_HEART_BEAT_V2", "true")
+	resp.SetExt("IS_SUB_CHANGE", "true")
+	return resp, nil
+}
+
+// heartbeat registers hb's consumer and producer groups for ch. Consumer
+// groups are found or auto-created (a group that cannot be found is
+// skipped, docs/protocol.md §9.5 #38) and get %RETRY%<group>, which
+// remoting consumers send back to and admin tools find a group's brokers
+// by (its route).
+func (b *Broker) heartbeat(hb *protocol.HeartbeatData, ch ClientChannel) {
 	for i := range hb.ConsumerDataSet {
 		data := &hb.ConsumerDataSet[i]
 		gc, ok, err := b.Groups.FindOrCreate(data.GroupName, b.dyn.autoCreateGroup.Load())
@@ -36,7 +48,7 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *p
 			b.logger.Error("persist auto-created group", "group", data.GroupName, "err", err)
 		}
 		if !ok {
-			b.logger.Warn("heartbeat for unknown subscription group ignored", "group", data.GroupName, "addr", conn.RemoteAddr())
+			b.logger.Warn("heartbeat for unknown subscription group ignored", "group", data.GroupName, "addr", ch.RemoteAddr())
 			continue
 		}
 		if gc.RetryQueueNums > 0 {
@@ -46,16 +58,12 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *p
 			}
 		}
 		if b.Clients.RegisterConsumer(data, ch, hb.WithoutSub) {
-			b.logger.Info("consumer registered", "group", data.GroupName, "clientId", hb.ClientID, "addr", conn.RemoteAddr())
+			b.logger.Info("consumer registered", "group", data.GroupName, "clientId", hb.ClientID, "addr", ch.RemoteAddr())
 		}
 	}
 	for _, p := range hb.ProducerDataSet {
 		b.Clients.RegisterProducer(p.GroupName, ch)
 	}
-	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.SetExt("IS_SUPPORT_HEART_BEAT_V2", "true")
-	resp.SetExt("IS_SUB_CHANGE", "true")
-	return resp, nil
 }
 
 // processUnregisterClient serves UNREGISTER_CLIENT (35, Java clients on

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -281,7 +282,9 @@ func (b *Broker) recheckHalf(m *message.Ext, checks int) bool {
 		return false
 	}
 	group := props[message.PropertyProducerGroup]
-	chans := b.Clients.ProducerChannels(group)
+	// gRPC producers (no connection) are checked through the endpoint's
+	// own registration (a remoting producer of the group).
+	chans := slices.DeleteFunc(b.Clients.ProducerChannels(group), func(c ClientChannel) bool { return c.Conn == nil })
 	if len(chans) == 0 {
 		b.logger.Debug("no live producer to check a transaction", "group", group)
 		return true

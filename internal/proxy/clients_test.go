@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/protocol"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
@@ -68,5 +71,111 @@ func TestListenerSurvivesBadClients(t *testing.T) {
 	ctx := withClient(testutil.Context(t, 5*time.Second), "after-garbage")
 	if r, err := client.Heartbeat(ctx, &pb.HeartbeatRequest{ClientType: pb.ClientType_PRODUCER}); err != nil || r.Status == nil {
 		t.Fatalf("heartbeat after bad clients: %v %v", r, err)
+	}
+}
+
+// TestLocalClientsInAdminViews: in local mode a gRPC consumer and producer
+// appear in GET_CONSUMER_CONNECTION_LIST / GET_PRODUCER_CONNECTION_LIST as
+// remoting clients do (client id, the client's address, language, the
+// consumer's subscription), and leave them when they terminate or expire.
+func TestLocalClientsInAdminViews(t *testing.T) {
+	e := startEnv(t)
+	e.createTopic(t, "AdminViewTopic", 2, "")
+	c := e.dial(t, false)
+	ctx := testutil.Context(t, 20*time.Second)
+
+	streams := map[string]context.CancelFunc{}
+	settings := func(id string, s *pb.Settings) {
+		t.Helper()
+		sctx, cancel := context.WithCancel(ctx)
+		streams[id] = cancel
+		stream, err := c.Telemetry(withClient(sctx, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Send(&pb.TelemetryCommand{Command: &pb.TelemetryCommand_Settings{Settings: s}}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := stream.Recv(); err != nil || r.GetStatus().GetCode() != pb.Code_OK {
+			t.Fatalf("settings of %s: %v %v", id, r, err)
+		}
+	}
+	consumer, producer := pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PRODUCER
+	settings("cons-admin", &pb.Settings{ClientType: &consumer, PubSub: &pb.Settings_Subscription{Subscription: &pb.Subscription{
+		Group: &pb.Resource{Name: "GAdminView"}, Subscriptions: []*pb.SubscriptionEntry{{Topic: &pb.Resource{Name: "AdminViewTopic"},
+			Expression: &pb.FilterExpression{Type: pb.FilterType_TAG, Expression: "TagA || TagB"}}}}}})
+	settings("prod-admin", &pb.Settings{ClientType: &producer, PubSub: &pb.Settings_Publishing{Publishing: &pb.Publishing{
+		Topics: []*pb.Resource{{Name: "AdminViewTopic"}}}}})
+	if r, err := c.Heartbeat(withClient(ctx, "cons-admin"), &pb.HeartbeatRequest{Group: &pb.Resource{Name: "GAdminView"},
+		ClientType: pb.ClientType_SIMPLE_CONSUMER}); err != nil || r.GetStatus().GetCode() != pb.Code_OK {
+		t.Fatalf("heartbeat: %v %v", r, err)
+	}
+
+	admin := func(code protocol.RequestCode, ext map[string]string, body any) protocol.ResponseCode {
+		t.Helper()
+		resp, err := e.admin.InvokeSync(testutil.Context(t, 5*time.Second), e.broker.Addr(), protocol.NewRequest(code, ext, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Code == int32(protocol.Success) {
+			if err := protocol.UnmarshalFastJSON(resp.Body, body); err != nil {
+				t.Fatalf("decode %d body: %v", code, err)
+			}
+		}
+		return protocol.ResponseCode(resp.Code)
+	}
+	var cc protocol.ConsumerConnection
+	if code := admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc); code != protocol.Success {
+		t.Fatalf("consumer connections: code %v", code)
+	}
+	if len(cc.ConnectionSet) != 1 || cc.ConnectionSet[0].ClientID != "cons-admin" || cc.ConnectionSet[0].Language != "GO" ||
+		!strings.HasPrefix(cc.ConnectionSet[0].ClientAddr, "127.0.0.1:") || cc.ConsumeType != protocol.ConsumeActively ||
+		cc.MessageModel != protocol.MessageModelClustering {
+		t.Errorf("consumer connection: %+v", cc)
+	}
+	if s, ok := cc.SubscriptionTable["AdminViewTopic"]; !ok || s.SubString != "TagA || TagB" || len(s.TagsSet) != 2 {
+		t.Errorf("subscription table: %+v", cc.SubscriptionTable)
+	}
+	var pc protocol.ProducerConnection
+	if code := admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc); code != protocol.Success {
+		t.Fatalf("producer connections: code %v", code)
+	}
+	found := false
+	for _, conn := range pc.ConnectionSet {
+		found = found || conn.ClientID == "prod-admin" && strings.HasPrefix(conn.ClientAddr, "127.0.0.1:")
+	}
+	if !found {
+		t.Errorf("producer connection of prod-admin missing: %+v", pc)
+	}
+
+	// The producer says goodbye (NotifyClientTermination, as Node does);
+	// the consumer, as the Go client, only closes its Telemetry stream and
+	// expires clientExpiry later.
+	if r, err := c.NotifyClientTermination(withClient(ctx, "prod-admin"), &pb.NotifyClientTerminationRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_OK {
+		t.Fatalf("terminate prod-admin: %v %v", r, err)
+	}
+	streams["cons-admin"]()
+	testutil.Eventually(t, 5*time.Second, func() bool {
+		e.proxy.clients.mu.Lock()
+		defer e.proxy.clients.mu.Unlock()
+		return len(e.proxy.clients.clients["cons-admin"].streams) == 0
+	})
+	e.proxy.expireClients()
+	if code := admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc); code != protocol.Success {
+		t.Fatalf("consumer expired before clientExpiry: code %v", code)
+	}
+	e.proxy.clients.mu.Lock()
+	e.proxy.clients.now = func() time.Time { return time.Now().Add(clientExpiry) }
+	e.proxy.clients.mu.Unlock()
+	e.proxy.expireClients()
+	if code := admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc); code != protocol.ConsumerNotOnline {
+		t.Errorf("consumer connections after termination: code %v, want CONSUMER_NOT_ONLINE", code)
+	}
+	pc = protocol.ProducerConnection{}
+	admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc)
+	for _, conn := range pc.ConnectionSet {
+		if conn.ClientID == "prod-admin" {
+			t.Errorf("producer still listed after termination: %+v", pc)
+		}
 	}
 }

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
+	"time"
 
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
 	"github.com/apogeemq/apogee/internal/protocol"
+	pb "github.com/apogeemq/apogee/internal/rmqpb"
 )
 
 // LocalBroker is the broker a local-mode endpoint runs inside, reached
@@ -21,6 +25,82 @@ type LocalBroker interface {
 	// possibly on another goroutine; done must not block. done may never
 	// run if the broker shuts down meanwhile, so callers bound their wait.
 	SendLocal(h *protocol.SendMessageRequestHeader, body []byte, bornHost netip.AddrPort, done func(*protocol.Command))
+	// HeartbeatLocal registers or refreshes a gRPC client in the broker's
+	// producer and consumer groups, as HEART_BEAT does for a remoting
+	// client, with addr as its address: admin views list it.
+	HeartbeatLocal(hb *protocol.HeartbeatData, addr string, lang protocol.LanguageCode, version int32)
+	// UnregisterLocal removes a gRPC client from every group.
+	UnregisterLocal(clientID string)
+}
+
+// registerLocal registers client id, with its stored settings, in the
+// local broker's groups (consumer: group and subscriptions; producer: one
+// group per published topic, the group gRPC producers send as). It runs on
+// every settings command and heartbeat, which keeps the registration
+// fresh; clientGone removes it. Cluster mode registers nothing: the
+// brokers see the endpoint, not its clients.
+func (svc *service) registerLocal(ctx context.Context, id string) {
+	lb := svc.srv.cfg.Local
+	if lb == nil {
+		return
+	}
+	st := svc.srv.clients.settings(id)
+	if st == nil {
+		return
+	}
+	hb := &protocol.HeartbeatData{ClientID: id, ProducerDataSet: []protocol.ProducerData{}, ConsumerDataSet: []protocol.ConsumerData{}}
+	switch st.GetClientType() {
+	case pb.ClientType_PRODUCER:
+		for _, t := range st.GetPublishing().GetTopics() {
+			hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: t.GetName()})
+		}
+	case pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PUSH_CONSUMER:
+		sub := st.GetSubscription()
+		if sub.GetGroup().GetName() == "" {
+			return
+		}
+		consumeType := protocol.ConsumeActively // as the reference: SIMPLE actively, PUSH passively
+		if st.GetClientType() == pb.ClientType_PUSH_CONSUMER {
+			consumeType = protocol.ConsumePassively
+		}
+		cd := protocol.ConsumerData{GroupName: sub.GetGroup().GetName(), ConsumeType: consumeType,
+			MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
+			SubscriptionDataSet: []protocol.SubscriptionData{}}
+		version := time.Now().UnixMilli()
+		for _, e := range sub.GetSubscriptions() {
+			sd := protocol.SubscriptionData{Topic: e.GetTopic().GetName(), SubString: e.GetExpression().GetExpression(),
+				ExpressionType: protocol.ExpressionTag, SubVersion: version}
+			if e.GetExpression().GetType() == pb.FilterType_SQL {
+				sd.ExpressionType = protocol.ExpressionSQL92
+			}
+			if sd.SubString == "" {
+				sd.SubString = protocol.SubAll
+			}
+			cd.SubscriptionDataSet = append(cd.SubscriptionDataSet, sd)
+		}
+		hb.ConsumerDataSet = append(hb.ConsumerDataSet, cd)
+	default:
+		return
+	}
+	addr := ""
+	if ap := peerAddr(ctx); ap.IsValid() {
+		addr = ap.String()
+	}
+	lb.HeartbeatLocal(hb, addr, clientLanguage(ctx), protocol.CurrentVersion)
+}
+
+// clientLanguage is the x-mq-language header as a language code (GO,
+// JAVA, NODE_JS, ...); OTHER when absent or unknown. The client version
+// is not mapped: like the reference, every gRPC client counts as the
+// current version.
+func clientLanguage(ctx context.Context) protocol.LanguageCode {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("x-mq-language"); len(v) > 0 {
+		if l, ok := protocol.ParseLanguage(strings.ToUpper(strings.TrimSpace(v[0]))); ok {
+			return l
+		}
+	}
+	return protocol.LanguageOther
 }
 
 // sendLocal hands one send to the local broker and waits for its answer

@@ -60,8 +60,13 @@ func newService(s *Server) *service {
 
 func (svc *service) close() {}
 
-// clientGone runs when a client expires or terminates.
-func (svc *service) clientGone(id string) {}
+// clientGone runs when a client expires or terminates: the local broker
+// forgets it.
+func (svc *service) clientGone(id string) {
+	if lb := svc.srv.cfg.Local; lb != nil {
+		lb.UnregisterLocal(id)
+	}
+}
 
 // clientID returns x-mq-client-id from the request metadata.
 func clientID(ctx context.Context) string {
@@ -246,6 +251,7 @@ func (svc *service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*p
 	default:
 		return &pb.HeartbeatResponse{Status: statusf(pb.Code_UNRECOGNIZED_CLIENT_TYPE, "no settings known for client %s", id)}, nil
 	}
+	svc.registerLocal(ctx, id)
 	return &pb.HeartbeatResponse{Status: okStatus()}, nil
 }
 
@@ -314,6 +320,7 @@ func (svc *service) Telemetry(stream pb.MessagingService_TelemetryServer) error 
 			if err := ts.send(&pb.TelemetryCommand{Status: okStatus(), Command: &pb.TelemetryCommand_Settings{Settings: merged}}); err != nil {
 				return err
 			}
+			svc.registerLocal(ctx, id)
 		default:
 			// Thread stack traces and verify results answer admin
 			// requests this server does not make; other commands are
