@@ -94,8 +94,7 @@ func (svc *service) registerLocal(ctx context.Context, id string) {
 // is not mapped: like the reference, every gRPC client counts as the
 // current version.
 func clientLanguage(ctx context.Context) protocol.LanguageCode {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get("x-mq-language"); len(v) > 0 {
+	if v := metadata.ValueFromIncomingContext(ctx, "x-mq-language"); len(v) > 0 {
 		if l, ok := protocol.ParseLanguage(strings.ToUpper(strings.TrimSpace(v[0]))); ok {
 			return l
 		}
