@@ -24,19 +24,20 @@ func startLocalGRPC(cfg broker.Config, b *broker.Broker, logger *slog.Logger, ou
 		return nil, err
 	}
 	s, err := proxy.New(proxy.Config{
-		ListenAddr:             net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.GRPCServerPort)),
-		AdvertiseHost:          cfg.BrokerIP1,
-		TLSCertPath:            cfg.TLSServerCertPath,
-		TLSKeyPath:             cfg.TLSServerKeyPath,
-		BrokerName:             cfg.BrokerName,
-		BrokerAddr:             b.Addr(),
-		Local:                  b, // sends in-process, the rest over loopback remoting
-		BrokerTLS:              brokerTLS,
-		MinInvisibleForReceive: cfg.MinInvisibleTimeMillsForRecv,
-		Logger:                 logger,
-		Guard:                  b.AuthGuard(), // ACL 2.0 on gRPC (internal/proxy/auth.go)
-		Sign:                   b.SignInner,   // its broker calls pass the broker's checks
-		TLSEnforce:             tlsEnforcing(cfg.TLSMode),
+		ListenAddr:               net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.GRPCServerPort)),
+		AdvertiseHost:            cfg.BrokerIP1,
+		TLSCertPath:              cfg.TLSServerCertPath,
+		TLSKeyPath:               cfg.TLSServerKeyPath,
+		BrokerName:               cfg.BrokerName,
+		BrokerAddr:               b.Addr(),
+		Local:                    b, // sends in-process, the rest over loopback remoting
+		BrokerTLS:                brokerTLS,
+		MinInvisibleForReceive:   cfg.MinInvisibleTimeMillsForRecv,
+		Logger:                   logger,
+		Guard:                    b.AuthGuard(), // ACL 2.0 on gRPC (internal/proxy/auth.go)
+		Sign:                     b.SignInner,   // its broker calls pass the broker's checks
+		TLSEnforce:               tlsEnforcing(cfg.TLSMode),
+		MaxLiteSubscriptionCount: cfg.MaxLiteSubscriptionCount,
 	})
 	if err != nil {
 		return nil, err

@@ -20,8 +20,9 @@ import (
 	"github.com/apogeemq/apogee/client/admin"
 )
 
-// apogeeBin is the apogee binary TestMain builds from this tree.
-var apogeeBin string
+// apogeeBin is the apogee binary TestMain builds from this tree;
+// clientLog the official v5 client's log file.
+var apogeeBin, clientLog string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "apogee-lite-e2e-")
@@ -40,7 +41,10 @@ func TestMain(m *testing.M) {
 	}
 	// The official client logs to $user.home/logs by default.
 	os.Setenv("rocketmq.client.logRoot", dir)
-	os.Setenv("rocketmq.client.logLevel", "error")
+	// Info: TestLitePushConsumer reads the client's "notifyUnsubscribeLite"
+	// line from its log.
+	os.Setenv("rocketmq.client.logLevel", "info")
+	clientLog = filepath.Join(dir, "rocketmq_client_go.log")
 	rmq.ResetLogger()
 	rlog.SetLogLevel("error") // the v2 remoting client of the interop tests
 	code := m.Run()

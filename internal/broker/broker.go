@@ -46,7 +46,8 @@ type Broker struct {
 	vipServer *remoting.Server // VIP/fast port (listenPort-2); nil when disabled
 	nsClient  *remoting.Client // to name servers
 	pullHold  *pullHoldService
-	pop       *popService // POP consumption (pop.go); nil until Start
+	pop       *popService  // POP consumption (pop.go); nil until Start
+	lite      *liteService // lite topics (lite.go); created in New
 	sendQueue *sendQueue
 	schedule  *scheduleService
 	stats     brokerStats
@@ -121,6 +122,8 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	dir := b.configDir()
 	b.Topics = newTopicConfigManager(filepath.Join(dir, "topics.json"), logger, b.now)
 	b.Topics.onChange = b.registerChanged // register.go: incremental registration
+	b.lite = newLiteService(b)
+	b.Topics.virtual = b.lite.topicConfig // lite.go: lite topics' queues
 	b.Groups = newSubscriptionGroupManager(filepath.Join(dir, "subscriptionGroup.json"), logger, b.now)
 	b.Offsets = newConsumerOffsetManager(filepath.Join(dir, "consumerOffset.json"), logger, b.now, cfg.ConsumerOffsetUpdateVersionStep)
 	b.DelayOffsets = newDelayOffsetTable(filepath.Join(dir, "delayOffset.json"))
@@ -255,6 +258,7 @@ func (b *Broker) start() error {
 	if err := b.startPop(); err != nil { // pop.go
 		return err
 	}
+	b.startLite() // lite.go
 	b.goFunc("transaction-check", b.transactionCheckLoop)
 	b.goFunc("persist", b.persistLoop)
 	b.goFunc("config-compact", b.compactLoop) // persist.go

@@ -121,6 +121,7 @@ type Config struct {
 	tlsconf.Settings
 	PopConfig            // enableRetryTopicV2, reviveInterval, ... (config_pop.go)
 	PriorityConfig       // priorityOrderAsc, popPriorityMaxWaitMs, ... (priority.go)
+	LiteConfig           // maxLmqConsumeQueueNum, liteTtlCheckInterval, ... (lite.go)
 	GRPCConfig           // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
 	ControllerModeConfig // enableControllerMode, controllerAddr, ... (controller_config.go)
 
@@ -196,6 +197,7 @@ func DefaultConfig() Config {
 		MetricsConfig:        DefaultMetricsConfig(),
 		PopConfig:            DefaultPopConfig(),
 		PriorityConfig:       DefaultPriorityConfig(),
+		LiteConfig:           DefaultLiteConfig(),
 		GRPCConfig:           DefaultGRPCConfig(),
 		ControllerModeConfig: DefaultControllerModeConfig(),
 

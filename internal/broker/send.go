@@ -62,6 +62,12 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 	if tc.TopicFilterType == protocol.TopicFilterMultiTag {
 		sysFlag |= message.SysFlagMultiTags
 	}
+	if isLiteTopic(&tc) { // lite.go: the lite topic's own queue
+		if h.Batch || code == protocol.SendBatchMessage {
+			return nil, protocol.Errorf(protocol.MessageIllegal, "batch sends to lite topic %s are not supported", h.Topic)
+		}
+		return b.sendLite(conn, req, &h, sysFlag)
+	}
 	if h.Batch || code == protocol.SendBatchMessage {
 		return b.sendBatch(conn, req, &h, tc, sysFlag, bornHost)
 	}

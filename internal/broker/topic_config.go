@@ -33,6 +33,9 @@ type TopicConfigManager struct {
 	// onChange is called, outside every lock, with the topics just created or
 	// updated (the broker re-registers them with the name servers).
 	onChange func(changed []protocol.TopicConfig)
+	// virtual answers Get for topics the table does not hold (lite topics'
+	// queues, lite.go); set once in New before any use, nil-safe.
+	virtual func(topic string) (protocol.TopicConfig, bool)
 
 	// cf persists the table: topics.json plus its change log. Its writeMu
 	// is held across every change (table update, then commit).
@@ -170,6 +173,9 @@ func (m *TopicConfigManager) Get(topic string) (protocol.TopicConfig, bool) {
 	tc, ok := m.topics[topic]
 	m.mu.RUnlock()
 	if !ok {
+		if m.virtual != nil {
+			return m.virtual(topic)
+		}
 		return protocol.TopicConfig{}, false
 	}
 	return cloneTopicConfig(tc), true

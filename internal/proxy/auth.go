@@ -47,9 +47,12 @@ func grpcChecks(req any) []auth.Check {
 		return []auth.Check{topic(r.GetTopic())}
 	case *pb.HeartbeatRequest:
 		switch r.GetClientType() {
-		case pb.ClientType_PUSH_CONSUMER, pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PULL_CONSUMER:
+		case pb.ClientType_PUSH_CONSUMER, pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PULL_CONSUMER,
+			pb.ClientType_LITE_PUSH_CONSUMER, pb.ClientType_LITE_SIMPLE_CONSUMER:
 			return sub(r.GetGroup(), nil)
 		}
+	case *pb.SyncLiteSubscriptionRequest:
+		return sub(r.GetGroup(), r.GetTopic())
 	case *pb.ReceiveMessageRequest:
 		return sub(r.GetGroup(), r.GetMessageQueue().GetTopic())
 	case *pb.AckMessageRequest:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apogeemq/apogee/internal/lite"
 	"slices"
 	"sync"
 	"time"
@@ -205,6 +206,9 @@ func (b *backend) namesrvRoute(ctx context.Context, topic string) (*protocol.Top
 // brokerAddr returns the remoting address of the named master broker, from
 // any cached route or, in local mode, the local broker.
 func (b *backend) brokerAddr(ctx context.Context, topic, name string) (string, error) {
+	if parent, _, ok := lite.SplitQueueName(topic); ok {
+		topic = parent // a lite topic's queue lives where its parent does (lite.go)
+	}
 	if b.localAddr != "" {
 		if name == "" || name == b.localName {
 			return b.localAddr, nil

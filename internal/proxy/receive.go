@@ -46,7 +46,13 @@ func (svc *service) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Mess
 	}
 	cctx, cancel := context.WithTimeout(ctx, pr.poll+brokerCallTimeout)
 	defer cancel()
-	msgs, st := svc.pop(cctx, pr)
+	var msgs []*pb.Message
+	var st *pb.Status
+	if svc.isLiteConsumer(id) {
+		msgs, st = svc.liteReceive(cctx, id, pr) // lite.go: the subscribed lite topics
+	} else {
+		msgs, st = svc.pop(cctx, pr)
+	}
 	if st.Code != pb.Code_OK {
 		return finish(st)
 	}
@@ -375,7 +381,7 @@ func (svc *service) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (
 		if h, err := parseHandle(handle, now); err != nil {
 			r.Status = toStatus(err)
 		} else {
-			r.Status = svc.ackHandle(cctx, group, topic, h)
+			r.Status = svc.ackHandle(cctx, group, liteQueueTopic(topic, e.GetLiteTopic()), h) // lite.go
 		}
 		out[i] = r
 	}
@@ -456,7 +462,7 @@ func (svc *service) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeI
 	}
 	cctx, cancel := withTimeout(ctx, brokerCallTimeout)
 	defer cancel()
-	n, st := svc.changeInvisible(cctx, group, topic, h, d)
+	n, st := svc.changeInvisible(cctx, group, liteQueueTopic(topic, req.GetLiteTopic()), h, d) // lite.go
 	if st.Code != pb.Code_OK {
 		return &pb.ChangeInvisibleDurationResponse{Status: st, ReceiptHandle: req.GetReceiptHandle()}, nil
 	}
@@ -506,7 +512,7 @@ func (svc *service) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb
 	if resp.Code != int32(protocol.Success) {
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)}, nil
 	}
-	if st := svc.ackHandle(cctx, group, topic, h); st.Code != pb.Code_OK && st.Code != pb.Code_INVALID_RECEIPT_HANDLE {
+	if st := svc.ackHandle(cctx, group, liteQueueTopic(topic, req.GetLiteTopic()), h); st.Code != pb.Code_OK && st.Code != pb.Code_INVALID_RECEIPT_HANDLE {
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}
 	return &pb.ForwardMessageToDeadLetterQueueResponse{Status: okStatus()}, nil

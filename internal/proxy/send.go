@@ -126,7 +126,7 @@ func (s *sender) send(ctx context.Context, r *topicRoute, m *pb.Message) *pb.Sen
 	if protocol.ResponseCode(resp.Code) == protocol.TopicNotExist {
 		s.svc.srv.backend.forget(r.topic)
 	}
-	entry.Status = brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
+	entry.Status = liteSendStatus(resp, brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)) // lite.go
 	if entry.Status.Code != pb.Code_OK {
 		return entry
 	}

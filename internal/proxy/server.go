@@ -62,7 +62,10 @@ type Config struct {
 	Sign func(*protocol.Command)
 	// TLSEnforce refuses plaintext connections (tlsMode=enforcing).
 	TLSEnforce bool
-	Logger     *slog.Logger
+	// MaxLiteSubscriptionCount bounds the lite subscriptions of all
+	// clients (maxLiteSubscriptionCount; 0 = 1,000,000).
+	MaxLiteSubscriptionCount int
+	Logger                   *slog.Logger
 }
 
 // streamWorkers is the size of grpc-go's stream worker pool. A handler

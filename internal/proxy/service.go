@@ -42,7 +42,8 @@ var consumerBackoff = []time.Duration{
 type service struct {
 	pb.UnimplementedMessagingServiceServer
 	srv       *Server
-	advertise string // host:port routes report for this endpoint; set by Start
+	advertise string        // host:port routes report for this endpoint; set by Start
+	lite      *liteSessions // lite.go: lite consumers' subscriptions
 	txns      *transactions
 	sender    *sender
 	groups    *groupCache
@@ -55,14 +56,16 @@ func newService(s *Server) *service {
 	svc.sender = newSender(svc)
 	svc.renewer = newRenewer(svc)
 	svc.orphans = newOrphans(svc)
+	svc.lite = newLiteSessions()
 	return svc
 }
 
 func (svc *service) close() {}
 
 // clientGone runs when a client expires or terminates: the local broker
-// forgets it.
+// forgets it, and so do its lite subscriptions (lite.go).
 func (svc *service) clientGone(id string) {
+	svc.lite.drop(id)
 	if lb := svc.srv.cfg.Local; lb != nil {
 		lb.UnregisterLocal(id)
 	}
@@ -245,7 +248,7 @@ func (svc *service) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*p
 	st := svc.srv.clients.settings(id)
 	switch st.GetClientType() {
 	case pb.ClientType_PRODUCER:
-	case pb.ClientType_PUSH_CONSUMER, pb.ClientType_SIMPLE_CONSUMER:
+	case pb.ClientType_PUSH_CONSUMER, pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_LITE_PUSH_CONSUMER, pb.ClientType_LITE_SIMPLE_CONSUMER:
 		if _, err := checkGroup(req.GetGroup()); err != nil {
 			return &pb.HeartbeatResponse{Status: toStatus(err)}, nil
 		}
@@ -382,6 +385,7 @@ func (svc *service) applySettings(ctx context.Context, id string, in *pb.Setting
 		batch := int32(receiveBatchSize)
 		sub.ReceiveBatchSize = &batch
 		sub.LongPollingTimeout = durationpb.New(longPollingTimeout)
+		liteSettings(out, sub, gc.Attributes) // lite.go: FIFO, lite quotas
 		next := make([]*durationpb.Duration, len(consumerBackoff))
 		for i, d := range consumerBackoff {
 			next[i] = durationpb.New(d)
@@ -416,6 +420,7 @@ func checkFilter(f *pb.FilterExpression) error {
 type groupInfo struct {
 	ConsumeMessageOrderly bool
 	RetryMaxTimes         int32
+	Attributes            map[string]string // the group's attributes (lite.sub.client.quota, ...)
 	fetched               time.Time
 }
 
@@ -454,6 +459,7 @@ func (svc *service) groupConfig(ctx context.Context, group string, subs []*pb.Su
 			var c protocol.SubscriptionGroupConfig
 			if protocol.UnmarshalFastJSON(resp.Body, &c) == nil {
 				g.ConsumeMessageOrderly = c.ConsumeMessageOrderly
+				g.Attributes = c.Attributes
 				if c.RetryMaxTimes >= 0 {
 					g.RetryMaxTimes = c.RetryMaxTimes
 				}

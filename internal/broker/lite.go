@@ -1,0 +1,224 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/lite"
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// Lite topics (RocketMQ 5.5, docs/priority-and-lite.md).
+//
+// A parent topic typed message.type=LITE holds lite topics. A send to it
+// names one in the __LITE_TOPIC property; the broker stores the message in
+// the store topic lite.QueueName(parent, name) ("%LMQ%$parent$name"),
+// queue 0, which RocketMQ calls a light message queue. Nothing else is
+// written: no topics.json entry, no file of our own. The lite topic's
+// consume queue is created by its first message (a sparse 4 KiB file) and
+// is the only trace on disk; liteService.registry, the in-memory index of
+// what exists and when it was written, is rebuilt from the store's queues
+// at start. Lite topics are not registered with the name server; clients
+// route by the parent. Topics.Get answers a synthesized one-queue config
+// for an existing lite topic, so POP, ack and change invisible time work on
+// it unchanged (the gRPC endpoint pops each subscribed lite topic in FIFO
+// mode).
+//
+// Expiry: a parent's lite.topic.expiration attribute (minutes, -1 = never,
+// the default; at most 43200) is the idle time after which a lite topic
+// without sends is deleted (its consume queue, consumer offsets and POP
+// state). The lite-expire goroutine looks every liteTtlCheckInterval; a
+// broker younger than minLiteTTl deletes nothing (RocketMQ's restart
+// protection).
+
+// Lite attribute names.
+const (
+	attrLiteExpiration = "lite.topic.expiration" // topic attribute, minutes
+	maxLiteExpiration  = 30 * 24 * 60            // minutes (30 days)
+)
+
+// liteQuotaRemark starts the remark of a send refused by the lite topic
+// quota (RocketMQ's LMQ_CONSUME_QUEUE_NUM_EXCEEDED put status); the gRPC
+// endpoint answers LITE_TOPIC_QUOTA_EXCEEDED for it.
+const liteQuotaRemark = "[LMQ_CONSUME_QUEUE_NUM_EXCEEDED]"
+
+// LiteConfig holds the lite-topic keys of broker.conf; Config embeds it.
+type LiteConfig struct {
+	// MaxLmqConsumeQueueNum is the broker's lite topic quota (RocketMQ's
+	// key, default 20000): a send that would create one more is refused.
+	MaxLmqConsumeQueueNum int `conf:"maxLmqConsumeQueueNum"`
+	// LiteTtlCheckInterval is how often expired lite topics are looked for
+	// (ms, default 60000).
+	LiteTtlCheckInterval int64 `conf:"liteTtlCheckInterval"`
+	// MinLiteTTl is the broker age before which nothing expires, and the
+	// least idle time of any expiry (ms, default 60000).
+	MinLiteTTl int64 `conf:"minLiteTTl"`
+	// MaxLiteSubscriptionCount bounds the lite subscriptions the gRPC
+	// endpoint holds, over all clients (default 1,000,000; each client is
+	// also bounded by its group's lite.sub.client.quota, default 2000).
+	MaxLiteSubscriptionCount int `conf:"maxLiteSubscriptionCount"`
+	// LiteExpirationUnitMs is the length of one unit of
+	// lite.topic.expiration in ms (default 60000, a minute). Apogee's: tests
+	// shorten it to see expiry in seconds.
+	LiteExpirationUnitMs int64 `conf:"liteExpirationUnitMs"`
+}
+
+// DefaultLiteConfig returns the defaults above.
+func DefaultLiteConfig() LiteConfig {
+	return LiteConfig{MaxLmqConsumeQueueNum: 20000, LiteTtlCheckInterval: 60000, MinLiteTTl: 60000,
+		MaxLiteSubscriptionCount: 1000000, LiteExpirationUnitMs: 60000}
+}
+
+// liteService owns the lite registry and the expiry loop.
+type liteService struct {
+	b        *Broker
+	registry *lite.Registry
+	started  time.Time
+	wake     chan struct{} // asks the expiry loop to look now (tests); capacity 1
+}
+
+func newLiteService(b *Broker) *liteService {
+	return &liteService{b: b, registry: lite.NewRegistry(), wake: make(chan struct{}, 1)}
+}
+
+// isLiteTopic reports whether the topic is typed message.type=LITE.
+func isLiteTopic(tc *protocol.TopicConfig) bool {
+	return strings.EqualFold(tc.Attributes[attrMessageType], "LITE")
+}
+
+// topicConfig is TopicConfigManager's answer for a lite topic's store
+// topic: one read-write queue, typed LITE, while the lite topic exists.
+func (l *liteService) topicConfig(topic string) (protocol.TopicConfig, bool) {
+	if !lite.IsQueueName(topic) || !l.registry.Exists(topic) {
+		return protocol.TopicConfig{}, false
+	}
+	return protocol.TopicConfig{TopicName: topic, ReadQueueNums: 1, WriteQueueNums: 1,
+		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.TopicFilterSingleTag,
+		Attributes: map[string]string{attrMessageType: "LITE"}}, true
+}
+
+// startLite rebuilds the registry from the store's lite queues and starts
+// the expiry loop (broker start, after the store).
+func (b *Broker) startLite() {
+	l := b.lite
+	l.started = b.now()
+	found := map[string]int64{}
+	for _, t := range b.Store.QueueTopics() {
+		if !lite.IsQueueName(t) {
+			continue
+		}
+		last := b.Store.MaxOffsetInQueue(t, 0) - 1
+		if last < 0 {
+			continue // an empty queue is no lite topic: it is created by a send
+		}
+		ts, err := b.Store.StoreTimeByQueueOffset(t, 0, last)
+		if err != nil || ts <= 0 {
+			ts = l.started.UnixMilli() // unreadable: count its idle time from now
+		}
+		found[t] = ts
+	}
+	if n := l.registry.Restore(found); n > 0 {
+		b.logger.Info("lite topics restored", "count", n)
+	}
+	b.goFunc("lite-expire", l.expireLoop)
+}
+
+// sendLite stores a single send to a LITE parent topic in its lite topic's
+// queue: the name is the __LITE_TOPIC property (MESSAGE_ILLEGAL when absent
+// or invalid); a new lite topic past maxLmqConsumeQueueNum is refused with
+// SYSTEM_ERROR and liteQuotaRemark.
+func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
+	sysFlag int32) (*protocol.Command, error) {
+	props := message.DecodeProperties(h.Properties)
+	name := props[message.PropertyLiteTopic]
+	if err := lite.ValidateName(name); err != nil {
+		b.stats.sendRejected.Add(1)
+		return nil, protocol.Errorf(protocol.MessageIllegal, "%s", err)
+	}
+	if _, err := b.lite.registry.Touch(h.Topic, name, b.now().UnixMilli(), b.cfg.MaxLmqConsumeQueueNum); err != nil {
+		b.stats.sendRejected.Add(1)
+		return nil, protocol.Errorf(protocol.SystemError, "%slite topic count exceeds maxLmqConsumeQueueNum %d",
+			liteQuotaRemark, b.cfg.MaxLmqConsumeQueueNum)
+	}
+	delete(props, message.PropertyPopCK)
+	if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
+		props[message.PropertyUniqClientMessageIDKeyidx] = b.uniq.Next()
+	}
+	props[message.PropertyCluster] = b.cfg.BrokerClusterName
+	props[message.PropertyMsgRegion] = b.cfg.RegionID
+	props[message.PropertyTraceSwitch] = strconv.FormatBool(b.cfg.TraceOn)
+	ext := &message.Ext{
+		Message:        message.Message{Topic: lite.QueueName(h.Topic, name), Flag: h.Flag, Body: req.Body, Properties: props},
+		SysFlag:        sysFlag,
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       bornHostOf(conn),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+	}
+	b.stats.sendRequests.Add(1)
+	tm := b.meters.topic(h.Topic)
+	start := b.meters.now()
+	b.Store.PutMessage(ext, func(res store.PutResult) {
+		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, 0, "", tm, MessageLite, ""), start)
+	})
+	return nil, nil
+}
+
+// liteTTL returns a parent's lite topic TTL in ms (<= 0: never expires).
+func (l *liteService) liteTTL(parent string) int64 {
+	tc, ok := l.b.Topics.Get(parent)
+	if !ok {
+		return 1 // the parent is gone: its lite topics go too
+	}
+	m, err := strconv.ParseInt(tc.Attributes[attrLiteExpiration], 10, 64)
+	if err != nil || m <= 0 {
+		return 0
+	}
+	return max(min(m, maxLiteExpiration)*l.b.cfg.LiteExpirationUnitMs, l.b.cfg.MinLiteTTl)
+}
+
+// expireLoop deletes expired lite topics every liteTtlCheckInterval.
+func (l *liteService) expireLoop() {
+	b := l.b
+	interval := time.Duration(max(b.cfg.LiteTtlCheckInterval, 10)) * time.Millisecond
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.quit:
+			return
+		case <-t.C:
+		case <-l.wake:
+		}
+		l.expireOnce()
+	}
+}
+
+// expireOnce deletes the lite topics idle past their parent's TTL, at most
+// 10,000 per round (the next round continues).
+func (l *liteService) expireOnce() int {
+	b := l.b
+	now := b.now()
+	if now.Sub(l.started) < time.Duration(b.cfg.MinLiteTTl)*time.Millisecond {
+		return 0
+	}
+	gone := l.registry.Expire(now.UnixMilli(), l.liteTTL, 10000)
+	for _, q := range gone {
+		if err := b.Store.DeleteTopics([]string{q}); err != nil {
+			b.logger.Warn("lite: delete expired queue", "queue", q, "err", err)
+		}
+		b.Offsets.RemoveTopic(q)
+		if b.pop != nil {
+			if _, err := b.pop.state.DropTopic(q); err != nil {
+				b.logger.Warn("lite: drop pop state", "queue", q, "err", err)
+			}
+		}
+	}
+	if len(gone) > 0 {
+		b.logger.Info("lite topics expired", "count", len(gone))
+	}
+	return len(gone)
+}
