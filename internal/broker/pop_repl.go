@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -27,9 +28,10 @@ import (
 // pop offset, a lost ack redelivers its message.
 
 // PopReplicateCode is an Apogee request: a slave reads its master's POP
-// state stream. Request ext fields: session and position (the previous
-// answer's, 0 and 0 at first). Answer ext fields: session, from, next,
-// snapshot ("true": the body is a full snapshot); body: the frames.
+// state stream. Request ext fields: session, position, snapshotOffset
+// (pop.ReplRequest; all 0 at first). Answer ext fields: session, from,
+// next, snapshot ("true": the body is the part at snapshotOffset of a
+// snapshot of snapshotSize bytes); body: the frames.
 const PopReplicateCode protocol.RequestCode = 3101
 
 const (
@@ -37,11 +39,10 @@ const (
 	popReplicaMaxBytes = 1 << 20
 )
 
-// popReplica is a slave's replication progress (for stats and tests).
+// popReplica is a slave's replication progress (for stats and tests); the
+// position itself is the store's (pop.Store.ReplicaRequest).
 type popReplica struct {
-	session  atomic.Uint64
-	next     atomic.Int64
-	applied  atomic.Int64 // chunks applied
+	applied  atomic.Int64 // answers applied
 	upToDate atomic.Bool  // the last answer was empty: caught up then
 }
 
@@ -50,15 +51,23 @@ func (b *Broker) processPopReplicate(_ context.Context, _ *remoting.Conn, req *p
 	if b.cfg.isSlave() {
 		return nil, protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: replicate POP state from the master", b.cfg.BrokerIP1)
 	}
-	session, err := strconv.ParseUint(req.Ext("session"), 10, 64)
-	if err != nil && req.Ext("session") != "" {
-		return nil, protocol.Errorf(protocol.InvalidParameter, "bad session %q", req.Ext("session"))
+	var rr pop.ReplRequest
+	var err error
+	for _, f := range []struct {
+		key string
+		set func(string) error
+	}{
+		{"session", func(v string) (err error) { rr.Session, err = strconv.ParseUint(v, 10, 64); return }},
+		{"position", func(v string) (err error) { rr.Pos, err = strconv.ParseInt(v, 10, 64); return }},
+		{"snapshotOffset", func(v string) (err error) { rr.SnapshotOffset, err = strconv.ParseInt(v, 10, 64); return }},
+	} {
+		if v := req.Ext(f.key); v != "" {
+			if err := f.set(v); err != nil {
+				return nil, protocol.Errorf(protocol.InvalidParameter, "bad %s %q", f.key, v)
+			}
+		}
 	}
-	pos, err := strconv.ParseInt(req.Ext("position"), 10, 64)
-	if err != nil && req.Ext("position") != "" {
-		return nil, protocol.Errorf(protocol.InvalidParameter, "bad position %q", req.Ext("position"))
-	}
-	c, err := b.pop.state.ReadReplication(session, pos, popReplicaMaxBytes)
+	c, err := b.pop.state.ReadReplication(rr, popReplicaMaxBytes)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
 	}
@@ -68,6 +77,10 @@ func (b *Broker) processPopReplicate(_ context.Context, _ *remoting.Conn, req *p
 		"from":     strconv.FormatInt(c.From, 10),
 		"next":     strconv.FormatInt(c.Next, 10),
 		"snapshot": strconv.FormatBool(c.Snapshot),
+	}
+	if c.Snapshot {
+		resp.ExtFields["snapshotOffset"] = strconv.FormatInt(c.SnapshotOffset, 10)
+		resp.ExtFields["snapshotSize"] = strconv.FormatInt(c.SnapshotSize, 10)
 	}
 	resp.Body = c.Data
 	return resp, nil
@@ -104,10 +117,12 @@ func (p *popService) replicaLoop(ctx context.Context) {
 // apply resets the session: the next answer is a snapshot.
 func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool, err error) {
 	r := &p.replica
+	next := p.state.ReplicaRequest()
 	req := protocol.NewRequest(PopReplicateCode, nil, nil)
 	req.ExtFields = map[string]string{
-		"session":  strconv.FormatUint(r.session.Load(), 10),
-		"position": strconv.FormatInt(r.next.Load(), 10),
+		"session":        strconv.FormatUint(next.Session, 10),
+		"position":       strconv.FormatInt(next.Pos, 10),
+		"snapshotOffset": strconv.FormatInt(next.SnapshotOffset, 10),
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -119,28 +134,27 @@ func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool,
 		return false, protocol.Errorf(protocol.ResponseCode(resp.Code), "%s", resp.Remark)
 	}
 	var c pop.ReplChunk
+	c.Snapshot, c.Data = resp.Ext("snapshot") == "true", resp.Body
 	c.Session, err = strconv.ParseUint(resp.Ext("session"), 10, 64)
-	if err == nil {
-		c.From, err = strconv.ParseInt(resp.Ext("from"), 10, 64)
-	}
-	if err == nil {
-		c.Next, err = strconv.ParseInt(resp.Ext("next"), 10, 64)
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"from", &c.From}, {"next", &c.Next}, {"snapshotOffset", &c.SnapshotOffset}, {"snapshotSize", &c.SnapshotSize}} {
+		if err == nil && (c.Snapshot || f.key == "from" || f.key == "next") {
+			*f.dst, err = strconv.ParseInt(resp.Ext(f.key), 10, 64)
+		}
 	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("broker: pop replication answer: %w", err)
 	}
-	c.Snapshot, c.Data = resp.Ext("snapshot") == "true", resp.Body
 	if err := p.state.ApplyReplicated(c); err != nil {
-		r.session.Store(0)
 		r.upToDate.Store(false)
 		return false, err
 	}
-	if c.Snapshot {
-		p.b.logger.Info("pop: state replaced by the master's snapshot", "master", addr, "bytes", len(c.Data),
+	if c.Snapshot && c.SnapshotOffset+int64(len(c.Data)) == c.SnapshotSize {
+		p.b.logger.Info("pop: state replaced by the master's snapshot", "master", addr, "bytes", c.SnapshotSize,
 			"inFlight", p.state.Stats().InFlight)
 	}
-	r.session.Store(c.Session)
-	r.next.Store(c.Next)
 	r.applied.Add(1)
 	empty := !c.Snapshot && len(c.Data) == 0
 	r.upToDate.Store(empty)
@@ -159,6 +173,6 @@ func (b *Broker) popRuntimeInfo(table map[string]string) {
 	table["popInFlightMessages"] = strconv.FormatInt(p.state.Stats().InFlight, 10)
 	if b.cfg.isSlave() {
 		table["popReplicaCaughtUp"] = strconv.FormatBool(p.replica.upToDate.Load())
-		table["popReplicaSession"] = strconv.FormatUint(p.replica.session.Load(), 10)
+		table["popReplicaSession"] = strconv.FormatUint(p.state.ReplicaRequest().Session, 10)
 	}
 }

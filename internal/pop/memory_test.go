@@ -36,7 +36,7 @@ func BenchmarkInFlightMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 				if bc.repl {
-					if _, err := s.ReadReplication(0, 0, 1); err != nil {
+					if _, err := s.ReadReplication(ReplRequest{}, 1); err != nil {
 						b.Fatal(err)
 					}
 				}

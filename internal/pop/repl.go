@@ -32,27 +32,51 @@ type replState struct {
 	session uint64 // random, per Open and per replaced state
 	base    int64  // stream position of buf[0]
 	buf     []byte // frames since base
+	// snap is the last snapshot handed out, kept while replicas fetch it in
+	// parts (a snapshot can exceed one answer); snapAt is the stream
+	// position it stands for. Dropped once that position left the window.
+	snap   []byte
+	snapAt int64
+}
+
+// replicaState is the replica side: what to ask next and the parts of a
+// snapshot received so far. Guarded by Store.mu.
+type replicaState struct {
+	next ReplRequest
+	snap []byte // len(snap) == next.SnapshotOffset while a snapshot is under way
 }
 
 func newSession() uint64 { return rand.Uint64() | 1 }
 
+// ReplRequest is a replica's position in its master's stream. The zero
+// value asks for a snapshot.
+type ReplRequest struct {
+	Session uint64
+	Pos     int64
+	// SnapshotOffset > 0 continues the snapshot for Pos at this byte.
+	SnapshotOffset int64
+}
+
 // ReplChunk is one answer of ReadReplication.
 type ReplChunk struct {
 	Session uint64
-	// From is the stream position of Data's first byte; Next the position
-	// after Data, for the replica's next request.
+	// From is the stream position of Data's first byte (of a snapshot: the
+	// position it stands for); Next the position after it.
 	From, Next int64
-	// Snapshot: Data is a complete snapshot (records 10 ... 11) that
-	// replaces the replica's state; Next is the stream position it
-	// corresponds to.
-	Snapshot bool
-	Data     []byte
+	// Snapshot: Data is the part at SnapshotOffset of a snapshot of
+	// SnapshotSize bytes (records 10 ... 11) that, once complete, replaces
+	// the replica's state.
+	Snapshot                     bool
+	SnapshotOffset, SnapshotSize int64
+	Data                         []byte
 }
 
-// ReadReplication returns up to about max bytes of frames after position
-// pos of session, or a snapshot when pos is not in the retained window of
-// this session (a replica's first request passes session 0).
-func (s *Store) ReadReplication(session uint64, pos int64, max int) (ReplChunk, error) {
+// ReadReplication answers a replica: up to about max bytes of whole frames
+// after req's position, the next part of a snapshot being fetched, or the
+// first part of a new snapshot when req's position is not in this
+// session's retained window (a first request, a replica too far behind,
+// a master that restarted).
+func (s *Store) ReadReplication(req ReplRequest, max int) (ReplChunk, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -63,19 +87,40 @@ func (s *Store) ReadReplication(session uint64, pos int64, max int) (ReplChunk, 
 		r.on, r.base, r.buf = true, 0, nil
 	}
 	end := r.base + int64(len(r.buf))
-	if session != r.session || pos < r.base || pos > end {
-		return ReplChunk{Session: r.session, From: end, Next: end, Snapshot: true, Data: s.encodeSnapshotLocked(0)}, nil
+	if req.SnapshotOffset > 0 && req.Session == r.session && r.snap != nil && req.Pos == r.snapAt &&
+		req.SnapshotOffset < int64(len(r.snap)) {
+		return s.snapshotPartLocked(req.SnapshotOffset, max), nil
 	}
-	rest := r.buf[pos-r.base:]
+	if req.SnapshotOffset > 0 || req.Session != r.session || req.Pos < r.base || req.Pos > end {
+		r.snap, r.snapAt = s.encodeSnapshotLocked(0), end
+		return s.snapshotPartLocked(0, max), nil
+	}
+	rest := r.buf[req.Pos-r.base:]
+	n := wholeFrames(rest, max)
+	return ReplChunk{Session: r.session, From: req.Pos, Next: req.Pos + int64(n), Data: append([]byte(nil), rest[:n]...)}, nil
+}
+
+// snapshotPartLocked cuts the cached snapshot at off. REQUIRES: s.mu held.
+func (s *Store) snapshotPartLocked(off int64, max int) ReplChunk {
+	r := &s.repl
+	rest := r.snap[off:]
+	n := wholeFrames(rest, max)
+	return ReplChunk{Session: r.session, From: r.snapAt, Next: r.snapAt, Snapshot: true, SnapshotOffset: off,
+		SnapshotSize: int64(len(r.snap)), Data: append([]byte(nil), rest[:n]...)}
+}
+
+// wholeFrames is the length of the longest run of whole frames at the
+// start of b not over max bytes, but at least one frame.
+func wholeFrames(b []byte, max int) int {
 	n := 0
-	for n < len(rest) && (n == 0 || n < max) {
-		l := frameLen(rest[n:])
-		if l == 0 {
-			break // cannot happen: buf holds whole frames
+	for n < len(b) {
+		l := frameLen(b[n:])
+		if l == 0 || n > 0 && n+l > max {
+			break
 		}
 		n += l
 	}
-	return ReplChunk{Session: r.session, From: pos, Next: pos + int64(n), Data: append([]byte(nil), rest[:n]...)}, nil
+	return n
 }
 
 // frameLen is the length of the frame at the start of b from its header
@@ -107,21 +152,41 @@ func (s *Store) replAppendLocked(frame []byte) {
 	}
 	r.base += int64(cut)
 	r.buf = append([]byte(nil), r.buf[cut:]...)
+	if r.snap != nil && r.snapAt < r.base {
+		r.snap = nil // its replicas could not continue after it any more
+	}
 }
 
-// ApplyReplicated makes a replica follow its master: a snapshot chunk
-// replaces the whole state (and is written as a fresh log file); other
-// chunks are applied record by record and appended to the log, each
-// written before the call returns, as the master's own changes are. A
-// chunk whose frames do not check out changes nothing and is an error; a
-// record that does not apply stops there with an error (the replica then
-// asks for a snapshot).
+// ReplicaRequest is what a replica asks its master next (the zero value at
+// first and after a failed chunk: a snapshot).
+func (s *Store) ReplicaRequest() ReplRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replica.next
+}
+
+// ApplyReplicated makes a replica follow its master with one answer of
+// ReadReplication: snapshot parts are collected until the snapshot is
+// complete, which then replaces the whole state (written as a fresh log
+// file); other chunks are applied record by record and appended to the
+// log, each written before the call returns, as the master's own changes
+// are. A chunk whose frames do not check out, a part out of sequence, or a
+// record that does not apply is an error, after which ReplicaRequest asks
+// for a new snapshot; a bad chunk changes nothing, a bad record stops
+// there.
 func (s *Store) ApplyReplicated(c ReplChunk) (err error) {
-	if err := checkFrames(c.Data, c.Snapshot); err != nil {
-		return err
-	}
+	defer func() {
+		s.mu.Lock()
+		if err != nil {
+			s.replica = replicaState{}
+		}
+		s.mu.Unlock()
+	}()
 	if c.Snapshot {
-		return s.replaceState(c.Data)
+		return s.applySnapshotPart(c)
+	}
+	if err := checkFrames(c.Data, false); err != nil {
+		return err
 	}
 	var seq uint64
 	defer s.commit(&seq, &err)
@@ -145,6 +210,41 @@ func (s *Store) ApplyReplicated(c ReplChunk) (err error) {
 		s.replAppendLocked(frame)
 		pos += n
 	}
+	s.replica = replicaState{next: ReplRequest{Session: c.Session, Pos: c.Next}}
+	return nil
+}
+
+// applySnapshotPart collects one part; the last one replaces the state.
+func (s *Store) applySnapshotPart(c ReplChunk) error {
+	if len(c.Data) == 0 || c.SnapshotOffset < 0 || c.SnapshotOffset+int64(len(c.Data)) > c.SnapshotSize {
+		return fmt.Errorf("%w: replicated snapshot part %d+%d of %d", ErrCorrupt, c.SnapshotOffset, len(c.Data), c.SnapshotSize)
+	}
+	s.mu.Lock()
+	rs := &s.replica
+	if c.SnapshotOffset == 0 {
+		rs.snap = rs.snap[:0] // a first part: a new snapshot (the master may have cut a newer one)
+	} else if c.SnapshotOffset != int64(len(rs.snap)) || c.Session != rs.next.Session || c.From != rs.next.Pos {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: replicated snapshot part at %d, have %d bytes", ErrCorrupt, c.SnapshotOffset, len(rs.snap))
+	}
+	rs.snap = append(rs.snap, c.Data...)
+	if int64(len(rs.snap)) < c.SnapshotSize {
+		rs.next = ReplRequest{Session: c.Session, Pos: c.From, SnapshotOffset: int64(len(rs.snap))}
+		s.mu.Unlock()
+		return nil
+	}
+	snap := rs.snap
+	rs.snap = nil
+	s.mu.Unlock()
+	if err := checkFrames(snap, true); err != nil {
+		return err
+	}
+	if err := s.replaceState(snap); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.replica = replicaState{next: ReplRequest{Session: c.Session, Pos: c.Next}}
+	s.mu.Unlock()
 	return nil
 }
 

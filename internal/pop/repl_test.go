@@ -38,17 +38,16 @@ func dump(s *Store) string {
 }
 
 // follow copies master's stream into replica until it is caught up.
-func follow(t *testing.T, master, replica *Store, session *uint64, pos *int64, max int) {
+func follow(t *testing.T, master, replica *Store, max int) {
 	t.Helper()
-	for range 10000 {
-		c, err := master.ReadReplication(*session, *pos, max)
+	for range 100000 {
+		c, err := master.ReadReplication(replica.ReplicaRequest(), max)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := replica.ApplyReplicated(c); err != nil {
 			t.Fatal(err)
 		}
-		*session, *pos = c.Session, c.Next
 		if !c.Snapshot && len(c.Data) == 0 {
 			return
 		}
@@ -104,27 +103,25 @@ func TestReplicationFollowsMaster(t *testing.T) {
 	master := open(t, t.TempDir())
 	rdir := t.TempDir()
 	replica := open(t, rdir)
-	var session uint64
-	var pos int64
 	for i := range 5 { // state from before the replica asked: reaches it as a snapshot
 		mutate(t, master, i)
 	}
-	follow(t, master, replica, &session, &pos, 1<<20)
+	follow(t, master, replica, 1<<20)
 	if dump(replica) != dump(master) {
 		t.Fatalf("after the first snapshot\nreplica:\n%s\nmaster:\n%s", dump(replica), dump(master))
 	}
-	first := session
+	first := replica.ReplicaRequest().Session
 	for i := 5; i < 40; i++ {
 		mutate(t, master, i)
 		if i == 20 {
 			must(t, master.Compact()) // compaction does not disturb the stream
 		}
 		if i%4 == 0 {
-			follow(t, master, replica, &session, &pos, 64) // a frame or two at a time
+			follow(t, master, replica, 64) // a frame or two at a time
 		}
 	}
-	follow(t, master, replica, &session, &pos, 64)
-	if session != first {
+	follow(t, master, replica, 64)
+	if replica.ReplicaRequest().Session != first {
 		t.Fatal("the session changed without a restart")
 	}
 	if dump(replica) != dump(master) {
@@ -140,11 +137,12 @@ func TestReplicationFollowsMaster(t *testing.T) {
 	// replaces the replica's state.
 	other := open(t, t.TempDir())
 	mutate(t, other, 1)
-	c, err := other.ReadReplication(session, pos, 1<<20)
+	c, err := other.ReadReplication(replica.ReplicaRequest(), 1<<20)
 	if err != nil || !c.Snapshot {
 		t.Fatalf("foreign session: snapshot %v %v", c.Snapshot, err)
 	}
 	must(t, replica.ApplyReplicated(c))
+	follow(t, other, replica, 1<<20)
 	if dump(replica) != dump(other) {
 		t.Fatalf("after a new master's snapshot\n%s\nwant\n%s", dump(replica), dump(other))
 	}
@@ -160,13 +158,13 @@ func TestReplicationFollowsMaster(t *testing.T) {
 // window gets a snapshot; positions outside it never return frames.
 func TestReplicationWindow(t *testing.T) {
 	master := open(t, t.TempDir())
-	c, _ := master.ReadReplication(0, 0, 1<<20)
+	c, _ := master.ReadReplication(ReplRequest{}, 1<<20)
 	session, pos := c.Session, c.Next
 	k := QueueKey{Group: strings.Repeat("g", 4000), Topic: "T"}
 	for i := int64(0); master.repl.base == 0; i++ { // fill the window until it slides
 		must(t, master.SetPopOffset(k, i))
 	}
-	c, err := master.ReadReplication(session, pos, 1<<20)
+	c, err := master.ReadReplication(ReplRequest{Session: session, Pos: pos}, 1<<20)
 	if err != nil || !c.Snapshot {
 		t.Fatalf("behind the window: snapshot %v %v", c.Snapshot, err)
 	}
@@ -174,7 +172,7 @@ func TestReplicationWindow(t *testing.T) {
 		t.Fatalf("window %d bytes", len(master.repl.buf))
 	}
 	for _, bad := range []int64{-1, c.Next + 1} {
-		if c, _ := master.ReadReplication(session, bad, 1<<20); !c.Snapshot {
+		if c, _ := master.ReadReplication(ReplRequest{Session: session, Pos: bad}, 1<<20); !c.Snapshot {
 			t.Fatalf("position %d answered frames", bad)
 		}
 	}
@@ -184,9 +182,9 @@ func TestReplicationWindow(t *testing.T) {
 // change chunk, an incomplete snapshot change nothing.
 func TestApplyReplicatedRefusesBadChunks(t *testing.T) {
 	master := open(t, t.TempDir())
-	c0, _ := master.ReadReplication(0, 0, 1<<20)
+	c0, _ := master.ReadReplication(ReplRequest{}, 1<<20)
 	mutate(t, master, 1)
-	c, _ := master.ReadReplication(c0.Session, c0.Next, 1<<20)
+	c, _ := master.ReadReplication(ReplRequest{Session: c0.Session, Pos: c0.Next}, 1<<20)
 	replica := open(t, t.TempDir())
 	must(t, replica.ApplyReplicated(c0))
 	before := dump(replica)
@@ -194,11 +192,16 @@ func TestApplyReplicatedRefusesBadChunks(t *testing.T) {
 		"torn":            {Data: c.Data[:len(c.Data)-1]},
 		"bit flip":        {Data: flip(c.Data, 12)},
 		"snapshot record": {Data: c0.Data},
-		"short snapshot":  {Snapshot: true, Data: c0.Data[:len(c0.Data)-1]},
-		"changes as snap": {Snapshot: true, Data: c.Data},
+		"short snapshot":  {Snapshot: true, SnapshotSize: int64(len(c0.Data)) - 1, Data: c0.Data[:len(c0.Data)-1]},
+		"changes as snap": {Snapshot: true, SnapshotSize: int64(len(c.Data)), Data: c.Data},
+		"part too long":   {Snapshot: true, SnapshotSize: 3, Data: c0.Data},
+		"part out of seq": {Snapshot: true, SnapshotOffset: 8, SnapshotSize: int64(len(c0.Data)) + 8, Data: c0.Data},
 	} {
 		if err := replica.ApplyReplicated(bad); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+		if replica.ReplicaRequest() != (ReplRequest{}) {
+			t.Errorf("%s: the next request is not a fresh snapshot", name)
 		}
 		if dump(replica) != before {
 			t.Fatalf("%s: state changed", name)
@@ -221,22 +224,26 @@ func FuzzApplyReplicated(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	c0, _ := m.ReadReplication(0, 0, 1<<20)
+	c0, _ := m.ReadReplication(ReplRequest{}, 1<<20)
 	m.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1, InvisibleTime: 1, Offsets: []int64{0, 3}, NextOffset: 4})
 	m.AckBatch(kA, 0, 1, []int64{0, 3})
 	m.OrderPop(OrderBatch{Key: kA, PopTime: 2, InvisibleTime: 1, Offsets: []int64{4}, NextOffset: 5})
 	m.DropGroup("nobody")
-	c, _ := m.ReadReplication(c0.Session, c0.Next, 1<<20)
+	c, _ := m.ReadReplication(ReplRequest{Session: c0.Session, Pos: c0.Next}, 1<<20)
 	m.Close()
-	f.Add(c.Data, false)
-	f.Add(c0.Data, true)
-	f.Fuzz(func(t *testing.T, data []byte, snapshot bool) {
+	f.Add(c.Data, false, int64(0))
+	f.Add(c0.Data, true, int64(0))
+	f.Fuzz(func(t *testing.T, data []byte, snapshot bool, extra int64) {
 		rdir := t.TempDir()
 		r, err := Open(Options{Dir: rdir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = r.ApplyReplicated(ReplChunk{Data: data, Snapshot: snapshot})
+		size := int64(len(data))
+		if extra > 0 && extra < 1<<20 {
+			size += extra // an incomplete snapshot: collected, not applied
+		}
+		_ = r.ApplyReplicated(ReplChunk{Data: data, Snapshot: snapshot, SnapshotSize: size})
 		want := dump(r)
 		r.TakeExpired(1<<62, 100)
 		r.Close()
@@ -249,4 +256,53 @@ func FuzzApplyReplicated(f *testing.F) {
 			t.Fatalf("reopened\n%s\nwant\n%s", got, want)
 		}
 	})
+}
+
+// TestReplicationSnapshotInParts: a snapshot larger than one answer is
+// fetched in parts; the state is replaced only by the complete one, and a
+// master that cut a new snapshot meanwhile makes the replica start over.
+func TestReplicationSnapshotInParts(t *testing.T) {
+	master := open(t, t.TempDir())
+	for i := range 40 {
+		mutate(t, master, i)
+	}
+	replica := open(t, t.TempDir())
+	parts := 0
+	for {
+		c, err := master.ReadReplication(replica.ReplicaRequest(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Snapshot {
+			break
+		}
+		if c.SnapshotOffset == 0 && parts > 0 {
+			t.Fatal("the snapshot started over without a reason")
+		}
+		parts++
+		if parts > 1 && int64(len(c.Data))+c.SnapshotOffset < c.SnapshotSize && replica.Stats().Queues != 0 {
+			t.Fatal("state replaced before the last part")
+		}
+		must(t, replica.ApplyReplicated(c))
+	}
+	if parts < 3 {
+		t.Fatalf("snapshot in %d parts", parts)
+	}
+	follow(t, master, replica, 100)
+	if dump(replica) != dump(master) {
+		t.Fatalf("after a snapshot in parts\n%s\nwant\n%s", dump(replica), dump(master))
+	}
+	// Another replica's fresh snapshot replaces the cached one: a replica in
+	// the middle of the old one starts over and still converges.
+	r2 := open(t, t.TempDir())
+	c, _ := master.ReadReplication(r2.ReplicaRequest(), 100)
+	must(t, r2.ApplyReplicated(c))
+	mutate(t, master, 41)
+	if _, err := master.ReadReplication(ReplRequest{}, 100); err != nil { // a third replica's first request
+		t.Fatal(err)
+	}
+	follow(t, master, r2, 100)
+	if dump(r2) != dump(master) {
+		t.Fatal("replica whose snapshot was replaced did not converge")
+	}
 }

@@ -66,6 +66,7 @@ type Store struct {
 	sticky   error               // first append error; refuses writes after; guarded by mu
 	inFlight int64               // unacked messages in checkpoints; guarded by mu
 	repl     replState           // frames kept for replicas (repl.go); guarded by mu
+	replica  replicaState        // following a master (repl.go); guarded by mu
 	recovery RecoveryReport      // set by Open
 }
 
