@@ -784,9 +784,13 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 // up here, as for every SendAsync, so the first send to a topic blocks its
 // caller rather than the accumulator.
 func (p *Producer) sendAutoBatch(ctx context.Context, msg *Message, cb func(*SendResult, error)) error {
-	dctx, _, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
-	r, err := p.in.publishRoute(dctx, wrapNamespace(p.cfg.namespace, msg.Topic), p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
-	cancel()
+	topic := wrapNamespace(p.cfg.namespace, msg.Topic)
+	r, err := p.in.cachedRoute(topic), error(nil)
+	if r == nil || len(r.publish) == 0 { // fetch under the send deadline; a cache hit needs no context
+		dctx, cancel := context.WithDeadline(ctx, p.sendDeadline(ctx))
+		r, err = p.in.publishRoute(dctx, topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+		cancel()
+	}
 	if err == nil && len(r.publish) == 0 {
 		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, msg.Topic)
 	}

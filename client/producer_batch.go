@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -275,11 +276,7 @@ func (a *accumulator) send(b *openBatch) {
 		a.sendAlone(live[0])
 		return
 	}
-	msgs := make([]*Message, len(live))
-	for i, s := range live {
-		msgs[i] = s.msg
-	}
-	o, err := p.prepareBatch(msgs)
+	o, err := p.prepareAutoBatch(b.topic, live)
 	if err == nil {
 		p.inflight.Add(1) // the batch's own count; the messages still hold theirs
 		err = p.sendAsyncCounted(context.Background(), o, func(res *SendResult, err error) {
@@ -298,6 +295,70 @@ func (a *accumulator) send(b *openBatch) {
 		}
 	}
 }
+
+// prepareAutoBatch encodes the held messages (validated by batchable) as
+// one batch, as prepareBatch would, without a properties map per message:
+// each item's properties are the caller's, encoded once, with a new
+// UNIQ_KEY pair appended when the message has none; the ids go into one
+// comma-separated string (the batch result's MsgID).
+func (p *Producer) prepareAutoBatch(topic string, sends []batchedSend) (*outgoing, error) {
+	size := 0
+	for _, s := range sends {
+		size += batchItemFixed + len(s.msg.Body) + message.PropertiesLen(s.msg.Properties) + uniqPairMax
+	}
+	body := make([]byte, 0, size)
+	ids := make([]byte, 0, len(sends)*(message.UniqIDLenV6+1))
+	msgs := make([]*Message, len(sends))
+	be := binary.BigEndian
+	for i, s := range sends {
+		m := s.msg
+		msgs[i] = m
+		at := len(body)
+		body = be.AppendUint32(body, 0) // TOTALSIZE, patched below
+		body = be.AppendUint32(body, 0) // MAGICCODE: ignored by brokers
+		body = be.AppendUint32(body, 0) // BODYCRC: computed by the broker
+		body = be.AppendUint32(body, uint32(m.Flag))
+		body = be.AppendUint32(body, uint32(len(m.Body)))
+		body = append(body, m.Body...)
+		propsAt := len(body)
+		body = be.AppendUint16(body, 0) // PROPERTIESLENGTH, patched below
+		body = message.AppendProperties(body, m.Properties)
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		if id := m.Properties[message.PropertyUniqClientMessageIDKeyidx]; id != "" {
+			ids = append(ids, id...)
+		} else {
+			body = append(body, message.PropertyUniqClientMessageIDKeyidx...)
+			body = append(body, message.NameValueSeparator)
+			idAt := len(body)
+			body = p.in.idGen.AppendNext(body)
+			ids = append(ids, body[idAt:]...)
+			body = append(body, message.PropertySeparator)
+		}
+		be.PutUint32(body[at:], uint32(len(body)-at))
+		be.PutUint16(body[propsAt:], uint16(len(body)-propsAt-2))
+	}
+	if len(body) > p.cfg.maxMessageSize {
+		return nil, fmt.Errorf("%w: batch body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(body), p.cfg.maxMessageSize, topic)
+	}
+	return &outgoing{
+		userTopic: topic,
+		topic:     wrapNamespace(p.cfg.namespace, topic),
+		body:      body,
+		batch:     true,
+		uniqIDs:   string(ids),
+		msgs:      msgs,
+	}, nil
+}
+
+// Batch item layout sizes (docs/protocol.md §6.7): TOTALSIZE, MAGICCODE,
+// BODYCRC, FLAG, BODYLENGTH, then the body, PROPERTIESLENGTH (2 bytes)
+// and the properties; uniqPairMax bounds an appended UNIQ_KEY pair.
+const (
+	batchItemFixed = 4*5 + 2
+	uniqPairMax    = len(message.PropertyUniqClientMessageIDKeyidx) + 2 + 64
+)
 
 // sendAlone sends one held message as SendAsync would without batching.
 func (a *accumulator) sendAlone(s batchedSend) {

@@ -306,3 +306,63 @@ func TestNthField(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareAutoBatchMatchesPrepareBatch: the map-free batch encoding
+// decodes to the same messages as SendBatch's (UNIQ_KEY values aside,
+// which are new per call unless the caller set them), and the result's ids
+// are the items' UNIQ_KEYs in order.
+func TestPrepareAutoBatchMatchesPrepareBatch(t *testing.T) {
+	p, err := NewProducer("pg", WithNameServers("127.0.0.1:1"), WithAutoBatch(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*Message{
+		NewMessage("T", []byte("plain")),
+		NewMessage("T", []byte("tagged")).WithTag("a").WithKeys("k1", "k2").SetProperty("user", "v"),
+		NewMessage("T", []byte("own-id")).SetProperty(message.PropertyUniqClientMessageIDKeyidx, "MYID"),
+		NewMessage("T", make([]byte, 3000)),
+	}
+	msgs[1].Flag = 9
+	var sends []batchedSend
+	for _, m := range msgs {
+		sends = append(sends, batchedSend{ctx: context.Background(), msg: m})
+	}
+	auto, err := p.prepareAutoBatch("T", sends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := p.prepareBatch(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := message.DecodeBatch(auto.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := message.DecodeBatch(plain.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) || !auto.batch || auto.topic != "T" {
+		t.Fatalf("%d items, want %d", len(got), len(want))
+	}
+	for i := range got {
+		id := got[i].Properties[message.PropertyUniqClientMessageIDKeyidx]
+		if id == "" || nthField(auto.uniqIDs, i) != id {
+			t.Fatalf("item %d: UNIQ_KEY %q, result ids %q", i, id, auto.uniqIDs)
+		}
+		delete(got[i].Properties, message.PropertyUniqClientMessageIDKeyidx)
+		wantID := want[i].Properties[message.PropertyUniqClientMessageIDKeyidx]
+		delete(want[i].Properties, message.PropertyUniqClientMessageIDKeyidx)
+		if i == 2 && (id != "MYID" || wantID != "MYID") {
+			t.Fatalf("caller's UNIQ_KEY replaced: %q / %q", id, wantID)
+		}
+		if string(got[i].Body) != string(want[i].Body) || got[i].Flag != want[i].Flag ||
+			fmt.Sprint(got[i].Properties) != fmt.Sprint(want[i].Properties) {
+			t.Fatalf("item %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if msgs[0].Properties[message.PropertyUniqClientMessageIDKeyidx] != "" {
+		t.Fatal("the caller's message was modified")
+	}
+}

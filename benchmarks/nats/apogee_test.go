@@ -22,7 +22,8 @@ const apogeeQueues = 4
 // connection to the broker) shared by every publishing goroutine, and a
 // LitePullConsumer for draining. Every knob is the SDK's default except the
 // send timeout (10 s, so that a slow fsync is measured, not failed) and
-// compression (off: the 1 KiB bodies are under the 4 KiB threshold anyway).
+// compression (off: the 1 KiB bodies are under the 4 KiB threshold anyway);
+// opts add to them (the auto-batching row).
 type apogeeSystem struct {
 	srv   *apogeeServer
 	prod  *client.Producer
@@ -31,7 +32,7 @@ type apogeeSystem struct {
 	group int         // drains so far; each uses a fresh consumer group
 }
 
-func newApogee(tb testing.TB, durable bool) *apogeeSystem {
+func newApogee(tb testing.TB, durable bool, opts ...client.ProducerOpt) *apogeeSystem {
 	tb.Helper()
 	srv := startApogee(tb, durable)
 	ctx := testutil.Context(tb, 30*time.Second)
@@ -47,8 +48,8 @@ func newApogee(tb testing.TB, durable bool) *apogeeSystem {
 	if err := adm.CreateTopic(ctx, tc, admin.Target{BrokerAddr: srv.broker}); err != nil {
 		tb.Fatal(err)
 	}
-	prod, err := client.NewProducer("natsbench-producer", client.WithNameServers(srv.namesrv),
-		client.WithSendTimeout(10*time.Second), client.WithCompressOver(0))
+	prod, err := client.NewProducer("natsbench-producer", append([]client.ProducerOpt{client.WithNameServers(srv.namesrv),
+		client.WithSendTimeout(10 * time.Second), client.WithCompressOver(0)}, opts...)...)
 	if err == nil {
 		err = prod.Start()
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -50,8 +51,8 @@ func checkStored(tb testing.TB, systems [2]system, acked [2]int64) {
 // benchPublish compares publishing with workers goroutines, synchronously
 // (window 0) or with window sends in flight in total. Each system first
 // publishes unmeasured for -warmup.
-func benchPublish(b *testing.B, durable bool, workers, window int, baseline func()) ([2]system, [2]tally) {
-	systems := [2]system{newApogee(b, durable), newNATS(b, durable, window)}
+func benchPublish(b *testing.B, durable bool, workers, window int, baseline func(), apogeeOpts ...client.ProducerOpt) ([2]system, [2]tally) {
+	systems := [2]system{newApogee(b, durable, apogeeOpts...), newNATS(b, durable, window)}
 	var acked [2]int64
 	for k, s := range systems {
 		ctx, cancel := chunkContext(*warmupFlag)
@@ -66,7 +67,10 @@ func benchPublish(b *testing.B, durable bool, workers, window int, baseline func
 		measure(b, s, t, func() (int64, time.Duration, error) {
 			ctx, cancel := chunkContext(*chunkFlag)
 			defer cancel()
-			return publishLoad(ctx, s, load{workers: workers, window: window, dur: *chunkFlag})
+			var lat time.Duration
+			n, wall, err := publishLoad(ctx, s, load{workers: workers, window: window, dur: *chunkFlag, latency: &lat})
+			t.latency += lat
+			return n, wall, err
 		})
 	})
 	for k := range systems {
@@ -87,6 +91,21 @@ func BenchmarkPublishSync(b *testing.B) {
 // total (Producer.SendAsync vs jetstream.PublishAsync), default flushing.
 func BenchmarkPublishPipelined(b *testing.B) {
 	b.Run("workers=4/window=1024", func(b *testing.B) { benchPublish(b, false, 4, 1024, nil) })
+}
+
+// BenchmarkPublishAutoBatch: the pipelined case with the Apogee producer's
+// auto-batching on (WithAutoBatch, RocketMQ's defaults: batchMaxDelayMs 10,
+// batchMaxBytes 32 KiB), reported beside the default rows, never instead.
+// NATS runs as in the pipelined case (its client has no batching option).
+// window=1: one send in flight at a time, so each message waits the batch
+// delay alone: the latency auto-batching adds at low load
+// (*-mean-latency-ms).
+func BenchmarkPublishAutoBatch(b *testing.B) {
+	for _, c := range []struct{ workers, window int }{{4, 1024}, {1, 1}} {
+		b.Run(fmt.Sprintf("workers=%d/window=%d", c.workers, c.window), func(b *testing.B) {
+			benchPublish(b, false, c.workers, c.window, nil, client.WithAutoBatch(true))
+		})
+	}
 }
 
 // BenchmarkPublishDurable: synchronous publishers whose acknowledgement

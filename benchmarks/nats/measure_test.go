@@ -70,6 +70,12 @@ type load struct {
 	dur     time.Duration        // stop issuing after this
 	limit   int64                // stop after this many (0: no limit)
 	body    func(i int64) []byte // nil: one shared 1 KiB body
+	// latency, when not nil, receives the sum over the acknowledged
+	// messages of (acknowledgement time - issue time): the sum of the
+	// acknowledgement times minus the sum of the issue times, so no
+	// message needs an identity in the callback (both clients have one
+	// acknowledgement handler). Divided by the count: the mean latency.
+	latency *time.Duration
 }
 
 // firstError keeps the first error reported.
@@ -99,6 +105,8 @@ func (f *firstError) get() error {
 func publishLoad(ctx context.Context, s system, l load) (int64, time.Duration, error) {
 	shared := body(0)
 	var issued, acked atomic.Int64
+	var issuedNs, ackedNs atomic.Int64 // sums of nanoseconds since start (latency)
+	start := time.Now()
 	var failed firstError
 	var stop atomic.Bool
 	fail := func(err error) { failed.set(fmt.Errorf("%s: %w", s.name(), err)); stop.Store(true) }
@@ -110,13 +118,15 @@ func publishLoad(ctx context.Context, s system, l load) (int64, time.Duration, e
 			if err != nil {
 				fail(err)
 			} else {
+				if l.latency != nil {
+					ackedNs.Add(int64(time.Since(start)))
+				}
 				acked.Add(1)
 			}
 			<-sem
 			inflight.Done()
 		})
 	}
-	start := time.Now()
 	deadline := start.Add(l.dur)
 	var wg sync.WaitGroup
 	for range l.workers {
@@ -131,9 +141,14 @@ func publishLoad(ctx context.Context, s system, l load) (int64, time.Duration, e
 					b = l.body(i - 1)
 				}
 				if sem == nil {
+					at := time.Since(start)
 					if err := s.publish(ctx, b); err != nil {
 						fail(err)
 						return
+					}
+					if l.latency != nil {
+						issuedNs.Add(int64(at))
+						ackedNs.Add(int64(time.Since(start)))
 					}
 					acked.Add(1)
 					continue
@@ -144,6 +159,9 @@ func publishLoad(ctx context.Context, s system, l load) (int64, time.Duration, e
 					return
 				}
 				inflight.Add(1)
+				if l.latency != nil {
+					issuedNs.Add(int64(time.Since(start)))
+				}
 				if err := s.publishAsync(ctx, b); err != nil {
 					<-sem
 					inflight.Done()
@@ -165,6 +183,9 @@ func publishLoad(ctx context.Context, s system, l load) (int64, time.Duration, e
 	if err := errors.Join(failed.get(), ctx.Err()); err != nil {
 		return 0, 0, err
 	}
+	if l.latency != nil {
+		*l.latency = time.Duration(ackedNs.Load() - issuedNs.Load())
+	}
 	return acked.Load(), wall, nil
 }
 
@@ -177,6 +198,9 @@ type tally struct {
 	span   time.Duration // real time of the chunks (wall plus consumer set-up and close)
 	others time.Duration // CPU other processes of the machine used during span
 	anonKB int64         // largest anonymous RSS of the server seen after a chunk
+	// latency sums (ack - issue) over the messages of the chunks that
+	// measure it (publish cases); zero otherwise.
+	latency time.Duration
 	// flushes counts the cache-flush requests the disk under the servers'
 	// temp dirs completed during the chunks (every fsync/msync/fdatasync
 	// issues one on a write-back disk). Other processes only add to it.
@@ -293,6 +317,11 @@ func report(b *testing.B, systems [2]system, t [2]tally) {
 		b.ReportMetric(float64(t[k].anonKB)/1024, n+"-anon-rss-MiB")
 		if t[k].span > 0 {
 			b.ReportMetric(t[k].others.Seconds()/t[k].span.Seconds(), n+"-other-cores")
+		}
+		if t[k].latency > 0 && t[k].msgs > 0 {
+			mean := t[k].latency.Seconds() * 1000 / float64(t[k].msgs)
+			b.ReportMetric(mean, n+"-mean-latency-ms")
+			b.Logf("%-6s mean latency (issue to acknowledgement) %.3f ms", n, mean)
 		}
 		b.Logf("%-6s %9d msgs in %6.2fs = %9.0f msgs/s; server CPU %5.2fs (%.1f us/msg), client CPU %5.2fs (%.1f us/msg); server RSS peak %d MiB, anonymous %d MiB",
 			n, t[k].msgs, t[k].wall.Seconds(), ratePer[k], t[k].srvCPU.Seconds(), usPer(t[k].srvCPU, t[k].msgs),

@@ -164,21 +164,35 @@ func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.Sen
 	if len(h.Topic) > names.MaxTopicLength {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "message topic length too long %d", len(h.Topic))
 	}
-	msgs, err := message.DecodeBatch(req.Body)
+	// The items' properties stay encoded (send_raw.go): stored verbatim
+	// when every pair is canonical, decoded into maps otherwise.
+	msgs, props, err := message.DecodeBatchRaw(req.Body)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "bad batch body: %v", err)
 	}
 	if len(msgs) == 0 {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "empty batch")
 	}
+	raw := true
+	for _, p := range props {
+		if !canonicalProperties(p) {
+			raw = false
+			break
+		}
+	}
+	exts := make([]message.Ext, len(msgs))
 	batch := make([]*message.Ext, len(msgs))
 	for i := range msgs {
 		m := msgs[i]
 		m.Topic = h.Topic
-		if m.Properties == nil {
-			m.Properties = map[string]string{}
+		if !raw {
+			m.Properties = message.DecodeProperties(props[i])
+			if m.Properties == nil {
+				m.Properties = map[string]string{}
+			}
 		}
-		batch[i] = &message.Ext{
+		batch[i] = &exts[i]
+		exts[i] = message.Ext{
 			Message:        m,
 			QueueID:        h.QueueID,
 			SysFlag:        sysFlag,
@@ -192,9 +206,14 @@ func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.Sen
 	b.stats.sendRequests.Add(1)
 	tm := b.meters.topic(h.Topic) // meters.go
 	start := b.meters.now()       // meters_rpc.go: zero without metrics
-	b.Store.PutMessages(batch, func(res store.PutResult) {
+	cb := func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, ""), start)
-	})
+	}
+	if raw {
+		b.Store.PutMessagesRawProperties(batch, props, cb)
+	} else {
+		b.Store.PutMessages(batch, cb)
+	}
 	return nil, nil
 }
 

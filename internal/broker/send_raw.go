@@ -75,3 +75,19 @@ func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.Sen
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, ""), start)
 	})
 }
+
+// canonicalProperties reports whether an encoded properties string can be
+// stored verbatim: every pair is canonical (message.NextProperty), so
+// readers decode exactly the pairs a map would have held. Used for the
+// items of a batch, to which the broker adds no property. It allocates
+// nothing.
+func canonicalProperties(raw string) bool {
+	for n := 0; raw != "" && n < message.MaxPropertiesSize; n++ {
+		_, _, rest, canonical := message.NextProperty(raw)
+		if !canonical {
+			return false
+		}
+		raw = rest
+	}
+	return raw == ""
+}

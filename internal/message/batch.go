@@ -99,6 +99,51 @@ func DecodeBatch(body []byte) ([]Message, error) {
 	return msgs, nil
 }
 
+// DecodeBatchRaw is DecodeBatch without decoding the properties: props[i]
+// is item i's encoded properties string (all of them substrings of one
+// allocation), msgs[i].Properties is nil and msgs[i].Body aliases body
+// (which the caller must not modify while the messages are in use). For a
+// broker that stores the items' properties verbatim.
+func DecodeBatchRaw(body []byte) (msgs []Message, props []string, err error) {
+	count, propsLen := 0, 0
+	for off := 0; off < len(body); count++ {
+		size, err := batchItemLen(body[off:], count, off)
+		if err != nil {
+			return nil, nil, err
+		}
+		bodyLen := int(binary.BigEndian.Uint32(body[off+16:]))
+		propsLen += size - batchItemFixedSize - bodyLen
+		off += size
+	}
+	if count == 0 {
+		return nil, nil, nil
+	}
+	all := make([]byte, 0, propsLen)
+	msgs = make([]Message, count)
+	ends := make([]int, count)
+	be := binary.BigEndian
+	off := 0
+	for i := range msgs {
+		size := int(be.Uint32(body[off:]))
+		item := body[off : off+size]
+		m := &msgs[i]
+		m.Flag = int32(be.Uint32(item[12:]))
+		bodyLen := int(be.Uint32(item[16:]))
+		m.Body = item[20 : 20+bodyLen : 20+bodyLen]
+		all = append(all, item[20+bodyLen+2:]...)
+		ends[i] = len(all)
+		off += size
+	}
+	str := string(all)
+	props = make([]string, count)
+	from := 0
+	for i, end := range ends {
+		props[i] = str[from:end]
+		from = end
+	}
+	return msgs, props, nil
+}
+
 // batchItemLen validates the item at the start of b and returns its size.
 func batchItemLen(b []byte, index, off int) (int, error) {
 	be := binary.BigEndian

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -173,6 +174,24 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 // records are written contiguously under one append lock (a batch never
 // spans two files). Batches may not be transactional or delayed.
 func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
+	s.putMessages(batch, nil, done)
+}
+
+// PutMessagesRawProperties is PutMessages with each message's properties
+// already encoded: props[i] is written verbatim as batch[i]'s properties
+// (its Properties map is ignored), as PutMessageRawProperties does for one
+// message. len(props) must equal len(batch).
+func (s *Store) PutMessagesRawProperties(batch []*message.Ext, props []string, done func(PutResult)) {
+	if len(props) != len(batch) {
+		done(PutResult{Status: MessageIllegal, Remark: "batch properties do not match its messages"})
+		return
+	}
+	s.putMessages(batch, props, done)
+}
+
+// putMessages is PutMessages; with raw set, raw[i] are batch[i]'s encoded
+// properties.
+func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutResult)) {
 	start := time.Now()
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
@@ -188,14 +207,19 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 	topic, qid := batch[0].Topic, batch[0].QueueID
 	var buf []byte
 	metas := make([]recMeta, 0, len(batch))
-	for _, m := range batch {
+	for i, m := range batch {
 		if m.Topic != topic || m.QueueID != qid {
 			done(PutResult{Status: MessageIllegal, Remark: "batch mixes topics or queues"})
 			return
 		}
 		tt := message.TransactionType(m.SysFlag)
-		if tt == message.SysFlagTransactionPreparedType || tt == message.SysFlagTransactionRollbackType ||
-			m.Properties[message.PropertyDelayTimeLevel] != "" && m.DelayTimeLevel() > 0 {
+		delayed := m.Properties[message.PropertyDelayTimeLevel] != "" && m.DelayTimeLevel() > 0
+		if raw != nil {
+			lvl, _ := message.LookupProperty(raw[i], message.PropertyDelayTimeLevel)
+			n, _ := strconv.Atoi(lvl)
+			delayed = n > 0
+		}
+		if tt == message.SysFlagTransactionPreparedType || tt == message.SysFlagTransactionRollbackType || delayed {
 			done(PutResult{Status: MessageIllegal, Remark: "batch message cannot be transactional or delayed"})
 			return
 		}
@@ -206,7 +230,11 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 		s.prepareHosts(m)
 		n := len(buf)
 		var st PutStatus
-		buf, st = s.encode(buf, m, start)
+		if raw != nil {
+			buf, st = s.encodeRaw(buf, m, raw[i], nil, start)
+		} else {
+			buf, st = s.encode(buf, m, start)
+		}
 		if st != PutOK {
 			done(PutResult{Status: st})
 			return
@@ -229,7 +257,13 @@ func (s *Store) PutMessages(batch []*message.Ext, done func(PutResult)) {
 		}
 		res.MsgID = strings.Join(ids, ",")
 	}
-	s.finishPut(res, batch[0].WaitStoreMsgOK(), start, done)
+	wait := batch[0].WaitStoreMsgOK()
+	if raw != nil {
+		if v, ok := message.LookupProperty(raw[0], message.PropertyWaitStoreMsgOK); ok {
+			wait = strings.EqualFold(v, "true")
+		}
+	}
+	s.finishPut(res, wait, start, done)
 }
 
 // createFailed answers a put whose commit-log file could not be created.
