@@ -15,6 +15,9 @@ import (
 // one is SYSTEM_ERROR, as the Java parser's exception gives).
 // offsetLimitInclusive: an ack may name the max offset, a change may not.
 func (b *Broker) ackTarget(topic string, queueID int32, offset int64, extraInfo string, offsetLimitInclusive bool) (protocol.ReceiptHandle, *protocol.Error) {
+	if perr := b.popStateWritable(); perr != nil {
+		return protocol.ReceiptHandle{}, perr
+	}
 	tc, ok := b.Topics.Get(topic)
 	if !ok {
 		return protocol.ReceiptHandle{}, protocol.Errorf(protocol.TopicNotExist, "topic[%s] not exist, apply first please!", topic)
@@ -33,6 +36,16 @@ func (b *Broker) ackTarget(topic string, queueID int32, offset int64, extraInfo 
 		return ei, protocol.Errorf(protocol.SystemError, "%v", err)
 	}
 	return ei, nil
+}
+
+// popStateWritable refuses acks and changes on a slave: its POP state is
+// its master's copy (pop_repl.go), and RocketMQ's slave store refuses the
+// revive-topic writes an ack makes.
+func (b *Broker) popStateWritable() *protocol.Error {
+	if b.cfg.isSlave() {
+		return protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: ack on the master", b.cfg.BrokerIP1)
+	}
+	return nil
 }
 
 // processAckMessage serves ACK_MESSAGE (200051; AckMessageRequestHeader:
@@ -107,6 +120,9 @@ func (b *Broker) processBatchAckMessage(_ context.Context, _ *remoting.Conn, req
 	}
 	if len(body.Acks) == 0 {
 		return nil, protocol.Errorf(protocol.NoMessage, "batch ack without acks")
+	}
+	if perr := b.popStateWritable(); perr != nil {
+		return nil, perr
 	}
 	for i := range body.Acks {
 		a := &body.Acks[i]

@@ -78,6 +78,14 @@ func TestPopStateFailover(t *testing.T) {
 			t.Fatalf("message %d (%s): in flight on the slave %v, acked %v", i, p.msg.Body, in, acked[string(p.msg.Body)])
 		}
 	}
+	// The slave's copy is its master's: acks and changes sent to it are
+	// refused and change nothing.
+	mustCode(t, invoke(t, c, slave.Addr(), ackReq(group, got[1])), protocol.SlaveNotAvailable)
+	mustCode(t, invoke(t, c, slave.Addr(), protocol.NewRequest(protocol.BatchAckMessage, nil, body)), protocol.SlaveNotAvailable)
+	mustCode(t, invoke(t, c, slave.Addr(), changeReq(group, got[1], time.Second)), protocol.SlaveNotAvailable)
+	if st := slave.pop.state.Stats(); st.InFlight != 6 {
+		t.Fatalf("a slave applied an ack: %+v", st)
+	}
 	// The slave's metadata (topic, group) as SlaveSynchronize copies it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
