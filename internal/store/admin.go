@@ -51,9 +51,11 @@ func (s *Store) CleanExpiredConsumeQueues() int {
 			if len(m) == 0 {
 				delete(s.queues, cq.topic)
 			}
+			s.queueList = nil
 		}
 		s.queuesMu.Unlock()
 		cq.writeMu.Lock()
+		cq.deleted.Store(true)
 		cq.files.destroyAll()
 		cq.writeMu.Unlock()
 		os.Remove(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName, cq.topic))

@@ -37,6 +37,10 @@ type checkpoint struct {
 	indexMsgTimestamp   atomic.Int64
 	masterFlushedOffset atomic.Int64
 	confirmPhyOffset    atomic.Int64
+	// logicsHold, when not 0, is the store time of the oldest consume-queue
+	// unit still in memory (cq_create.go): the persisted
+	// logicsMsgTimestamp stays below it.
+	logicsHold atomic.Int64
 
 	mu sync.Mutex // serialises persist
 	f  *os.File
@@ -89,7 +93,11 @@ func (cp *checkpoint) persist() error {
 	var buf [checkpointUsedBytes]byte
 	be := binary.BigEndian
 	be.PutUint64(buf[cpPhysicMsgTimestamp:], uint64(cp.physicMsgTimestamp.Load()))
-	be.PutUint64(buf[cpLogicsMsgTimestamp:], uint64(cp.logicsMsgTimestamp.Load()))
+	logics := cp.logicsMsgTimestamp.Load()
+	if h := cp.logicsHold.Load(); h > 0 && h <= logics {
+		logics = h - 1
+	}
+	be.PutUint64(buf[cpLogicsMsgTimestamp:], uint64(logics))
 	be.PutUint64(buf[cpIndexMsgTimestamp:], uint64(cp.indexMsgTimestamp.Load()))
 	be.PutUint64(buf[cpMasterFlushedOffset:], uint64(cp.masterFlushedOffset.Load()))
 	be.PutUint64(buf[cpConfirmPhyOffset:], uint64(cp.confirmPhyOffset.Load()))

@@ -65,6 +65,19 @@ type consumeQueue struct {
 	maxPhysicOffset atomic.Int64
 	// minLogicOffset is the byte offset of the first readable unit.
 	minLogicOffset atomic.Int64
+
+	// bg creates the queue's first file off the dispatch goroutine
+	// (cq_create.go); nil or not running: created by the writer.
+	bg *queueCreator
+	// pending holds the units written while the queue has no file yet:
+	// queue offsets pendFrom.. ; guarded by pendMu, appended under writeMu
+	// too. pendEnd is pendFrom+len(pending) while any is pending, else 0.
+	pendMu   sync.Mutex
+	pending  []cqUnit
+	pendFrom int64
+	pendEnd  atomic.Int64
+	// deleted is set (under writeMu) when the queue's topic is deleted.
+	deleted atomic.Bool
 }
 
 // newConsumeQueue builds the queue; its files are sparse and mapped
@@ -78,7 +91,12 @@ func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slo
 }
 
 // maxOffset is the exclusive max queue offset.
-func (cq *consumeQueue) maxOffset() int64 { return cq.files.maxOffset() / CQUnitSize }
+func (cq *consumeQueue) maxOffset() int64 {
+	if e := cq.pendEnd.Load(); e > 0 {
+		return e
+	}
+	return cq.files.maxOffset() / CQUnitSize
+}
 
 // minOffset is the first readable queue offset.
 func (cq *consumeQueue) minOffset() int64 { return cq.minLogicOffset.Load() / CQUnitSize }
@@ -129,14 +147,27 @@ func (cq *consumeQueue) recover() error {
 	return nil
 }
 
-// putUnit appends the unit for queueOffset (4.1 putMessagePositionInfo).
-// Re-dispatch of an already built unit is skipped as success.
-func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
+// putUnit appends the unit for queueOffset (4.1 putMessagePositionInfo);
+// storeTs is the record's store time. Re-dispatch of an already built unit
+// is skipped as success. A queue without a file while the creator runs
+// keeps the unit in memory (putPending); a file not mapped while the
+// mapping limit is reached gets the unit by pwrite instead of evicting
+// another file's mapping.
+func (cq *consumeQueue) putUnit(u cqUnit, queueOffset, storeTs int64) error {
 	cq.writeMu.Lock()
 	defer cq.writeMu.Unlock()
 	if u.PhyOffset+int64(u.Size) <= cq.maxPhysicOffset.Load() {
 		return nil
 	}
+	if cq.pendEnd.Load() > 0 || (cq.bg.active() && cq.files.last() == nil) {
+		cq.putPending(u, queueOffset, storeTs)
+		return nil
+	}
+	return cq.appendLocked(u, queueOffset)
+}
+
+// appendLocked writes the unit into the queue's files. REQUIRES: writeMu.
+func (cq *consumeQueue) appendLocked(u cqUnit, queueOffset int64) error {
 	expected := queueOffset * CQUnitSize
 	empty := cq.files.last() == nil
 	f, err := cq.files.lastOrCreate(expected)
@@ -147,14 +178,17 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
 		return nil // the file is being deleted with its topic
 	}
 	defer f.release()
-	d, err := f.view()
-	if err != nil {
-		if empty {
-			cq.files.removeLastIfEmpty(f)
+	preBlank := empty && expected > f.fromOffset
+	d := f.mappedNow()
+	if d == nil && (preBlank || !f.lazy.m.full()) {
+		if d, err = f.view(); err != nil {
+			if empty {
+				cq.files.removeLastIfEmpty(f)
+			}
+			return err
 		}
-		return err
 	}
-	if empty && expected > f.fromOffset {
+	if preBlank {
 		// Pre-blank: a rebuilt queue whose first message is not offset 0.
 		if err := f.reserve(expected - f.fromOffset); err != nil {
 			cq.files.removeLastIfEmpty(f)
@@ -179,10 +213,18 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset int64) error {
 			"queueId", cq.queueID, "expected", expected/CQUnitSize, "actual", cur/CQUnitSize)
 	}
 	pos := f.wrote.Load()
-	if err := f.reserve(pos + CQUnitSize); err != nil {
-		return err
+	if d == nil {
+		var b [CQUnitSize]byte
+		encodeCQUnit(b[:], u)
+		if err := f.writeAtLazy(b[:], pos); err != nil {
+			return err
+		}
+	} else {
+		if err := f.reserve(pos + CQUnitSize); err != nil {
+			return err
+		}
+		encodeCQUnit(d[pos:], u)
 	}
-	encodeCQUnit(d[pos:], u)
 	f.wrote.Store(pos + CQUnitSize)
 	cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
 	return nil
@@ -201,6 +243,11 @@ func (cq *consumeQueue) unitAt(q int64) (cqUnit, bool) {
 func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) bool) int {
 	if q < 0 || q < cq.minOffset() {
 		return 0
+	}
+	if cq.pendEnd.Load() > 0 {
+		if n, ok := cq.scanPending(q, maxUnits, fn); ok {
+			return n
+		}
 	}
 	off := q * CQUnitSize
 	f := cq.files.findHeld(off)

@@ -91,8 +91,14 @@ func crashChildMain() {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("r%s-w%d-%d", round, w, i)
 				qid := int32((i*crashWriters + w) % crashQueues)
+				topic := "Crash"
+				if i%4 == 3 {
+					// A new queue: its first file is made off dispatch
+					// (cq_create.go) while the child may be killed.
+					topic, qid = fmt.Sprintf("CrashNew-r%s-w%d-%d", round, w, i), 0
+				}
 				m := &message.Ext{QueueID: qid, BornTimestamp: time.Now().UnixMilli()}
-				m.Topic = "Crash"
+				m.Topic = topic
 				m.Body = crashBody(id)
 				m.Properties = map[string]string{message.PropertyKeys: id}
 				done := make(chan PutResult, 1)
@@ -103,7 +109,7 @@ func crashChildMain() {
 					os.Exit(3)
 				}
 				mu.Lock()
-				fmt.Fprintf(out, "%s %d %d %d %d\n", id, r.WroteOffset, r.WroteBytes, qid, r.QueueOffset)
+				fmt.Fprintf(out, "%s %d %d %d %d %s\n", id, r.WroteOffset, r.WroteBytes, qid, r.QueueOffset, topic)
 				out.Flush()
 				mu.Unlock()
 			}
@@ -118,10 +124,12 @@ type ackedMsg struct {
 	size        int32
 	queueID     int32
 	queueOffset int64
+	topic       string
 }
 
 // TestCrashRecovery: every message acknowledged under SYNC_FLUSH (with and
-// without the transient pool) survives a SIGKILL at a random moment,
+// without the transient pool; a quarter of them to brand-new queues, whose
+// first files are made in the background) survives a SIGKILL at a random moment,
 // byte-exact, CRC-valid and reachable through its consume queue and by key;
 // no partial message is ever returned (docs/storage.md §3.1, 6.4).
 // ASYNC_FLUSH runs too: a killed process leaves the page cache, so its
@@ -177,14 +185,14 @@ func runCrashChild(t *testing.T, dir string, mode string, round int, d time.Dura
 	var acked []ackedMsg
 	parse := func(l string) {
 		f := strings.Fields(l)
-		if len(f) != 5 {
+		if len(f) != 6 {
 			return // the torn last line of a killed child
 		}
 		phy, _ := strconv.ParseInt(f[1], 10, 64)
 		size, _ := strconv.ParseInt(f[2], 10, 32)
 		qid, _ := strconv.ParseInt(f[3], 10, 32)
 		qo, _ := strconv.ParseInt(f[4], 10, 64)
-		acked = append(acked, ackedMsg{f[0], phy, int32(size), int32(qid), qo})
+		acked = append(acked, ackedMsg{f[0], phy, int32(size), int32(qid), qo, f[5]})
 	}
 	deadline := time.After(20 * time.Second)
 	var killAt <-chan time.Time
@@ -245,7 +253,7 @@ func verifyCrashStore(t *testing.T, dir string, mode string, acked, lastRound []
 		if !bytes.Equal(m.Body, crashBody(a.id)) || m.Properties[message.PropertyKeys] != a.id {
 			t.Fatalf("round %d: %s at %d has other content", round, a.id, a.phy)
 		}
-		res := s.GetMessage("g", "Crash", a.queueID, a.queueOffset, 1, 1<<20, nil)
+		res := s.GetMessage("g", a.topic, a.queueID, a.queueOffset, 1, 1<<20, nil)
 		if res.Status != Found || !bytes.Equal(res.Messages[0], raw) {
 			t.Fatalf("round %d: %s not reachable through queue %d offset %d: %v", round, a.id, a.queueID, a.queueOffset, res.Status)
 		}
@@ -254,7 +262,7 @@ func verifyCrashStore(t *testing.T, dir string, mode string, acked, lastRound []
 		if i%7 != 0 && i < len(acked)-len(lastRound) {
 			continue
 		}
-		found, err := s.QueryMessage("Crash", a.id, 32, 0, time.Now().UnixMilli()+1000)
+		found, err := s.QueryMessage(a.topic, a.id, 32, 0, time.Now().UnixMilli()+1000)
 		ok := false
 		for _, m := range found {
 			ok = ok || m.CommitLogOffset == a.phy

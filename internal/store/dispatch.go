@@ -192,7 +192,7 @@ var errDispatchRetry = errors.New("store: consume queue write failed")
 // non-writable (WRITE_LOGICS_QUEUE_ERROR) until a retry succeeds.
 func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
 	u := cqUnit{PhyOffset: r.phyOffset, Size: r.size, TagsCode: r.tagsCode}
-	if err := cq.putUnit(u, r.queueOffset); err != nil {
+	if err := cq.putUnit(u, r.queueOffset, r.storeTimestamp); err != nil {
 		why := err.Error()
 		s.logicsErrReason.Store(&why)
 		if s.logicsError.CompareAndSwap(false, true) {
@@ -205,6 +205,22 @@ func (s *Store) putUnitWithRetry(cq *consumeQueue, r *dispatchRequest) error {
 		s.log.Info("consume queue writable again", "topic", string(r.topic), "queueId", r.queueID)
 	}
 	return nil
+}
+
+// creatorError is the queue creator's report: a failure makes the store
+// refuse writes (as a failed unit write does) until a creation succeeds.
+func (s *Store) creatorError(err error) {
+	if err != nil {
+		why := err.Error()
+		s.logicsErrReason.Store(&why)
+		if s.logicsError.CompareAndSwap(false, true) {
+			s.log.Error("consume queue file creation failed; writes refused until it succeeds", "err", err)
+		}
+		return
+	}
+	if s.logicsError.Load() && s.logicsError.CompareAndSwap(true, false) {
+		s.log.Info("consume queue files can be created again")
+	}
 }
 
 // tagsCode is the consume-queue tag field: the tag hash, or for the

@@ -372,6 +372,9 @@ func (s *Store) flushConsumeQueues(least int) {
 		queues = dirty
 	}
 	for _, cq := range queues {
+		if !cq.files.mayFlush(least) {
+			continue
+		}
 		if err := cq.flush(least); err != nil {
 			s.log.Error("consume queue flush failed", "topic", cq.topic, "queueId", cq.queueID, "err", err)
 		}

@@ -64,7 +64,7 @@ func FuzzConsumeQueueReader(f *testing.F) {
 		if cq.maxOffset() > maxO {
 			t.Fatalf("truncation grew the queue: %d > %d", cq.maxOffset(), maxO)
 		}
-		_ = cq.putUnit(cqUnit{PhyOffset: 1 << 50, Size: 10}, max(q, 0)%1000)
+		_ = cq.putUnit(cqUnit{PhyOffset: 1 << 50, Size: 10}, max(q, 0)%1000, 0)
 	})
 }
 

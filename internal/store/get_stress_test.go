@@ -181,6 +181,7 @@ func TestGetMessageNeverStepsOverUnreadableUnit(t *testing.T) {
 				mustPut(t, s, newMsg("U", 0, "x", map[string]string{"TAGS": "TagA"}))
 			}
 			waitDispatched(t, s, "U", 0, 3)
+			waitQueueFiles(t, s)
 			cq := s.getQueue("U", 0)
 			cq.writeMu.Lock()
 			f, err := cq.files.lastOrCreate(3 * CQUnitSize)

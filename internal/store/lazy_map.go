@@ -109,6 +109,9 @@ func createLazyFile(path string, fromOffset, size int64, m *mapper) (*mappedFile
 		}
 		mf.lazy.reserved.Store(to)
 	}
+	if m.full() {
+		return mf, nil // the writer pwrites; mapped on a reader's first use
+	}
 	m.maps.Add(1)
 	data, err := mmapFile(f, size)
 	if err != nil {
@@ -124,6 +127,41 @@ func createLazyFile(path string, fromOffset, size int64, m *mapper) (*mappedFile
 	l.m.add(mf)
 	l.mapMu.Unlock()
 	return mf, nil
+}
+
+// mappedNow returns the mapping if the file is mapped now, else nil.
+// REQUIRES: a reference held (hold), kept while the slice is used.
+func (mf *mappedFile) mappedNow() []byte {
+	l := mf.lazy
+	if l == nil {
+		return mf.data
+	}
+	if p := l.mapping.Load(); p != nil {
+		if !l.used.Load() {
+			l.used.Store(true)
+		}
+		return *p
+	}
+	return nil
+}
+
+// writeAtLazy writes b at off through a brief descriptor: the writer of a
+// file that is not mapped while the mapping limit is reached (mapping it
+// would unmap another file: with more queues than mappings written
+// round-robin, every unit cost an mmap and a munmap). A pwrite into a
+// hole allocates its block or fails with ENOSPC, so it needs no
+// reservation; the page cache keeps it coherent with any mapping.
+func (mf *mappedFile) writeAtLazy(b []byte, off int64) error {
+	f, err := os.OpenFile(mf.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+	}
+	_, err = f.WriteAt(b, off)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("store: write %s: %w", mf.path, diskErr(err))
+	}
+	return nil
 }
 
 // view returns the mapping, mapping the file if needed.
@@ -306,7 +344,12 @@ type mapper struct {
 
 	maps   atomic.Int64 // mmap calls
 	unmaps atomic.Int64 // munmap calls
+	count  atomic.Int64 // len(ring), readable without mu
 }
+
+// full reports whether the ring is at its limit (a new mapping would
+// unmap another file).
+func (m *mapper) full() bool { return m.count.Load() >= int64(m.limit) }
 
 func newMapper(limit int) *mapper { return &mapper{limit: max(limit, 2)} }
 
@@ -326,6 +369,7 @@ func (m *mapper) add(mf *mappedFile) {
 		m.ring = append(m.ring, mf)
 	}
 	m.evictLocked(len(m.ring)-m.limit, mf)
+	m.count.Store(int64(len(m.ring)))
 }
 
 // shrink unmaps an eighth of the mapped files (at least one), sparing
@@ -369,6 +413,7 @@ func (m *mapper) removeLocked(mf *mappedFile) {
 	m.ring[i].lazy.slot = i
 	m.ring[last] = nil
 	m.ring = m.ring[:last]
+	m.count.Store(int64(len(m.ring)))
 	mf.lazy.slot = -1
 }
 

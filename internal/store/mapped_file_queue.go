@@ -275,6 +275,25 @@ func (q *mappedFileQueue) writtenOffset() int64 {
 	return 0
 }
 
+// mayFlush is a cheap test (no file lookup, no lock but last's) of
+// whether flush(leastPages) could move the frontier: false only when
+// nothing is unflushed, or when fewer than leastPages pages are, all in
+// the frontier's file and short of its end.
+func (q *mappedFileQueue) mayFlush(leastPages int) bool {
+	w, fl := q.writtenOffset(), q.flushedWhere.Load()
+	if w <= fl {
+		return false
+	}
+	if leastPages <= 0 {
+		return true
+	}
+	base := fl - fl%q.fileSize
+	if w-base >= q.fileSize {
+		return true // the frontier's file is complete
+	}
+	return (w-base)/pageSize-(fl-base)/pageSize >= int64(leastPages)
+}
+
 // flush flushes one file (the one holding the flush frontier) and reports
 // whether the frontier did NOT move, as RocketMQ does. Errors are sticky at
 // the caller.

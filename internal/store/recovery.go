@@ -103,6 +103,7 @@ func (s *Store) recover(lastExitOK bool) error {
 		}
 		s.queuesMu.Lock()
 		s.queues = make(map[string]map[int32]*consumeQueue)
+		s.queueList = nil
 		s.queuesMu.Unlock()
 		s.commitLog.flushedWhere.Store(0)
 		s.commitLog.committedWhere.Store(0)

@@ -255,6 +255,7 @@ func TestMinOffsetCorrectionPastHeldFile(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	s := openStore(t, cfg)
 	res := writeN(t, s, 300)
+	waitQueueFiles(t, s)
 	cq := s.getQueue("T", 0)
 	first := cq.files.snapshot()[0]
 	if !first.hold() {

@@ -65,8 +65,16 @@ type Store struct {
 
 	queuesMu sync.RWMutex
 	queues   map[string]map[int32]*consumeQueue // guarded by queuesMu
+	// queueList is every queue of queues as one slice (nil: rebuild it);
+	// guarded by queuesMu. Additions append (readers hold a prefix, never
+	// an element that changes); removals drop it. The per-second
+	// consume-queue flush walks it: walking the nested maps of 100,000
+	// topics cost ~60 ms a pass.
+	queueList []*consumeQueue
 	// mapper bounds the consume-queue mappings (lazy_map.go).
 	mapper *mapper
+	// creator makes new queues' first files off dispatch (cq_create.go).
+	creator *queueCreator
 
 	index *indexService
 
@@ -150,6 +158,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 		limit = defaultMappedLimit()
 	}
 	s.mapper = newMapper(limit)
+	s.creator = newQueueCreator(s.log, func(ts int64) { s.cp.logicsHold.Store(ts) }, s.mapper, s.creatorError)
 	s.confirmOffset.Store(-1)
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	if s.totalMemory = totalMemory(); s.totalMemory <= 0 {
@@ -185,6 +194,8 @@ func (s *Store) Start() error {
 	// first cleanup pass (cleanupInitialDelay after start).
 	s.checkDiskSpace()
 	s.goFunc("store-dispatch", s.runDispatch)
+	s.creator.running.Store(true) // before any put can be dispatched
+	s.goFunc("store-cq-create", func() { s.creator.run(s.quit) })
 	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable && !s.cfg.WriteWithoutMmap {
 		s.goFunc("store-prefault", s.runPrefault)
 	}
@@ -318,7 +329,8 @@ func (s *Store) Close() error {
 		time.Sleep(time.Millisecond)
 	}
 	s.routines.Close()
-	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load()
+	s.creator.drain() // after dispatch stopped: every pending unit to its file
+	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load() && s.creator.pendingQueues() == 0
 	if !s.flushFailed.Load() {
 		for i := 0; i < 10; i++ {
 			if unchanged, err := s.commitLog.flush(0); err != nil || unchanged {
@@ -426,6 +438,7 @@ func (s *Store) loadConsumeQueues() error {
 				continue
 			}
 			cq := newConsumeQueue(s.cfg.StorePathRootDir, t.Name(), int32(id), s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
+			cq.bg = s.creator
 			if err := cq.files.load(); err != nil {
 				return err
 			}
@@ -442,6 +455,11 @@ func (s *Store) putQueue(cq *consumeQueue) {
 	if m == nil {
 		m = make(map[int32]*consumeQueue)
 		s.queues[cq.topic] = m
+	}
+	if old := m[cq.queueID]; old != nil {
+		s.queueList = nil
+	} else if s.queueList != nil {
+		s.queueList = append(s.queueList, cq)
 	}
 	m[cq.queueID] = cq
 }
@@ -481,20 +499,35 @@ func (s *Store) findOrCreateQueue(topic string, queueID int32) *consumeQueue {
 		return cq
 	}
 	cq := newConsumeQueue(s.cfg.StorePathRootDir, topic, queueID, s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
+	cq.bg = s.creator
 	m[queueID] = cq
+	if s.queueList != nil {
+		s.queueList = append(s.queueList, cq)
+	}
 	return cq
 }
 
+// allQueues returns every consume queue. The slice is shared: callers
+// must not modify it.
 func (s *Store) allQueues() []*consumeQueue {
 	s.queuesMu.RLock()
-	defer s.queuesMu.RUnlock()
-	var out []*consumeQueue
-	for _, m := range s.queues {
-		for _, cq := range m {
-			out = append(out, cq)
-		}
+	out := s.queueList
+	s.queuesMu.RUnlock()
+	if out != nil {
+		return out
 	}
-	return out
+	s.queuesMu.Lock()
+	defer s.queuesMu.Unlock()
+	if s.queueList == nil {
+		out := make([]*consumeQueue, 0, len(s.queues))
+		for _, m := range s.queues {
+			for _, cq := range m {
+				out = append(out, cq)
+			}
+		}
+		s.queueList = out
+	}
+	return s.queueList
 }
 
 // AddArrivalListener registers a listener for dispatched messages.
@@ -529,9 +562,11 @@ func (s *Store) DeleteTopics(topics []string) error {
 		s.queuesMu.Lock()
 		m := s.queues[t]
 		delete(s.queues, t)
+		s.queueList = nil
 		s.queuesMu.Unlock()
 		for _, cq := range m {
 			cq.writeMu.Lock()
+			cq.deleted.Store(true)
 			cq.files.destroyAll()
 			cq.writeMu.Unlock()
 		}

@@ -98,6 +98,14 @@ func waitDispatched(t testing.TB, s *Store, topic string, qid int32, n int64) {
 		"queue %s-%d never reached %d (at %d)", topic, qid, n, s.MaxOffsetInQueue(topic, qid))
 }
 
+// waitQueueFiles waits until no queue waits for its first file (tests that
+// touch consume-queue files directly).
+func waitQueueFiles(t testing.TB, s *Store) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.creator.pendingQueues() == 0 },
+		"%d queues still wait for their first file", s.creator.pendingQueues())
+}
+
 func decode(t testing.TB, raw []byte) *message.Ext {
 	t.Helper()
 	m, n, err := message.DecodeStored(raw, message.DecodeOptions{VerifyCRC: true})
