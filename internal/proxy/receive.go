@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -374,18 +375,113 @@ func (svc *service) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (
 	defer cancel()
 	out := make([]*pb.AckMessageResultEntry, len(req.GetEntries()))
 	now := time.Now()
+	var valid []pendingAck
 	for i, e := range req.GetEntries() {
 		handle := svc.renewer.latest(e.GetReceiptHandle())
 		svc.renewer.untrack(e.GetReceiptHandle())
-		r := &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle()}
+		out[i] = &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle()}
 		if h, err := parseHandle(handle, now); err != nil {
-			r.Status = toStatus(err)
+			out[i].Status = toStatus(err)
 		} else {
-			r.Status = svc.ackHandle(cctx, group, liteQueueTopic(topic, e.GetLiteTopic()), h) // lite.go
+			valid = append(valid, pendingAck{entry: out[i], topic: liteQueueTopic(topic, e.GetLiteTopic()), h: h}) // lite.go
 		}
-		out[i] = r
+	}
+	if len(valid) == 1 {
+		valid[0].entry.Status = svc.ackHandle(cctx, group, valid[0].topic, valid[0].h)
+	} else if len(valid) > 1 {
+		svc.batchAck(cctx, group, valid)
 	}
 	return &pb.AckMessageResponse{Status: commonStatus(out), Entries: out}, nil
+}
+
+// pendingAck is one well-formed entry of an AckMessage request; topic is
+// the broker topic it names (the request's, or a lite topic's queue).
+type pendingAck struct {
+	entry *pb.AckMessageResultEntry
+	topic string
+	h     protocol.ReceiptHandle
+}
+
+// ackCheckpoint groups the handles of one broker pop: a BatchAck names
+// its fields once and the acked offsets as bits.
+type ackCheckpoint struct {
+	topic                     string
+	topicType                 protocol.PopTopicType
+	queueID, reviveQueueID    int32
+	ckOffset, popTime, invisT int64
+}
+
+// batchAck acks a request's entries (two or more) with one BATCH_ACK
+// (200151) per broker, one BatchAck per pop checkpoint, instead of an
+// ACK_MESSAGE per entry: one round trip and one ack record per
+// checkpoint. As in the reference proxy's batch-ack mode, every entry of
+// a batch the broker accepts is OK: BATCH_ACK reports no per-message
+// result, so a handle whose message is no longer in flight is not told
+// apart here (a single-entry request, what the official clients send,
+// still is, through ackHandle).
+func (svc *service) batchAck(ctx context.Context, group string, acks []pendingAck) {
+	type brokerBatch struct {
+		addr, name string
+		cks        map[ackCheckpoint][]int64
+		order      []ackCheckpoint // first-seen order of cks' keys
+		entries    []*pb.AckMessageResultEntry
+	}
+	var batches []*brokerBatch
+	byBroker := map[string]*brokerBatch{}
+	for _, a := range acks {
+		bb := byBroker[a.h.BrokerName]
+		if bb == nil {
+			addr, err := svc.srv.backend.brokerAddr(ctx, a.topic, a.h.BrokerName)
+			if err != nil {
+				a.entry.Status = statusf(pb.Code_INVALID_RECEIPT_HANDLE, "receipt handle names an unknown broker %q", a.h.BrokerName)
+				continue
+			}
+			bb = &brokerBatch{addr: addr, name: a.h.BrokerName, cks: map[ackCheckpoint][]int64{}}
+			byBroker[a.h.BrokerName] = bb
+			batches = append(batches, bb)
+		}
+		k := ackCheckpoint{topic: a.topic, topicType: a.h.TopicType, queueID: a.h.QueueID, reviveQueueID: a.h.ReviveQueueID,
+			ckOffset: a.h.CkQueueOffset, popTime: a.h.PopTime, invisT: a.h.InvisibleTime}
+		if _, ok := bb.cks[k]; !ok {
+			bb.order = append(bb.order, k)
+		}
+		bb.cks[k] = append(bb.cks[k], a.h.QueueOffset)
+		bb.entries = append(bb.entries, a.entry)
+	}
+	for _, bb := range batches {
+		st := svc.sendBatchAck(ctx, group, bb.addr, bb.name, bb.order, bb.cks)
+		for _, e := range bb.entries {
+			e.Status = st
+		}
+	}
+}
+
+// sendBatchAck sends one broker's BATCH_ACK and maps its answer.
+func (svc *service) sendBatchAck(ctx context.Context, group, addr, broker string, order []ackCheckpoint, cks map[ackCheckpoint][]int64) *pb.Status {
+	body := protocol.BatchAckMessageRequestBody{BrokerName: broker, Acks: make([]protocol.BatchAck, 0, len(order))}
+	for _, k := range order {
+		a := protocol.BatchAck{ConsumerGroup: group, Topic: k.topic, Retry: strconv.Itoa(int(k.topicType)), QueueID: k.queueID,
+			ReviveQueueID: k.reviveQueueID, PopTime: k.popTime, InvisibleTime: k.invisT}
+		if err := a.SetOffsetsFrom(k.ckOffset, cks[k]); err != nil {
+			return statusf(pb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
+		}
+		body.Acks = append(body.Acks, a)
+	}
+	raw, err := protocol.MarshalJSON(&body)
+	if err != nil {
+		return statusf(pb.Code_INTERNAL_SERVER_ERROR, "encode batch ack: %v", err)
+	}
+	resp, err := svc.srv.rc.InvokeSync(ctx, addr, protocol.NewRequest(protocol.BatchAckMessage, nil, raw))
+	if err != nil {
+		return toStatus(err)
+	}
+	switch protocol.ResponseCode(resp.Code) {
+	case protocol.Success:
+		return okStatus()
+	case protocol.NoMessage, protocol.MessageIllegal:
+		return statusf(pb.Code_INVALID_RECEIPT_HANDLE, "%s", resp.Remark)
+	}
+	return brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
 }
 
 func commonStatus(entries []*pb.AckMessageResultEntry) *pb.Status {

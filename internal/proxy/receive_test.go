@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -160,5 +161,67 @@ func TestReceiveAckChangeStatuses(t *testing.T) {
 	}
 	if st := ack(again[0].SystemProperties.GetReceiptHandle()); st.Code != pb.Code_OK {
 		t.Errorf("ack of the redelivered message: %v", st)
+	}
+}
+
+// TestAckMessageBatch: an AckMessage with several entries acks them with
+// one BATCH_ACK (per broker and pop): every entry answers OK, each message
+// is then out of flight (a single ack of its handle is refused), and a
+// malformed entry in the batch still gets its own status.
+func TestAckMessageBatch(t *testing.T) {
+	e := startEnv(t)
+	e.createTopic(t, "BatchAckTopic", 1, "")
+	c := e.dial(t, false)
+	ctx := withClient(testutil.Context(t, 30*time.Second), "pop-batch")
+	for i := range 5 {
+		r, err := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{{Topic: &pb.Resource{Name: "BatchAckTopic"},
+			Body: []byte{byte('a' + i)}, SystemProperties: &pb.SystemProperties{MessageId: "B" + strconv.Itoa(i), BornTimestamp: timestamppb.Now()}}}})
+		if err != nil || r.Status.Code != pb.Code_OK {
+			t.Fatalf("send: %v %v", r, err)
+		}
+	}
+	mq := &pb.MessageQueue{Topic: &pb.Resource{Name: "BatchAckTopic"}, Id: 0, Broker: &pb.Broker{Name: "broker-a"}}
+	var msgs []*pb.Message
+	testutil.Eventually(t, 15*time.Second, func() bool {
+		// Two receives of at most 3: the handles of one batch span two pops.
+		_, m := receiveFrames(t, c, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "BatchAckGroup"}, MessageQueue: mq, BatchSize: 3,
+			FilterExpression:  &pb.FilterExpression{Type: pb.FilterType_TAG, Expression: "*"},
+			InvisibleDuration: durationpb.New(30 * time.Second), LongPollingTimeout: durationpb.New(2 * time.Second)}, "pop-batch")
+		msgs = append(msgs, m...)
+		return len(msgs) == 5
+	})
+	ack := func(handles ...string) *pb.AckMessageResponse {
+		t.Helper()
+		req := &pb.AckMessageRequest{Group: &pb.Resource{Name: "BatchAckGroup"}, Topic: &pb.Resource{Name: "BatchAckTopic"}}
+		for _, h := range handles {
+			req.Entries = append(req.Entries, &pb.AckMessageEntry{MessageId: "x", ReceiptHandle: h})
+		}
+		r, err := c.AckMessage(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var handles []string
+	for _, m := range msgs {
+		handles = append(handles, m.SystemProperties.GetReceiptHandle())
+	}
+	r := ack(append(slices.Clone(handles), "not a handle")...)
+	if r.Status.Code != pb.Code_MULTIPLE_RESULTS || len(r.Entries) != 6 {
+		t.Fatalf("batch ack: %v", r)
+	}
+	for i, en := range r.Entries {
+		want := pb.Code_OK
+		if i == 5 {
+			want = pb.Code_INVALID_RECEIPT_HANDLE
+		}
+		if en.Status.Code != want || en.ReceiptHandle != append(handles, "not a handle")[i] {
+			t.Errorf("entry %d: %v, want %v", i, en, want)
+		}
+	}
+	for i, h := range handles {
+		if st := ack(h).Status; st.Code != pb.Code_INVALID_RECEIPT_HANDLE {
+			t.Errorf("message %d still in flight after the batch ack: %v", i, st)
+		}
 	}
 }
