@@ -277,7 +277,8 @@ func (b *Broker) processBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, r
 		"bootTimeSeconds":                  strconv.FormatInt(int64(up/time.Second), 10),
 		"earliestMessageTimeStampInMillis": i64(earliest),
 	}
-	b.popRuntimeInfo(table) // pop_repl.go
+	b.popRuntimeInfo(table)        // pop_repl.go
+	b.addForwardRuntimeInfo(table) // controller_forward.go
 	body, err := (&protocol.KVTable{Table: table}).Encode()
 	if err != nil {
 		return nil, err

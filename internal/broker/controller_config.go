@@ -41,6 +41,10 @@ type ControllerModeConfig struct {
 	// HaMaxTimeSlaveNotCatchup: a slave that has not caught up for this
 	// long leaves the SyncStateSet (15 s).
 	HaMaxTimeSlaveNotCatchup time.Duration `conf:"haMaxTimeSlaveNotCatchup"`
+	// ForwardSendToMaster (Apogee): a slave relays sends to the master the
+	// controller named, so producers with a stale route recover when the
+	// old master's address serves again (controller_forward.go; true).
+	ForwardSendToMaster bool `conf:"forwardSendToMaster"`
 	// StorePathEpochFile is the epoch file (<storePathRootDir>/epochFileCheckpoint).
 	StorePathEpochFile string `conf:"storePathEpochFile"`
 	// StorePathBrokerIdentity holds the controller-assigned broker id
@@ -58,6 +62,7 @@ func DefaultControllerModeConfig() ControllerModeConfig {
 		SyncControllerMetadataPeriod:    10 * time.Second,
 		CheckSyncStateSetPeriod:         5 * time.Second,
 		HaMaxTimeSlaveNotCatchup:        15 * time.Second,
+		ForwardSendToMaster:             true,
 	}
 }
 

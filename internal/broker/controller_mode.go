@@ -67,6 +67,8 @@ type ctlState struct {
 	handoff     atomic.Bool
 	restartOnce sync.Once
 	wake        chan struct{} // capacity 1: heartbeat now (NOTIFY_BROKER_ROLE_CHANGED)
+
+	forwarded atomic.Int64 // sends relayed to the master (controller_forward.go)
 }
 
 // replicaView is the controller's view of the broker set.
@@ -817,6 +819,28 @@ func (b *Broker) haClientConfig(cfg ha.ClientConfig) ha.ClientConfig {
 		cfg.BrokerID = b.ctl.id
 	}
 	return cfg
+}
+
+// stampRegistration prepares a name-server registration in controller
+// mode. The data version's stateVersion carries the master epoch this
+// instance serves or follows, as RocketMQ's ReplicasManager sets it: the
+// name server refuses an id-0 registration from an address whose state
+// version is older than the registered master's, so an old master that
+// wakes up (SIGCONT, a healed partition) cannot take the route back from
+// the new one before it learns its demotion. A fenced master does not
+// register at all. It reports whether to register.
+func (b *Broker) stampRegistration(w *protocol.TopicConfigSerializeWrapper) bool {
+	if !b.cfg.EnableControllerMode {
+		return true
+	}
+	if b.ctl.master && b.ctl.fenced.Load() {
+		b.logger.Debug("controller mode: fenced master skips its name-server registration")
+		return false
+	}
+	b.ctl.mu.Lock()
+	w.DataVersion.StateVersion = int64(b.ctl.epoch) // follow changes it under mu
+	b.ctl.mu.Unlock()
+	return true
 }
 
 // describeControllerMode is the role line of the start-up log.

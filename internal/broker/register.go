@@ -175,6 +175,9 @@ func (b *Broker) registerTopics(ctx context.Context, topics []string) {
 }
 
 func (b *Broker) register(ctx context.Context, w *protocol.TopicConfigSerializeWrapper) {
+	if !b.stampRegistration(w) { // controller_mode.go
+		return
+	}
 	body := protocol.RegisterBrokerBody{
 		TopicConfigSerializeWrapper: *w,
 		FilterServerList:            []string{},

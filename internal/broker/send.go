@@ -30,6 +30,9 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 // read from req's ext fields; the in-process gRPC endpoint passes its
 // header decoded (send_local.go).
 func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *protocol.SendMessageRequestHeader) (*protocol.Command, error) {
+	if decoded == nil && b.forwardSend(conn, req) { // controller_forward.go: a slave relays to its master
+		return nil, nil
+	}
 	code := protocol.RequestCode(req.Code)
 	v2 := code == protocol.SendMessageV2 || code == protocol.SendBatchMessage || code == protocol.SendReplyMessageV2
 	var h protocol.SendMessageRequestHeader

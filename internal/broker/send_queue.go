@@ -46,10 +46,11 @@ func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protoco
 }
 
 // submit queues t without blocking. Like Java's rejectRequest it refuses
-// at once while the broker is a slave or the page cache is busy, and
+// at once while the broker is a slave (unless the slave relays the send
+// to its master, controller_forward.go) or the page cache is busy, and
 // answers SYSTEM_BUSY [OVERLOAD] when the queue is full.
 func (q *sendQueue) submit(t sendTask) error {
-	if q.b.cfg.Store.BrokerRole == store.RoleSlave || q.b.Store.IsOSPageCacheBusy() {
+	if q.b.cfg.Store.BrokerRole == store.RoleSlave && (t.header != nil || !q.b.forwards(t.req)) || q.b.Store.IsOSPageCacheBusy() {
 		q.b.stats.sendRejected.Add(1)
 		return protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
 	}
