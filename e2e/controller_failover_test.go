@@ -548,6 +548,9 @@ func TestControllerFailoverSIGSTOP(t *testing.T) {
 		return err == nil && h.Master && len(h.HAConnectionInfo) == 0
 	}, "the master kept the hung slave's HA connection")
 	slaveEnd := e.maxOffset(b1.addr) // the slave has at most this much
+	// Consumers of the master read only what the SyncStateSet confirmed:
+	// with the slave gone nothing new is dispatched to the queues.
+	confirmedQueues := e.queueMaxSum(b1.addr, topic, 4)
 	raw := newRawSender(t, b1.addr)
 	tailCodes := make(chan int32, 5)
 	for range 5 { // written on the master, never replicated
@@ -556,6 +559,10 @@ func TestControllerFailoverSIGSTOP(t *testing.T) {
 	var tailEnd int64
 	testutil.Eventually(t, 15*time.Second, func() bool { tailEnd = e.maxOffset(b1.addr); return tailEnd > slaveEnd+400 },
 		"the master wrote no unreplicated tail")
+	if n := e.queueMaxSum(b1.addr, topic, 4); n != confirmedQueues {
+		t.Fatalf("the master's queues grew from %d to %d entries with unconfirmed data (commit log %d -> %d)",
+			confirmedQueues, n, slaveEnd, tailEnd)
+	}
 	b1.signal(syscall.SIGSTOP) // its log ends at tailEnd or beyond (the producer keeps writing)
 	hung := time.Now()
 	b2.signal(syscall.SIGCONT)
@@ -648,6 +655,25 @@ func TestControllerFailoverSIGSTOP(t *testing.T) {
 	}
 	e.waitRoute(topic, name, b2.addr) // still: the old master never took id 0 back
 	e.requireReadable(b2.addr, topic, name, 4, slices.Concat(load.acked, after.acked, probes))
+}
+
+// queueMaxSum is the sum of a topic's queue max offsets on the broker at
+// addr (GET_MAX_OFFSET): how many entries its consumers can read.
+func (e *failoverEnv) queueMaxSum(addr, topic string, queues int) int64 {
+	e.t.Helper()
+	var sum int64
+	for q := range queues {
+		h := map[string]string{"topic": topic, "queueId": strconv.Itoa(q)}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		resp, err := e.puller().InvokeSync(ctx, addr, protocol.NewRequest(protocol.GetMaxOffset, h, nil))
+		cancel()
+		if err != nil || resp.Code != int32(protocol.Success) {
+			e.t.Fatalf("GET_MAX_OFFSET %s/%d on %s: %v %v", topic, q, addr, err, resp)
+		}
+		n, _ := strconv.ParseInt(resp.Ext("offset"), 10, 64)
+		sum += n
+	}
+	return sum
 }
 
 // registeredStateVersion is the data version's stateVersion the name

@@ -527,6 +527,14 @@ func (b *Broker) startControllerMode() error {
 		b.ctl.mu.Lock()
 		srv.Transfer().SetSyncStateSet(slaveKeys(b.ctl.syncSet, b.ctl.id))
 		b.ctl.mu.Unlock()
+		if b.cfg.AllAckInSyncStateSet {
+			// Consumers read only what the whole SyncStateSet holds
+			// (RocketMQ's confirm offset): dispatch stops at the lowest
+			// ack of the set. Everything this master had when it took
+			// over is confirmed; later data as the members acknowledge it.
+			b.Store.SetConfirmOffset(b.Store.MaxPhyOffset())
+			srv.Transfer().SetConfirmListener(b.Store.SetConfirmOffset)
+		}
 		b.Store.SetWriteGate(b.writeGate)
 		b.Store.SetReplicator(fencedReplicator{inner: srv.Replicator(), b: b})
 		ctx, cancel := context.WithTimeout(b.baseCtx, 5*time.Second)

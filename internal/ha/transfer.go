@@ -35,6 +35,10 @@ type GroupTransfer struct {
 	// required is the SyncStateSet without the master (allAck mode);
 	// guarded by mu.
 	required []uint64
+	// onConfirm receives the confirm offset (allAck mode): the lowest ack
+	// of the required replicas, or -1 (no limit) when none is required.
+	// Called with mu held, so calls are ordered; it must not block.
+	onConfirm func(int64)
 }
 
 type transferWaiter struct {
@@ -107,6 +111,43 @@ func (g *GroupTransfer) ackedLocked(nextOffset int64) bool {
 	return n >= g.needAcks
 }
 
+// SetConfirmListener installs fn, called with the confirm offset whenever
+// an ack or a SyncStateSet change moves it (allAck mode; RocketMQ's
+// AutoSwitchHAService.computeConfirmOffset): the lowest ack offset of the
+// SyncStateSet's replicas, or -1 when the set is the master alone. While a
+// member has no connection the value is kept, not recomputed without it.
+// Controller mode stops dispatch there, so consumers of the master read
+// only what the whole set holds. fn must not block.
+func (g *GroupTransfer) SetConfirmListener(fn func(int64)) {
+	g.mu.Lock()
+	g.onConfirm = fn
+	g.confirmLocked()
+	g.mu.Unlock()
+}
+
+// confirmLocked reports the confirm offset to the listener, if it can be
+// computed. REQUIRES: g.mu held.
+func (g *GroupTransfer) confirmLocked() {
+	if g.onConfirm == nil || !g.allAck {
+		return
+	}
+	if len(g.required) == 0 {
+		g.onConfirm(-1)
+		return
+	}
+	c := int64(-1)
+	for _, id := range g.required {
+		a, ok := g.acks[id]
+		if !ok {
+			return // a member without a connection: keep the last value
+		}
+		if c < 0 || a < c {
+			c = a
+		}
+	}
+	g.onConfirm(c)
+}
+
 // Ack records replica id's ack offset and releases satisfied waiters on the
 // caller's goroutine.
 func (g *GroupTransfer) Ack(id uint64, offset int64) {
@@ -116,6 +157,7 @@ func (g *GroupTransfer) Ack(id uint64, offset int64) {
 		return
 	}
 	g.acks[id] = offset
+	g.confirmLocked()
 	if len(g.waiters) == 0 {
 		g.mu.Unlock()
 		return
@@ -143,6 +185,7 @@ func (g *GroupTransfer) Ack(id uint64, offset int64) {
 func (g *GroupTransfer) SetSyncStateSet(replicas []uint64) {
 	g.mu.Lock()
 	g.required = append([]uint64(nil), replicas...)
+	g.confirmLocked()
 	var ready []transferWaiter
 	kept := g.waiters[:0]
 	for _, w := range g.waiters {

@@ -131,3 +131,69 @@ func TestHandshakeIdentifiesSlave(t *testing.T) {
 		return ok && p.AckOffset == master.MaxPhyOffset() && !p.LastCaughtUp.IsZero()
 	}, "progress of broker 7: %v", srv.Progress())
 }
+
+// The confirm offset (allAck mode) is the lowest ack of the SyncStateSet's
+// replicas; -1 (no limit) for the master alone; kept while a member has
+// no connection; computed again as acks and the set change.
+func TestGroupTransferConfirmOffset(t *testing.T) {
+	type step struct {
+		set  []uint64 // non-nil: SetSyncStateSet
+		ack  [2]int64 // id, offset (id 0: none)
+		gone uint64   // Remove
+		want int64    // the listener's last value
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"master alone: no limit", []step{{set: []uint64{}, want: -1}}},
+		{"lowest ack of the set", []step{
+			{set: []uint64{1, 2}, want: 500}, // no acks yet: the initial value stays
+			{ack: [2]int64{1, 300}, want: 500},
+			{ack: [2]int64{2, 200}, want: 200},
+			{ack: [2]int64{2, 400}, want: 300},
+			{ack: [2]int64{1, 900}, want: 400},
+		}},
+		{"a disconnected member freezes it", []step{
+			{set: []uint64{1}, want: 500},
+			{ack: [2]int64{1, 600}, want: 600},
+			{gone: 1, want: 600},
+			{ack: [2]int64{3, 900}, want: 600}, // not a member
+			{ack: [2]int64{1, 700}, want: 700}, // reconnected
+		}},
+		{"shrink to the master lifts the limit", []step{
+			{set: []uint64{1}, want: 500},
+			{ack: [2]int64{1, 550}, want: 550},
+			{set: []uint64{}, want: -1},
+			{set: []uint64{1}, want: 550}, // expanded again: its ack counts
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGroupTransfer(1, time.Hour, nil)
+			g.allAck = true
+			defer g.stop()
+			// As the broker does: the set first, then the listener, with
+			// the initial value (500) set by the broker itself.
+			g.SetSyncStateSet(tc.steps[0].set)
+			got := int64(500)
+			g.SetConfirmListener(func(c int64) { got = c })
+			if got != tc.steps[0].want {
+				t.Fatalf("initial: confirm %d, want %d", got, tc.steps[0].want)
+			}
+			for i, s := range tc.steps[1:] {
+				switch {
+				case s.set != nil:
+					g.SetSyncStateSet(s.set)
+				case s.gone != 0:
+					g.Remove(s.gone)
+				default:
+					g.Ack(uint64(s.ack[0]), s.ack[1])
+				}
+				if got != s.want {
+					t.Fatalf("step %d %+v: confirm %d, want %d", i, s, got, s.want)
+				}
+			}
+		})
+	}
+}
