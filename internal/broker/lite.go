@@ -105,6 +105,7 @@ func (l *liteService) topicConfig(topic string) (protocol.TopicConfig, bool) {
 func (b *Broker) startLite() {
 	l := b.lite
 	l.started = b.now()
+	t0 := time.Now()
 	found := map[string]int64{}
 	for _, t := range b.Store.QueueTopics() {
 		if !lite.IsQueueName(t) {
@@ -121,7 +122,7 @@ func (b *Broker) startLite() {
 		found[t] = ts
 	}
 	if n := l.registry.Restore(found); n > 0 {
-		b.logger.Info("lite topics restored", "count", n)
+		b.logger.Info("lite topics restored", "count", n, "took", time.Since(t0).Round(time.Millisecond))
 	}
 	b.goFunc("lite-expire", l.expireLoop)
 }
@@ -132,8 +133,7 @@ func (b *Broker) startLite() {
 // SYSTEM_ERROR and liteQuotaRemark.
 func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
 	sysFlag int32) (*protocol.Command, error) {
-	props := message.DecodeProperties(h.Properties)
-	name := props[message.PropertyLiteTopic]
+	name, _ := message.LookupProperty(h.Properties, message.PropertyLiteTopic)
 	if err := lite.ValidateName(name); err != nil {
 		b.stats.sendRejected.Add(1)
 		return nil, protocol.Errorf(protocol.MessageIllegal, "%s", err)
@@ -143,15 +143,8 @@ func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.Send
 		return nil, protocol.Errorf(protocol.SystemError, "%slite topic count exceeds maxLmqConsumeQueueNum %d",
 			liteQuotaRemark, b.cfg.MaxLmqConsumeQueueNum)
 	}
-	delete(props, message.PropertyPopCK)
-	if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
-		props[message.PropertyUniqClientMessageIDKeyidx] = b.uniq.Next()
-	}
-	props[message.PropertyCluster] = b.cfg.BrokerClusterName
-	props[message.PropertyMsgRegion] = b.cfg.RegionID
-	props[message.PropertyTraceSwitch] = strconv.FormatBool(b.cfg.TraceOn)
 	ext := &message.Ext{
-		Message:        message.Message{Topic: lite.QueueName(h.Topic, name), Flag: h.Flag, Body: req.Body, Properties: props},
+		Message:        message.Message{Topic: lite.QueueName(h.Topic, name), Flag: h.Flag, Body: req.Body},
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       bornHostOf(conn),
@@ -159,11 +152,34 @@ func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.Send
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
 	b.stats.sendRequests.Add(1)
-	tm := b.meters.topic(h.Topic)
+	tm := b.meters.topic(h.Topic) // the parent: no metric series per lite topic
 	start := b.meters.now()
-	b.Store.PutMessage(ext, func(res store.PutResult) {
+	done := func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, 0, "", tm, MessageLite, ""), start)
-	})
+	}
+	if uniq, ok := plainSendProperties(h.Properties); ok { // send_raw.go: stored as sent, no map
+		extra := [8]string{
+			message.PropertyCluster, b.cfg.BrokerClusterName,
+			message.PropertyMsgRegion, b.cfg.RegionID,
+			message.PropertyTraceSwitch, strconv.FormatBool(b.cfg.TraceOn),
+		}
+		pairs := extra[:6]
+		if uniq == "" {
+			pairs = append(pairs, message.PropertyUniqClientMessageIDKeyidx, b.uniq.Next())
+		}
+		b.Store.PutMessageRawProperties(ext, h.Properties, pairs, done)
+		return nil, nil
+	}
+	props := message.DecodeProperties(h.Properties)
+	delete(props, message.PropertyPopCK)
+	if props[message.PropertyUniqClientMessageIDKeyidx] == "" {
+		props[message.PropertyUniqClientMessageIDKeyidx] = b.uniq.Next()
+	}
+	props[message.PropertyCluster] = b.cfg.BrokerClusterName
+	props[message.PropertyMsgRegion] = b.cfg.RegionID
+	props[message.PropertyTraceSwitch] = strconv.FormatBool(b.cfg.TraceOn)
+	ext.Properties = props
+	b.Store.PutMessage(ext, done)
 	return nil, nil
 }
 

@@ -1,0 +1,279 @@
+package litebench
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// apogeeBin builds cmd/apogee once per test binary.
+func apogeeBin(tb testing.TB) string {
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "litebench")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "apogee")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("build apogee: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		tb.Fatal(binErr)
+	}
+	return binPath
+}
+
+func freePort(tb testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// server is one `apogee standalone` child.
+type server struct {
+	cmd            *exec.Cmd
+	data           string
+	nsPort, brPort int
+	nsAddr, broker string
+	started        time.Time
+}
+
+// startServer runs a standalone process on fixed free ports (a restart
+// keeps them) with RocketMQ's defaults.
+func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string) *server {
+	tb.Helper()
+	s := &server{data: data, nsPort: nsPort, brPort: brPort, started: time.Now(),
+		nsAddr: fmt.Sprintf("127.0.0.1:%d", nsPort), broker: fmt.Sprintf("127.0.0.1:%d", brPort)}
+	args := append([]string{"standalone", "--data", data,
+		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
+		"--log-level", "warn", "--set", "metricsPromExporterPort=0", "--set", "brokerIP1=127.0.0.1"}, extra...)
+	s.cmd = exec.Command(apogeeBin(tb), args...)
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(filepath.Dir(data), fmt.Sprintf("apogee-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.cmd.Stderr = logf
+	if err := s.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait(); logf.Close() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "broker ") {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Minute):
+		tb.Fatal("apogee standalone did not start")
+	}
+	return s
+}
+
+func (s *server) stop(tb testing.TB) {
+	tb.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			tb.Fatalf("apogee exited with %v after SIGTERM", err)
+		}
+	case <-time.After(5 * time.Minute):
+		tb.Fatal("apogee did not stop")
+	}
+}
+
+// resources is what the broker process holds, from /proc.
+type resources struct {
+	fds, maps   int
+	rssMB       float64
+	dataMB      float64 // allocated blocks under the data dir
+	cqMB        float64 // of which the consume queues
+	apparentGiB float64 // sum of file sizes (sparse files count whole)
+}
+
+func (s *server) resources(tb testing.TB) resources {
+	tb.Helper()
+	pid := s.cmd.Process.Pid
+	var r resources
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		r.fds = len(ents)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
+		r.maps = strings.Count(string(b), "\n")
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				r.rssMB = kb / 1024
+			}
+		}
+	}
+	var blocks, size, cq int64
+	_ = filepath.WalkDir(s.data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil {
+			blocks += st.Blocks * 512
+			if strings.Contains(p, "/consumequeue/") {
+				cq += st.Blocks * 512
+			}
+			if !d.IsDir() {
+				size += st.Size
+			}
+		}
+		return nil
+	})
+	r.dataMB = float64(blocks) / (1 << 20)
+	r.cqMB = float64(cq) / (1 << 20)
+	r.apparentGiB = float64(size) / (1 << 30)
+	return r
+}
+
+func (r resources) report(b *testing.B, prefix string) {
+	b.ReportMetric(float64(r.fds), prefix+"fds")
+	b.ReportMetric(float64(r.maps), prefix+"maps")
+	b.ReportMetric(r.rssMB, prefix+"rssMB")
+	b.ReportMetric(r.dataMB, prefix+"dataMB")
+	b.ReportMetric(r.cqMB, prefix+"consumequeueMB")
+	b.Logf("%sopen files %d, mappings %d, RSS %.0f MiB, data dir %.1f MiB allocated (consume queues %.1f MiB; %.1f GiB apparent)",
+		prefix, r.fds, r.maps, r.rssMB, r.dataMB, r.cqMB, r.apparentGiB)
+}
+
+func newAdmin(tb testing.TB, nsAddr string) *admin.Admin {
+	tb.Helper()
+	a, err := admin.New(admin.WithNameServers(nsAddr), admin.WithTimeout(60*time.Second))
+	if err == nil {
+		err = a.Start()
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { a.Close() })
+	return a
+}
+
+// sender pipelines SEND_MESSAGE requests straight to the broker, with an
+// explicit topic and queue per message (the broker, not a client's route
+// cache, is what is measured).
+type sender struct {
+	c      *remoting.Client
+	broker string
+	body   []byte
+	sem    chan struct{}
+	failed atomic.Int64
+	acked  atomic.Int64
+	busy   atomic.Int64 // SYSTEM_BUSY answers (flow control), resent
+	errMu  sync.Mutex
+	err    error
+}
+
+func newSender(tb testing.TB, broker string, window int) *sender {
+	c := remoting.NewClient(remoting.ClientConfig{})
+	if err := c.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &sender{c: c, broker: broker, body: make([]byte, 1024), sem: make(chan struct{}, window)}
+}
+
+func (s *sender) send(ctx context.Context, topic, lite string, q int32, wg *sync.WaitGroup) {
+	s.sem <- struct{}{}
+	s.sendHeld(ctx, topic, lite, q, wg)
+}
+
+// sendHeld sends with a window slot already taken.
+func (s *sender) sendHeld(ctx context.Context, topic, lite string, q int32, wg *sync.WaitGroup) {
+	h := protocol.SendMessageRequestHeader{ProducerGroup: "litebench", Topic: topic, QueueID: q,
+		BornTimestamp: time.Now().UnixMilli(), Properties: "UNIQ_KEY\x01" + strconv.FormatInt(time.Now().UnixNano(), 16) + "\x02"}
+	if lite != "" {
+		h.Properties += "__LITE_TOPIC\x01" + lite + "\x02"
+	}
+	req := protocol.NewRequest(protocol.SendMessageV2, protocol.EncodeHeader(&h, true), s.body)
+	wg.Add(1)
+	err := s.c.InvokeAsync(ctx, s.broker, req, func(resp *protocol.Command, err error) {
+		if err == nil && resp.Code == int32(protocol.SystemBusy) {
+			s.busy.Add(1) // the broker's flow control: back off and resend
+			go func() {
+				time.Sleep(50 * time.Millisecond) // a 10 ms resend fed the overload it answered
+				s.sendHeld(ctx, topic, lite, q, wg)
+				wg.Done()
+			}()
+			return
+		}
+		defer wg.Done()
+		<-s.sem
+		if err == nil && resp.Code != int32(protocol.Success) {
+			err = fmt.Errorf("send %s-%d: code %d %s", topic, q, resp.Code, resp.Remark)
+		}
+		if err != nil {
+			s.failed.Add(1)
+			s.errMu.Lock()
+			if s.err == nil {
+				s.err = err
+			}
+			s.errMu.Unlock()
+			return
+		}
+		s.acked.Add(1)
+	})
+	if err != nil {
+		wg.Done()
+		<-s.sem
+		s.failed.Add(1)
+	}
+}
