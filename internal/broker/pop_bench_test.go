@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -165,7 +164,10 @@ func (p *popBenchConsumer) popAndAck() {
 		if err := a.SetOffsetsFrom(ck, offs); err != nil {
 			b.Fatal(err)
 		}
-		body, _ := json.Marshal(protocol.BatchAckMessageRequestBody{BrokerName: "bench", Acks: []protocol.BatchAck{a}})
+		body, err := protocol.AppendBatchAckBody(nil, &protocol.BatchAckMessageRequestBody{BrokerName: "bench", Acks: []protocol.BatchAck{a}})
+		if err != nil {
+			b.Fatal(err)
+		}
 		p.ackAsync(protocol.NewRequest(protocol.BatchAckMessage, nil, body))
 		return
 	}

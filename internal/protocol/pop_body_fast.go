@@ -2,7 +2,10 @@ package protocol
 
 import (
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"math/bits"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -222,4 +225,80 @@ func (s *fastJSON) int() (int64, bool) {
 		return 0, false
 	}
 	return int64(n), true
+}
+
+// AppendBatchAckBody appends body as BATCH_ACK_MESSAGE's JSON (short
+// field names, as RocketMQ's clients write it) without reflection; a name
+// that JSON would have to escape falls back to encoding/json. A batch ack
+// per pop makes this the client side of the POP hot path.
+func AppendBatchAckBody(dst []byte, body *BatchAckMessageRequestBody) ([]byte, error) {
+	plain := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	ok := plain(body.BrokerName)
+	for i := range body.Acks {
+		a := &body.Acks[i]
+		ok = ok && plain(a.ConsumerGroup) && plain(a.Topic) && plain(a.Retry)
+	}
+	if !ok {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return dst, fmt.Errorf("protocol: encode batch ack body: %w", err)
+		}
+		return append(dst, b...), nil
+	}
+	str := func(k, v string) {
+		dst = append(dst, '"')
+		dst = append(dst, k...)
+		dst = append(dst, `":"`...)
+		dst = append(dst, v...)
+		dst = append(dst, '"')
+	}
+	num := func(k string, v int64) {
+		dst = append(dst, ',', '"')
+		dst = append(dst, k...)
+		dst = append(dst, '"', ':')
+		dst = strconv.AppendInt(dst, v, 10)
+	}
+	dst = append(dst, '{')
+	str("brokerName", body.BrokerName)
+	dst = append(dst, `,"acks":`...)
+	if body.Acks == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range body.Acks {
+			a := &body.Acks[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '{')
+			str("c", a.ConsumerGroup)
+			dst = append(dst, ',')
+			str("t", a.Topic)
+			dst = append(dst, ',')
+			str("r", a.Retry)
+			num("so", a.StartOffset)
+			num("q", int64(a.QueueID))
+			num("rq", int64(a.ReviveQueueID))
+			num("pt", a.PopTime)
+			num("it", a.InvisibleTime)
+			dst = append(dst, `,"b":`...)
+			if a.BitSet == nil {
+				dst = append(dst, "null"...)
+			} else {
+				dst = append(dst, '"')
+				dst = base64.StdEncoding.AppendEncode(dst, a.BitSet)
+				dst = append(dst, '"')
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
 }
