@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"strconv"
 	"strings"
 
 	"github.com/apogeemq/apogee/internal/names"
@@ -156,25 +155,16 @@ func applyAttributes(attrs map[string]string, spec string) error {
 	return nil
 }
 
-// processGetAllTopicConfig serves GET_ALL_TOPIC_CONFIG (21): body
-// TopicConfigAndMappingSerializeWrapper, ext totalTopicNum.
-func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	w := b.topicWrapper()
-	body, err := w.Encode()
-	if err != nil {
-		return nil, err
-	}
-	resp := protocol.NewResponse(req, protocol.Success, "")
-	resp.Body = body
-	resp.SetExt("totalTopicNum", strconv.Itoa(len(w.TopicConfigTable)))
-	return resp, nil
-}
-
 // topicWrapper is the topic table as REGISTER_BROKER and
 // GET_ALL_TOPIC_CONFIG ship it; with a broker that is not fully readable and
 // writable every perm is ANDed with brokerPermission.
 func (b *Broker) topicWrapper() *protocol.TopicConfigSerializeWrapper {
 	table, version := b.Topics.Snapshot()
+	return b.topicWrapperOf(table, version)
+}
+
+// topicWrapperOf is topicWrapper of a given (part of the) table.
+func (b *Broker) topicWrapperOf(table map[string]*protocol.TopicConfig, version protocol.DataVersion) *protocol.TopicConfigSerializeWrapper {
 	w := &protocol.TopicConfigSerializeWrapper{
 		TopicConfigTable: make(map[string]protocol.TopicConfig, len(table)),
 		DataVersion:      version,

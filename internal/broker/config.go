@@ -89,6 +89,11 @@ type Config struct {
 	// whatever the key says.
 	EnableSplitRegistration bool `conf:"enableSplitRegistration"`
 	SplitRegistrationSize   int  `conf:"splitRegistrationSize"`
+	// EnableSplitMetadata pages GET_ALL_TOPIC_CONFIG for requests that
+	// carry topicSeq/maxTopicNum/dataVersion, SplitMetadataSize topics a
+	// page at most (RocketMQ 5's keys and defaults; topic_config_pages.go).
+	EnableSplitMetadata bool `conf:"enableSplitMetadata"`
+	SplitMetadataSize   int  `conf:"splitMetadataSize"`
 
 	// Persistence of metadata under <storePathRootDir>/config.
 	FlushConsumerOffsetInterval     time.Duration `conf:"flushConsumerOffsetInterval"`
@@ -176,6 +181,8 @@ func DefaultConfig() Config {
 		RegisterBrokerTimeoutMills: 24 * time.Second,
 		ForceRegister:              true,
 		SplitRegistrationSize:      800,
+		EnableSplitMetadata:        true,
+		SplitMetadataSize:          2000,
 
 		FlushConsumerOffsetInterval:     5 * time.Second,
 		FlushDelayOffsetInterval:        10 * time.Second,

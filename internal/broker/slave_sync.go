@@ -122,12 +122,19 @@ func (b *Broker) slaveSyncLoop() {
 // Each part is independent; the first error is returned after all ran.
 func (b *Broker) SyncFromMaster(ctx context.Context, addr string) error {
 	var first error
+	// Topics in pages (topic_config_pages.go): 100,000 topics exceed one frame.
+	w, err := b.fetchAllTopicConfig(ctx, addr)
+	if err == nil {
+		err = b.applyMasterTopicWrapper(w)
+	}
+	if err != nil {
+		first = fmt.Errorf("broker: slave sync %s: %w", protocol.GetAllTopicConfig, err)
+	}
 	type syncStep struct {
 		code  protocol.RequestCode
 		apply func([]byte) error
 	}
 	steps := []syncStep{
-		{protocol.GetAllTopicConfig, b.applyMasterTopics},
 		{protocol.GetAllConsumerOffset, b.applyMasterOffsets},
 		{protocol.GetAllDelayOffset, b.applyMasterDelayOffsets},
 		{protocol.GetAllSubscriptionGroupConfig, b.applyMasterGroups},
@@ -150,13 +157,9 @@ func (b *Broker) SyncFromMaster(ctx context.Context, addr string) error {
 	return first
 }
 
-// applyMasterTopics replaces the topic table when the master's data
+// applyMasterTopicWrapper replaces the topic table when the master's data
 // version differs, persists it and re-registers.
-func (b *Broker) applyMasterTopics(body []byte) error {
-	w, err := protocol.DecodeTopicConfigSerializeWrapper(body)
-	if err != nil {
-		return err
-	}
+func (b *Broker) applyMasterTopicWrapper(w *protocol.TopicConfigSerializeWrapper) error {
 	m := b.Topics
 	m.mu.Lock()
 	if m.version == w.DataVersion {

@@ -46,6 +46,10 @@ type TopicConfigManager struct {
 	// never modified after insertion (replace, do not mutate).
 	topics  map[string]*protocol.TopicConfig
 	version protocol.DataVersion
+
+	// sorted caches the sorted topic names of one data version for paged
+	// GET_ALL_TOPIC_CONFIG (topic_config_pages.go).
+	sorted sortedNames
 }
 
 func newTopicConfigManager(path string, logger *slog.Logger, now func() time.Time) *TopicConfigManager {
