@@ -50,6 +50,30 @@ func TestControllerCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "jRaftGroupId") || !strings.Contains(out, "apogee-test") {
 		t.Fatalf("getControllerConfig: %d %q", code, out)
 	}
+	// updateControllerConfig: a run-time key on two controllers, applied,
+	// shown and written back to their files; a black-listed key refused.
+	two := g.rpc[0] + ";" + g.rpc[1]
+	out, _, code = runApogee(t, bin, "admin", "updateControllerConfig", "-a", two, "-k", "enableElectUncleanMaster", "-v", "true")
+	if code != 0 {
+		t.Fatalf("updateControllerConfig: %d %q", code, out)
+	}
+	for i := range 2 {
+		out, _, code = runApogee(t, bin, "admin", "getControllerConfig", "-a", g.rpc[i])
+		if code != 0 || !regexpLine(out, "enableElectUncleanMaster", "true") {
+			t.Fatalf("getControllerConfig of %s after the update: %d %q", g.rpc[i], code, out)
+		}
+		if data, err := os.ReadFile(g.confs[i]); err != nil || !strings.Contains(string(data), "\nenableElectUncleanMaster=true\n") {
+			t.Fatalf("%s was not written back: %v\n%s", g.confs[i], err, data)
+		}
+	}
+	if out, _, _ = runApogee(t, bin, "admin", "getControllerConfig", "-a", g.rpc[2]); !regexpLine(out, "enableElectUncleanMaster", "false") {
+		t.Fatalf("the third controller changed too: %q", out)
+	}
+	out, errOut, code := runApogee(t, bin, "admin", "updateControllerConfig", "-a", g.rpc[2], "-k", "configStorePath", "-v", "/tmp/x")
+	if code == 0 || !strings.Contains(out+errOut, "Can not update config in black list.") {
+		t.Fatalf("updateControllerConfig of a black-listed key: %d %q %q", code, out, errOut)
+	}
+
 	out, _, code = runApogee(t, bin, "admin", "getSyncStateSet", "-a", g.rpc[2], "--json")
 	if code != 0 || !strings.Contains(out, "replicasInfoTable") {
 		t.Fatalf("getSyncStateSet: %d %q", code, out)

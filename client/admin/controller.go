@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +83,24 @@ func (a *Admin) ControllerConfig(ctx context.Context, addr string) (map[string]s
 		}
 	}
 	return out, nil
+}
+
+// UpdateControllerConfig changes run-time controller.conf keys on the
+// controller at addr (UPDATE_CONTROLLER_CONFIG; each controller applies it
+// for itself and writes it back to its config file).
+func (a *Admin) UpdateControllerConfig(ctx context.Context, addr string, kv map[string]string) error {
+	if len(kv) == 0 {
+		return fmt.Errorf("admin: no key to update")
+	}
+	var sb strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		if k == "" || strings.ContainsAny(k, "=:\n\r ") || strings.ContainsAny(kv[k], "\n\r") {
+			return fmt.Errorf("admin: bad controller config entry %q=%q", k, kv[k])
+		}
+		sb.WriteString(k + "=" + kv[k] + "\n")
+	}
+	_, err := a.invokeOK(ctx, addr, "", protocol.NewRequest(protocol.UpdateControllerConfig, nil, []byte(sb.String())))
+	return err
 }
 
 // CleanBrokerMetadata removes brokers (ids; all of the set when empty)

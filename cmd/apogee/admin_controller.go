@@ -15,7 +15,7 @@ import (
 
 func init() {
 	adminCommands = append(adminCommands, cmdGetControllerMetaData, cmdGetSyncStateSet, cmdGetBrokerEpoch,
-		cmdElectMaster, cmdGetControllerConfig, cmdCleanBrokerMetadata, cmdHAStatus)
+		cmdElectMaster, cmdGetControllerConfig, cmdUpdateControllerConfig, cmdCleanBrokerMetadata, cmdHAStatus)
 }
 
 func cmdGetControllerMetaData(g *globalFlags, af *adminFlags) *cobra.Command {
@@ -147,6 +147,33 @@ func cmdGetControllerConfig(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 		}
 		r.value = all
+		return r, nil
+	})
+}
+
+func cmdUpdateControllerConfig(g *globalFlags, af *adminFlags) *cobra.Command {
+	var ctl, key, value string
+	return adminCommand(g, af, "updateControllerConfig", "Change a controller.conf key at run time on each controller (written back to its -c file)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&ctl, "controllerAddress", "a", "", "controller address(es), ';'-separated (required)")
+		c.Flags().StringVarP(&key, "key", "k", "", "config key (required)")
+		c.Flags().StringVarP(&value, "value", "v", "", "config value (required)")
+		c.MarkFlagRequired("controllerAddress")
+		c.MarkFlagRequired("key")
+		c.MarkFlagRequired("value")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		r := &result{header: []string{"#CONTROLLER", "#KEY", "#VALUE"}}
+		var done []string
+		for _, addr := range strings.Split(ctl, ";") {
+			if addr = strings.TrimSpace(addr); addr == "" {
+				continue
+			}
+			if err := a.UpdateControllerConfig(ctx, addr, map[string]string{key: value}); err != nil {
+				return nil, fmt.Errorf("update controller config on %s: %w", addr, err)
+			}
+			done = append(done, addr)
+			r.rows = append(r.rows, []string{addr, key, value})
+		}
+		r.value = map[string]any{"controllers": done, "key": key, "value": value}
 		return r, nil
 	})
 }

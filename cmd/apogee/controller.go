@@ -49,6 +49,7 @@ func newControllerCmd(g *globalFlags) *cobra.Command {
 		if err != nil {
 			return err
 		}
+		c.SetConfigFile(f.confFile) // UPDATE_CONTROLLER_CONFIG writes back to it
 		if err := c.Start(); err != nil {
 			return err
 		}

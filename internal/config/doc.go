@@ -1,7 +1,9 @@
 // Package config reads RocketMQ-style properties files (broker.conf,
 // namesrv.conf) into typed component configs.
 //
-// It owns parsing only: defaults live with each component's config struct,
+// It owns parsing, and writing run-time updates back to a file
+// (PersistKeys, rewrite.go: other lines and comments stay): defaults live
+// with each component's config struct,
 // and validation is the component's Validate method. The loading order is
 // always defaults -> properties file -> command-line flags.
 //

@@ -47,6 +47,10 @@ type Config struct {
 	NotifyBrokerRoleChanged bool `conf:"notifyBrokerRoleChanged"`
 	// ElectMasterMaxRetryCount bounds election attempts per trigger (3).
 	ElectMasterMaxRetryCount int `conf:"electMasterMaxRetryCount"`
+	// ConfigBlackList lists (';'-separated) keys UPDATE_CONTROLLER_CONFIG
+	// must refuse, besides configBlackList, configStorePath and
+	// rocketmqHome ("configBlackList;configStorePath").
+	ConfigBlackList string `conf:"configBlackList"`
 	// ControllerThreadPoolNums / ControllerRequestThreadPoolQueueCapacity
 	// size the request pool (16 / 50000).
 	ControllerThreadPoolNums                 int `conf:"controllerThreadPoolNums"`
@@ -80,6 +84,7 @@ func DefaultConfig() Config {
 		ScanNotActiveBrokerInterval:              5 * time.Second,
 		NotifyBrokerRoleChanged:                  true,
 		ElectMasterMaxRetryCount:                 3,
+		ConfigBlackList:                          "configBlackList;configStorePath",
 		ControllerThreadPoolNums:                 16,
 		ControllerRequestThreadPoolQueueCapacity: 50000,
 		RaftHeartbeatTimeout:                     time.Second,

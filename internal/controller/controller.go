@@ -63,6 +63,9 @@ type Controller struct {
 	electWant map[string]struct{} // broker sets to (re)elect; guarded by electMu
 	electWake chan struct{}       // capacity 1
 
+	// dyn holds the keys UPDATE_CONTROLLER_CONFIG changes (config_update.go).
+	dyn dynamicConfig
+
 	closeOnce sync.Once
 	started   atomic.Bool
 }
@@ -75,7 +78,7 @@ func New(cfg Config, logger *slog.Logger) (*Controller, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Controller{
+	c := &Controller{
 		cfg:       cfg,
 		logger:    logger.With("component", "controller"),
 		now:       time.Now,
@@ -84,7 +87,9 @@ func New(cfg Config, logger *slog.Logger) (*Controller, error) {
 		electWant: make(map[string]struct{}),
 		electWake: make(chan struct{}, 1),
 		group:     run.NewGroup("controller"),
-	}, nil
+	}
+	c.dyn.init(&c.cfg)
+	return c, nil
 }
 
 // Start opens the raft stores under controllerStorePath, joins (or, on a
@@ -179,7 +184,7 @@ func (c *Controller) start() error {
 	}
 	c.group.Go("leadership", func(ctx context.Context) { c.leadershipLoop(ctx, notify) })
 	c.group.Go("elect", c.electLoop)
-	c.group.Every("scan-inactive", c.cfg.ScanNotActiveBrokerInterval, func(context.Context) { c.scanInactive() })
+	c.group.Go("scan-inactive", c.scanLoop)
 	return nil
 }
 
@@ -288,10 +293,29 @@ func (c *Controller) propose(o *op) (opResult, error) {
 	return res, nil
 }
 
+// scanLoop runs scanInactive every scanNotActiveBrokerInterval, read
+// again after each scan (UPDATE_CONTROLLER_CONFIG may change it).
+func (c *Controller) scanLoop(ctx context.Context) {
+	t := time.NewTimer(c.dyn.scanInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.scanInactive()
+		t.Reset(c.dyn.scanInterval())
+	}
+}
+
 // ConfigText renders the configuration as controller.conf lines (sorted).
 func (c *Controller) ConfigText() string {
+	c.dyn.mu.Lock()
+	cfg := c.cfg
+	c.dyn.mu.Unlock()
 	var b bytes.Buffer
-	for _, kv := range configLines(&c.cfg) {
+	for _, kv := range configLines(&cfg) {
 		b.WriteString(kv)
 		b.WriteByte('\n')
 	}

@@ -22,7 +22,8 @@ type handler func(ctx context.Context, conn *remoting.Conn, req *protocol.Comman
 // registerProcessors installs every controller request. Requests that need
 // the leader's state are forwarded by a follower to the leader (answered
 // CONTROLLER_NOT_LEADER when none is known); GET_METADATA_INFO and
-// GET_CONTROLLER_CONFIG are answered by every node.
+// GET_CONTROLLER_CONFIG and UPDATE_CONTROLLER_CONFIG are answered by every
+// node (for itself).
 func (c *Controller) registerProcessors(s *remoting.Server) {
 	pool := remoting.PoolConfig{Workers: c.cfg.ControllerThreadPoolNums, QueueSize: c.cfg.ControllerRequestThreadPoolQueueCapacity}
 	leader := map[protocol.RequestCode]handler{
@@ -45,6 +46,7 @@ func (c *Controller) registerProcessors(s *remoting.Server) {
 	}
 	s.RegisterProcessor(protocol.ControllerGetMetadataInfo, c.getMetadata, pool)
 	s.RegisterProcessor(protocol.GetControllerConfig, c.getControllerConfig, pool)
+	s.RegisterProcessor(protocol.UpdateControllerConfig, c.updateControllerConfig, pool) // config_update.go
 }
 
 // onLeader runs h when this node is the ready leader, else forwards the
@@ -380,7 +382,7 @@ func (c *Controller) elect(name string, designated int64) (*brokerSet, bool, err
 			return set, false, nil
 		}
 	}
-	next := electPolicy(set, live, c.cfg.EnableElectUncleanMaster, designated)
+	next := electPolicy(set, live, c.dyn.unclean.Load(), designated)
 	if next == set.MasterID { // electPolicy only returns live replicas (or 0)
 		return set, false, nil
 	}
@@ -423,7 +425,7 @@ func (c *Controller) electLoop(ctx context.Context) {
 			continue
 		}
 		for _, name := range names {
-			for try := 0; try < c.cfg.ElectMasterMaxRetryCount; try++ {
+			for try := 0; try < int(c.dyn.retries.Load()); try++ {
 				set, changed, err := c.elect(name, 0)
 				if err != nil {
 					c.logger.Warn("election failed", "brokerName", name, "try", try+1, "err", err)
@@ -475,7 +477,7 @@ func (c *Controller) scanInactive() {
 // of set (notifyBrokerRoleChanged), asynchronously and best effort: brokers
 // also learn the master from their heartbeat answers.
 func (c *Controller) notifyRoleChanged(set *brokerSet) {
-	if !c.cfg.NotifyBrokerRoleChanged {
+	if !c.dyn.notify.Load() {
 		return
 	}
 	hdr := replicaHeader(set)
