@@ -3,5 +3,6 @@
 // github.com/apache/rocketmq-clients/golang/v5 at v5.1.4 (the first with
 // LitePushConsumer and priority) and the v2 remoting client against an
 // `apogee standalone` child process built from this tree. It is its own
-// module so that e2e/grpc stays on v5.1.3.
+// module so that e2e/grpc stays on v5.1.3. node/lite.js drives the same
+// features with the Node.js client 1.0.8 (TestNodeClient).
 package litee2e
