@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -321,44 +322,58 @@ func hasControl(s string) bool {
 // sendProperties builds the stored properties string and sysFlag of a
 // message: the client's message id as UNIQ_KEY, tag, keys, message group,
 // delivery time, transaction marks, trace context, born host and the user
-// properties.
+// properties (sorted by name, so one message always encodes alike). The
+// pairs are appended straight into the string's bytes: no map per message.
+// checkMessage has refused user properties named like system ones, so no
+// name occurs twice.
 func sendProperties(topic string, m *pb.Message, t pb.MessageType) (string, int32) {
 	sp := m.GetSystemProperties()
-	props := make(map[string]string, len(m.GetUserProperties())+8)
-	for k, v := range m.GetUserProperties() {
-		props[k] = v
+	user := m.GetUserProperties()
+	var keyBuf [16]string
+	keys := keyBuf[:0]
+	size := 64 + len(sp.GetMessageId()) + len(sp.GetTag()) + len(sp.GetMessageGroup()) + len(sp.GetTraceContext()) + len(sp.GetBornHost())
+	for k, v := range user {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 2
 	}
-	props[message.PropertyUniqClientMessageIDKeyidx] = sp.GetMessageId()
-	props[message.PropertyWaitStoreMsgOK] = "true"
+	slices.Sort(keys)
+	for _, k := range sp.GetKeys() {
+		size += len(k) + 1
+	}
+	b := make([]byte, 0, size)
+	for _, k := range keys {
+		b = message.AppendProperty(b, k, user[k])
+	}
+	b = message.AppendProperty(b, message.PropertyUniqClientMessageIDKeyidx, sp.GetMessageId())
+	b = message.AppendProperty(b, message.PropertyWaitStoreMsgOK, "true")
 	if sp.Tag != nil {
-		props[message.PropertyTags] = sp.GetTag()
+		b = message.AppendProperty(b, message.PropertyTags, sp.GetTag())
 	}
 	if len(sp.GetKeys()) > 0 {
-		props[message.PropertyKeys] = strings.Join(sp.GetKeys(), message.KeySeparator)
+		b = message.AppendProperty(b, message.PropertyKeys, strings.Join(sp.GetKeys(), message.KeySeparator))
 	}
 	if sp.MessageGroup != nil {
-		props[message.PropertyShardingKey] = sp.GetMessageGroup()
+		b = message.AppendProperty(b, message.PropertyShardingKey, sp.GetMessageGroup())
 	}
 	if ts := sp.GetDeliveryTimestamp(); ts != nil {
-		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(ts.AsTime().UnixMilli(), 10)
+		b = message.AppendProperty(b, message.PropertyTimerDeliverMS, strconv.FormatInt(ts.AsTime().UnixMilli(), 10))
 	}
 	if sp.TraceContext != nil {
-		props[message.PropertyTraceContext] = sp.GetTraceContext()
+		b = message.AppendProperty(b, message.PropertyTraceContext, sp.GetTraceContext())
 	}
 	if h := sp.GetBornHost(); h != "" {
-		props[message.PropertyBornHost] = h
+		b = message.AppendProperty(b, message.PropertyBornHost, h)
 	}
-	v55SendProperties(props, sp, t) // v55.go: priority, lite topic
 	var sysFlag int32
 	if t == pb.MessageType_TRANSACTION {
-		props[message.PropertyTransactionPrepared] = "true"
-		props[message.PropertyProducerGroup] = topic
+		b = message.AppendProperty(b, message.PropertyTransactionPrepared, "true")
+		b = message.AppendProperty(b, message.PropertyProducerGroup, topic)
 		sysFlag = message.SysFlagTransactionPreparedType
 		if d := sp.GetOrphanedTransactionRecoveryDuration(); d != nil && d.AsDuration() > 0 {
-			props[message.PropertyCheckImmunityTimeInSeconds] = strconv.FormatInt(int64(d.AsDuration()/time.Second), 10)
+			b = message.AppendProperty(b, message.PropertyCheckImmunityTimeInSeconds, strconv.FormatInt(int64(d.AsDuration()/time.Second), 10))
 		}
 	}
-	return message.EncodeProperties(props), sysFlag
+	return string(b), sysFlag
 }
 
 // RecallMessage cancels a delay message that has not been delivered yet:
