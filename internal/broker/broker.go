@@ -316,6 +316,9 @@ func (b *Broker) newServer(port int) *remoting.Server {
 		TLS:         b.tls.server, // tls.go: nil unless tlsMode is set
 		TLSEnforce:  b.tls.enforce,
 		Listen:      listen,
+		// processSend reads the send header through DecodeSendHeaderOf
+		// and hooks through Command.Ext: no ext map per send.
+		ExtListCodes: []protocol.RequestCode{protocol.SendMessage, protocol.SendMessageV2, protocol.SendBatchMessage},
 	})
 	s.AddHook(gateHook{b})
 	if b.auth.guard != nil {

@@ -38,7 +38,7 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 	var h protocol.SendMessageRequestHeader
 	if decoded != nil {
 		h = *decoded
-	} else if err := protocol.DecodeSendHeader(req.ExtFields, &h, v2); err != nil {
+	} else if err := protocol.DecodeSendHeaderOf(req, &h, v2); err != nil {
 		return nil, err
 	}
 	tc, err := b.sendCheck(&h)

@@ -58,7 +58,11 @@ func AppendFrameHeader(dst []byte, c *Command) ([]byte, error) {
 // DecodeFrame decodes one frame: the L bytes that follow the length word.
 // The returned Command's Body aliases frame; strings are copied. Errors wrap
 // ErrBadFrame. It never panics on any input.
-func DecodeFrame(frame []byte) (*Command, error) {
+func DecodeFrame(frame []byte) (*Command, error) { return decodeFrame(frame, nil) }
+
+// decodeFrame is DecodeFrame; ROCKETMQ-serialized requests whose code is in
+// listCodes get their ext fields in ExtList instead of ExtFields.
+func decodeFrame(frame []byte, listCodes []int32) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, badFrame("frame of %d bytes has no header-length word", len(frame))
 	}
@@ -75,7 +79,7 @@ func DecodeFrame(frame []byte) (*Command, error) {
 	case SerializeJSON:
 		err = decodeJSONHeader(header, c)
 	case SerializeRocketMQ:
-		err = decodeRocketMQHeader(header, c)
+		err = decodeRocketMQHeaderCodes(header, c, listCodes)
 	default:
 		return nil, badFrame("unknown serialize type %d", typ)
 	}

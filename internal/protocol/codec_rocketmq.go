@@ -82,7 +82,11 @@ func appendRocketMQExt(dst []byte, k, v string) ([]byte, error) {
 // exceeding what is left of the header is an error, as in Java. A zero-length
 // value decodes as "" (Java: null). A later duplicate key wins. Bytes after
 // the ext block are ignored.
-func decodeRocketMQHeader(b []byte, c *Command) error {
+func decodeRocketMQHeader(b []byte, c *Command) error { return decodeRocketMQHeaderCodes(b, c, nil) }
+
+// decodeRocketMQHeaderCodes is decodeRocketMQHeader; a request whose code
+// is in listCodes gets its ext fields in ExtList (decodeRocketMQExtList).
+func decodeRocketMQHeaderCodes(b []byte, c *Command, listCodes []int32) error {
 	if len(b) < rocketMQFixedLength {
 		return badFrame("ROCKETMQ header of %d bytes is shorter than %d", len(b), rocketMQFixedLength)
 	}
@@ -110,6 +114,9 @@ func decodeRocketMQHeader(b []byte, c *Command) error {
 	}
 	ext := rest[:e]
 	if len(ext) == 0 {
+		return nil
+	}
+	if !c.IsResponse() && slices.Contains(listCodes, c.Code) && decodeRocketMQExtList(ext, c) {
 		return nil
 	}
 	// One string holds the whole ext block; keys and values are substrings
@@ -166,3 +173,45 @@ func countRocketMQExt(ext []byte) int {
 	}
 	return n
 }
+
+// decodeRocketMQExtList decodes a ROCKETMQ ext block into c.ExtList (key,
+// value pairs, substrings of one string: one allocation and no hashing for
+// the whole header) and reports whether it did. A block that is malformed
+// or repeats a key is left to the map decoder, which reports the damage or
+// keeps the last value as Java's HashMap does; ExtList keys never repeat.
+func decodeRocketMQExtList(ext []byte, c *Command) bool {
+	n := countRocketMQExt(ext)
+	if n == 0 || n > maxListExt {
+		return false
+	}
+	str := string(ext)
+	list := make([]string, 0, 2*n)
+	for off := 0; off < len(str); {
+		if len(str)-off < 6 {
+			return false
+		}
+		kl := int(int16(binary.BigEndian.Uint16(ext[off:])))
+		if kl < 0 || off+2+kl+4 > len(str) {
+			return false
+		}
+		k := str[off+2 : off+2+kl]
+		vl := uint64(binary.BigEndian.Uint32(ext[off+2+kl:]))
+		vs := off + 2 + kl + 4
+		if vl > uint64(len(str)-vs) {
+			return false
+		}
+		for i := 0; i < len(list); i += 2 {
+			if list[i] == k {
+				return false
+			}
+		}
+		list = append(list, k, str[vs:vs+int(vl)])
+		off = vs + int(vl)
+	}
+	c.ExtList = list
+	return true
+}
+
+// maxListExt bounds the entries decoded into an ExtList (its duplicate
+// check is quadratic); longer headers go to the map.
+const maxListExt = 32

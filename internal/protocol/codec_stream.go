@@ -15,6 +15,22 @@ type FrameReader struct {
 	r        *bufio.Reader
 	maxFrame int // largest accepted L + 4 (the Java limit counts the length word)
 	lenBuf   [4]byte
+	// listCodes: requests with these codes get their ROCKETMQ ext fields
+	// in ExtList instead of ExtFields (SetExtListCodes).
+	listCodes []int32
+}
+
+// SetExtListCodes makes Next decode the ext fields of ROCKETMQ-serialized
+// requests with these codes into Command.ExtList (key, value pairs) instead
+// of the ExtFields map: for hot requests whose processors read their fields
+// through Command.Ext or DecodeSendHeaderOf, this saves building and
+// hashing a map per frame. Headers that are malformed or repeat a key, JSON
+// headers and responses keep the map. Call before the first Next.
+func (f *FrameReader) SetExtListCodes(codes []RequestCode) {
+	f.listCodes = f.listCodes[:0]
+	for _, c := range codes {
+		f.listCodes = append(f.listCodes, int32(c))
+	}
 }
 
 // eagerAlloc is the frame size up to which the whole buffer is allocated at
@@ -43,7 +59,7 @@ func (f *FrameReader) Next() (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	return DecodeFrame(frame)
+	return decodeFrame(frame, f.listCodes)
 }
 
 // NextRaw reads one frame without decoding it: the L bytes after the length

@@ -16,8 +16,9 @@ import (
 // extDecoder reads fields from an ext map with DecodeHeader's rules, keeping
 // the first error; later reads are no-ops once it is set.
 type extDecoder struct {
-	ext map[string]string
-	err error
+	ext  map[string]string
+	list []string // key, value pairs searched after ext (a Command's ExtList)
+	err  error
 }
 
 func (d *extDecoder) lookup(name string, required bool) (string, bool) {
@@ -25,6 +26,11 @@ func (d *extDecoder) lookup(name string, required bool) (string, bool) {
 		return "", false
 	}
 	s, ok := d.ext[name]
+	for i := 0; !ok && i+1 < len(d.list); i += 2 {
+		if d.list[i] == name {
+			s, ok = d.list[i+1], true
+		}
+	}
 	if !ok && required {
 		d.err = missingField(name)
 	}
@@ -81,7 +87,17 @@ func pick(v2 bool, long, short string) string {
 // DecodeSendHeader is DecodeHeader for a send header, without the
 // interface conversion (h can stay on the caller's stack).
 func DecodeSendHeader(ext map[string]string, h *SendMessageRequestHeader, v2 bool) error {
-	d := extDecoder{ext: ext}
+	return decodeSendHeader(extDecoder{ext: ext}, h, v2)
+}
+
+// DecodeSendHeaderOf is DecodeSendHeader reading c's ext fields wherever
+// they are: ExtFields, or ExtList (a request decoded by a FrameReader with
+// SetExtListCodes, or built by a local caller).
+func DecodeSendHeaderOf(c *Command, h *SendMessageRequestHeader, v2 bool) error {
+	return decodeSendHeader(extDecoder{ext: c.ExtFields, list: c.ExtList}, h, v2)
+}
+
+func decodeSendHeader(d extDecoder, h *SendMessageRequestHeader, v2 bool) error {
 	d.str(pick(v2, "producerGroup", "a"), true, &h.ProducerGroup)
 	d.str(pick(v2, "topic", "b"), true, &h.Topic)
 	d.str(pick(v2, "defaultTopic", "c"), false, &h.DefaultTopic)

@@ -358,6 +358,7 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	// br.Buffered() tells whether the next frame is already here.
 	c.br = bufio.NewReaderSize(r, readBufSize)
 	c.fr = protocol.NewFrameReader(c.br, c.ep.maxFrame, readBufSize)
+	c.fr.SetExtListCodes(c.ep.extListCodes)
 	for {
 		if !frameBuffered(c.br) {
 			c.flushAsync()

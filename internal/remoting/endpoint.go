@@ -23,6 +23,8 @@ type endpoint struct {
 	idle       time.Duration // close connections without reads or writes for this long; 0 = never
 	serverTLS  *tls.Config   // accepted connections: permissive TLS when set
 	tlsEnforce bool          // with serverTLS: plain connections are refused
+	// extListCodes: requests decoded with ExtList (ServerConfig.ExtListCodes)
+	extListCodes []protocol.RequestCode
 
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write

@@ -42,6 +42,12 @@ type ServerConfig struct {
 	// Listen opens the listener; default net.Listen. Tests inject in-memory
 	// listeners through it.
 	Listen func(network, addr string) (net.Listener, error)
+	// ExtListCodes are request codes whose processors read their ext
+	// fields through Command.Ext / protocol.DecodeSendHeaderOf: their
+	// ROCKETMQ headers are decoded into Command.ExtList, without a map
+	// (protocol.FrameReader.SetExtListCodes). Processors of these codes
+	// must not read ExtFields directly.
+	ExtListCodes []protocol.RequestCode
 }
 
 // Server accepts remoting connections and runs processors for their
@@ -67,6 +73,7 @@ func NewServer(cfg ServerConfig) *Server {
 	ep.logger = ep.logger.With("component", "remoting-server")
 	ep.serverTLS = cfg.TLS
 	ep.tlsEnforce = cfg.TLSEnforce
+	ep.extListCodes = cfg.ExtListCodes
 	return &Server{cfg: cfg, ep: ep, oneway: make(chan struct{}, cfg.MaxOneway)}
 }
 

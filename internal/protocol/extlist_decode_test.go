@@ -1,0 +1,133 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// sendFrame is a SEND_MESSAGE_V2 frame as the SDK encodes it (ROCKETMQ
+// header, ext list), without its length word.
+func sendFrame(t testing.TB, ext []string) []byte {
+	t.Helper()
+	c := NewRequestList(SendMessageV2, ext, []byte("body"))
+	c.SerializeType = SerializeRocketMQ
+	b, err := AppendFrame(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[4:]
+}
+
+// TestExtListDecode: with SetExtListCodes, a listed request's ROCKETMQ ext
+// fields arrive in ExtList (no map) and read the same through Ext and
+// DecodeSendHeaderOf as the map decode; other codes, responses and headers
+// that repeat a key keep the map.
+func TestExtListDecode(t *testing.T) {
+	h := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: 2, BornTimestamp: 1700000000000, Properties: "UNIQ_KEY\x01X\x02"}
+	frame := sendFrame(t, AppendSendHeader(nil, &h, true))
+	codes := []int32{int32(SendMessageV2)}
+
+	viaMap, err := DecodeFrame(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaList, err := decodeFrame(frame, codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if viaList.ExtFields != nil || len(viaList.ExtList) == 0 || viaList.ExtLen() != viaMap.ExtLen() {
+		t.Fatalf("list decode: map %v, list %v", viaList.ExtFields, viaList.ExtList)
+	}
+	for k, v := range viaMap.ExtFields {
+		if got := viaList.Ext(k); got != v {
+			t.Fatalf("Ext(%q) = %q, want %q", k, got, v)
+		}
+	}
+	var fromMap, fromList SendMessageRequestHeader
+	if err := DecodeSendHeader(viaMap.ExtFields, &fromMap, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := DecodeSendHeaderOf(viaList, &fromList, true); err != nil {
+		t.Fatal(err)
+	}
+	if fromMap != fromList || fromList.Topic != "T" || fromList.QueueID != 2 {
+		t.Fatalf("headers differ: %+v vs %+v", fromMap, fromList)
+	}
+	// A missing required field is the same error either way.
+	short := sendFrame(t, []string{"a", "pg"})
+	c, err := decodeFrame(short, codes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DecodeSendHeaderOf(c, &fromList, true); err == nil {
+		t.Fatal("missing topic accepted")
+	}
+
+	for name, f := range map[string][]byte{
+		"unlisted code": func() []byte {
+			c := NewRequestList(PullMessage, []string{"topic", "T"}, nil)
+			c.SerializeType = SerializeRocketMQ
+			b, _ := AppendFrame(nil, c)
+			return b[4:]
+		}(),
+		"repeated key": sendFrame(t, []string{"a", "pg", "b", "T", "a", "pg2"}),
+		"response": func() []byte {
+			c := NewRequestList(SendMessageV2, []string{"a", "pg"}, nil)
+			c.Flag = FlagResponse
+			c.SerializeType = SerializeRocketMQ
+			b, _ := AppendFrame(nil, c)
+			return b[4:]
+		}(),
+	} {
+		c, err := decodeFrame(f, codes)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.ExtList != nil || c.ExtFields == nil {
+			t.Fatalf("%s: decoded into a list", name)
+		}
+	}
+	if c, _ := decodeFrame(sendFrame(t, []string{"a", "pg", "b", "T", "a", "pg2"}), codes); c.Ext("a") != "pg2" {
+		t.Fatalf("repeated key: last value wins as in the map decode, got %q", c.Ext("a"))
+	}
+}
+
+// FuzzExtListDecode: for any frame, the list decode accepts exactly what
+// the map decode accepts, and every field reads the same.
+func FuzzExtListDecode(f *testing.F) {
+	for _, s := range seedFrames(f) {
+		if s[0] == 1 { // ROCKETMQ headers: make them listed requests
+			s = bytes.Clone(s)
+			binary.BigEndian.PutUint16(s[4:], uint16(SendMessageV2))
+			f.Add(s)
+		}
+	}
+	f.Add(sendFrame(f, AppendSendHeader(nil, &SendMessageRequestHeader{ProducerGroup: "g", Topic: "t"}, true)))
+	codes := []int32{int32(SendMessageV2)}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		viaMap, merr := DecodeFrame(frame)
+		viaList, lerr := decodeFrame(frame, codes)
+		if (merr == nil) != (lerr == nil) {
+			t.Fatalf("map decode error %v, list decode error %v", merr, lerr)
+		}
+		if merr != nil {
+			return
+		}
+		if viaList.ExtLen() != viaMap.ExtLen() || viaList.Code != viaMap.Code || viaList.Remark != viaMap.Remark ||
+			!bytes.Equal(viaList.Body, viaMap.Body) {
+			t.Fatalf("list decode %+v, map decode %+v", viaList, viaMap)
+		}
+		for k, v := range viaMap.ExtFields {
+			if got := viaList.Ext(k); got != v {
+				t.Fatalf("Ext(%q) = %q, want %q", k, got, v)
+			}
+		}
+		var a, b SendMessageRequestHeader
+		aerr, berr := DecodeSendHeader(viaMap.ExtFields, &a, true), DecodeSendHeaderOf(viaList, &b, true)
+		if (aerr == nil) != (berr == nil) || a != b {
+			t.Fatalf("send headers %+v (%v) vs %+v (%v)", a, aerr, b, berr)
+		}
+	})
+}
