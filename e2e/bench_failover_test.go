@@ -23,6 +23,11 @@ import (
 //	elected   the controller names the slave master
 //	route     the name server routes the topic's broker name to it (id 0)
 //	send      the first send to it is acknowledged
+//	stale     the first send to the old master's address is acknowledged
+//	          (a producer with a stale route: the old master, restarted
+//	          at once after SIGKILL as a supervisor would, or resumed
+//	          after SIGSTOP, rejoins as a slave and relays the send to the
+//	          new master, forwardSendToMaster)
 //
 // for SIGKILL (closed connection) and SIGSTOP (hang: heartbeat timeout,
 // controllerHeartBeatTimeoutMills=3000 here, 10 s by default). Each
@@ -62,7 +67,7 @@ func BenchmarkFailoverTimeline(b *testing.B) {
 				}
 			})
 			master, slave := 0, 1
-			var detect, elect, route, send []time.Duration
+			var detect, elect, route, send, stale []time.Duration
 			b.ResetTimer()
 			for range b.N {
 				m, s := brokers[master], brokers[slave]
@@ -112,15 +117,28 @@ func BenchmarkFailoverTimeline(b *testing.B) {
 				if sT == 0 || rT == 0 {
 					b.Fatalf("iteration: no complete failover within 30 s (detected %v elected %v route %v send %v)", dT, eT, rT, sT)
 				}
-				detect, elect, route, send = append(detect, dT), append(elect, eT), append(route, rT), append(send, sT)
-				b.Logf("%s: detected %v, elected %v, route %v, first send %v", fault.name, dT.Round(time.Millisecond),
-					eT.Round(time.Millisecond), rT.Round(time.Millisecond), sT.Round(time.Millisecond))
-				// The old master rejoins as a slave before the next round.
+				// The old master rejoins as a slave (before the next round)
+				// and relays what a stale producer sends to its address.
 				if fault.sig == syscall.SIGKILL {
 					m.start()
 				} else {
 					m.signal(syscall.SIGCONT)
 				}
+				old := newRawSender(b, m.addr)
+				var oT time.Duration
+				for time.Now().Before(t0.Add(60 * time.Second)) {
+					if storedBy(old.sendResp(topic, "stale")) == s.addr {
+						oT = time.Since(t0)
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				if oT == 0 {
+					b.Fatalf("iteration: the old master's address never relayed a send within 60 s")
+				}
+				detect, elect, route, send, stale = append(detect, dT), append(elect, eT), append(route, rT), append(send, sT), append(stale, oT)
+				b.Logf("%s: detected %v, elected %v, route %v, first send %v, first send to the old address %v", fault.name, dT.Round(time.Millisecond),
+					eT.Round(time.Millisecond), rT.Round(time.Millisecond), sT.Round(time.Millisecond), oT.Round(time.Millisecond))
 				e.waitMaster(name, s.addr, 2, 30*time.Second)
 				master, slave = slave, master
 			}
@@ -130,6 +148,7 @@ func BenchmarkFailoverTimeline(b *testing.B) {
 			b.ReportMetric(meanMs(route), "route-ms")
 			b.ReportMetric(meanMs(send), "send-ms")
 			b.ReportMetric(maxMs(send), "send-max-ms")
+			b.ReportMetric(meanMs(stale), "stale-send-ms")
 		})
 	}
 }
