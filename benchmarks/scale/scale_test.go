@@ -5,8 +5,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +33,7 @@ var (
 	chunkFlag   = flag.Duration("scale.chunk", 2*time.Second, "publishing time per queue count per round")
 	windowFlag  = flag.Int("scale.window", 128, "pipelined sends in flight")
 	roundsFlag  = flag.Int("scale.rounds", 3, "publish rounds (every queue count once a round)")
+	profileFlag = flag.String("scale.profile", "", "directory for broker CPU profiles of the last queue count's publish round and consume (metricsPprofEnable)")
 )
 
 var (
@@ -84,6 +87,7 @@ type server struct {
 	nsPort, brPort int
 	nsAddr, broker string
 	started        time.Time
+	pprofAddr      string // with -scale.profile
 }
 
 // startServer runs a standalone process on fixed free ports (a restart
@@ -92,9 +96,16 @@ func startServer(tb testing.TB, data string, nsPort, brPort int) *server {
 	tb.Helper()
 	s := &server{data: data, nsPort: nsPort, brPort: brPort, started: time.Now(),
 		nsAddr: fmt.Sprintf("127.0.0.1:%d", nsPort), broker: fmt.Sprintf("127.0.0.1:%d", brPort)}
-	s.cmd = exec.Command(apogeeBin(tb), "standalone", "--data", data,
+	metrics := []string{"--set", "metricsPromExporterPort=0"}
+	if *profileFlag != "" {
+		port := freePort(tb)
+		s.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		metrics = []string{"--set", fmt.Sprintf("metricsPromExporterPort=%d", port), "--set", "metricsPprofEnable=true"}
+	}
+	args := append([]string{"standalone", "--data", data,
 		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
-		"--log-level", "warn", "--set", "metricsPromExporterPort=0", "--set", "brokerIP1=127.0.0.1")
+		"--log-level", "warn", "--set", "brokerIP1=127.0.0.1"}, metrics...)
+	s.cmd = exec.Command(apogeeBin(tb), args...)
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -126,6 +137,35 @@ func startServer(tb testing.TB, data string, nsPort, brPort int) *server {
 		tb.Fatal("apogee standalone did not start")
 	}
 	return s
+}
+
+// profile records a CPU profile of the broker for d into
+// -scale.profile/name.prof in the background; wait for the returned
+// channel.
+func (s *server) profile(tb testing.TB, name string, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	if s.pprofAddr == "" {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprofAddr, max(1, int(d.Seconds())))
+		resp, err := http.Get(url)
+		if err != nil {
+			tb.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(*profileFlag, name+".prof"))
+		if err != nil {
+			tb.Logf("profile %s: %v", name, err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}()
+	return done
 }
 
 func (s *server) stop(tb testing.TB) {
@@ -408,7 +448,8 @@ func pullAll(tb testing.TB, c *remoting.Client, broker, prefix string, n int, wi
 			next, _ := strconv.ParseInt(resp.ExtFields["nextBeginOffset"], 10, 64)
 			if next > off {
 				got.Add(next - off)
-				go pullQueue(i, next)
+				wg.Add(1) // before this callback's Done: Wait must not return in between
+				go func() { defer wg.Done(); pullQueue(i, next) }()
 			}
 		})
 		if err != nil {
@@ -500,7 +541,14 @@ func BenchmarkPublishQueues(b *testing.B) {
 	b.ResetTimer()
 	for r := 0; r < *roundsFlag; r++ {
 		for _, n := range counts {
+			var prof <-chan struct{}
+			if r == *roundsFlag-1 && n == counts[len(counts)-1] {
+				prof = s.profile(b, fmt.Sprintf("publish-%d", n), *chunkFlag)
+			}
 			rates[n] = append(rates[n], snd.publishFor(b, fmt.Sprintf("P%d-", n), n, *chunkFlag, cursor[n]))
+			if prof != nil {
+				<-prof
+			}
 		}
 	}
 	b.StopTimer()
@@ -521,7 +569,14 @@ func BenchmarkPublishQueues(b *testing.B) {
 	defer c.Close()
 	var crates []float64
 	for _, n := range counts {
+		var prof <-chan struct{}
+		if n >= 10000 || n == counts[len(counts)-1] {
+			prof = s.profile(b, fmt.Sprintf("consume-%d", n), 5*time.Second)
+		}
 		rate, got := pullAll(b, c, s.broker, fmt.Sprintf("P%d-", n), n, *windowFlag)
+		if prof != nil {
+			<-prof
+		}
 		crates = append(crates, rate)
 		b.ReportMetric(rate, fmt.Sprintf("consume-msgs/s-%dq", n))
 		b.Logf("%6d queues: consumed %d messages at %.0f msgs/s, x%.2f of %d queue(s)", n, got, rate, rate/crates[0], counts[0])
