@@ -174,44 +174,29 @@ func (m *groupMeter) pulledOffset(q int32) int64 {
 }
 
 // meters is the broker's meter registry; nil when metrics are disabled.
+// The registries are sync.Maps (a hash trie: lock-free reads, inserts
+// without copying): a copy-on-write map cost a copy of every meter per new
+// topic or (topic, group), quadratic in the count; the first message to
+// each of 100,000 topics spent most of the send path copying it.
 type meters struct {
-	mu     sync.Mutex // serialises inserts; readers never lock
-	topics atomic.Pointer[map[string]*topicMeter]
-	groups atomic.Pointer[map[topicGroup]*groupMeter]
+	topics sync.Map  // string -> *topicMeter
+	groups sync.Map  // topicGroup -> *groupMeter
 	rpc    rpcMeters // meters_rpc.go
 }
 
-func newMeters() *meters {
-	m := &meters{}
-	t := map[string]*topicMeter{}
-	g := map[topicGroup]*groupMeter{}
-	m.topics.Store(&t)
-	m.groups.Store(&g)
-	return m
-}
+func newMeters() *meters { return &meters{} }
 
 // topic returns the topic's meter, creating it on first use.
 func (m *meters) topic(topic string) *topicMeter {
 	if m == nil {
 		return nil
 	}
-	if tm := (*m.topics.Load())[topic]; tm != nil {
-		return tm
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.topics.Load()
-	if tm := old[topic]; tm != nil {
-		return tm
-	}
-	next := make(map[string]*topicMeter, len(old)+1)
-	for k, v := range old {
-		next[k] = v
+	if v, ok := m.topics.Load(topic); ok {
+		return v.(*topicMeter)
 	}
 	tm := &topicMeter{topic: strings.Clone(topic)}
-	next[tm.topic] = tm
-	m.topics.Store(&next)
-	return tm
+	v, _ := m.topics.LoadOrStore(tm.topic, tm)
+	return v.(*topicMeter)
 }
 
 // group returns the (topic, group) meter, creating it on first use.
@@ -219,23 +204,12 @@ func (m *meters) group(topic, group string) *groupMeter {
 	if m == nil {
 		return nil
 	}
-	if gm := (*m.groups.Load())[topicGroup{topic, group}]; gm != nil {
-		return gm
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := *m.groups.Load()
-	if gm := old[topicGroup{topic, group}]; gm != nil {
-		return gm
-	}
-	next := make(map[topicGroup]*groupMeter, len(old)+1)
-	for k, v := range old {
-		next[k] = v
+	if v, ok := m.groups.Load(topicGroup{topic, group}); ok {
+		return v.(*groupMeter)
 	}
 	gm := &groupMeter{topicGroup: topicGroup{strings.Clone(topic), strings.Clone(group)}}
-	next[gm.topicGroup] = gm
-	m.groups.Store(&next)
-	return gm
+	v, _ := m.groups.LoadOrStore(gm.topicGroup, gm)
+	return v.(*groupMeter)
 }
 
 // TopicMeterSnapshot is one topic's counters by message type.
@@ -262,7 +236,8 @@ func (b *Broker) MeterSnapshot() ([]TopicMeterSnapshot, []GroupMeterSnapshot) {
 		return nil, nil
 	}
 	var topics []TopicMeterSnapshot
-	for _, tm := range *b.meters.topics.Load() {
+	for _, v := range b.meters.topics.Range {
+		tm := v.(*topicMeter)
 		s := TopicMeterSnapshot{Topic: tm.topic}
 		for t := range messageTypeCount {
 			s.Messages[t] = tm.messages[t].Load()
@@ -275,7 +250,8 @@ func (b *Broker) MeterSnapshot() ([]TopicMeterSnapshot, []GroupMeterSnapshot) {
 	}
 	slices.SortFunc(topics, func(a, b TopicMeterSnapshot) int { return strings.Compare(a.Topic, b.Topic) })
 	var groups []GroupMeterSnapshot
-	for _, gm := range *b.meters.groups.Load() {
+	for _, v := range b.meters.groups.Range {
+		gm := v.(*groupMeter)
 		groups = append(groups, GroupMeterSnapshot{Topic: gm.topic, Group: gm.group,
 			Messages: gm.messages.Load(), Bytes: gm.bytes.Load(), SentToDLQ: gm.dlq.Load()})
 	}
@@ -311,7 +287,10 @@ func (m *meters) existingTopic(topic string) *topicMeter {
 	if m == nil {
 		return nil
 	}
-	return (*m.topics.Load())[topic]
+	if v, ok := m.topics.Load(topic); ok {
+		return v.(*topicMeter)
+	}
+	return nil
 }
 
 // existingGroup returns the (topic, group) meter without creating one.
@@ -319,7 +298,10 @@ func (m *meters) existingGroup(topic, group string) *groupMeter {
 	if m == nil {
 		return nil
 	}
-	return (*m.groups.Load())[topicGroup{topic, group}]
+	if v, ok := m.groups.Load(topicGroup{topic, group}); ok {
+		return v.(*groupMeter)
+	}
+	return nil
 }
 
 // PopStats reports POP consumption for metrics: messages popped and

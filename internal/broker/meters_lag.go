@@ -61,7 +61,7 @@ func (b *Broker) lagOf(group, topic string, tc protocol.TopicConfig) ConsumerLag
 	l := ConsumerLag{Group: group, Topic: topic, IsRetry: names.IsRetryTopic(topic)}
 	var gm *groupMeter
 	if b.meters != nil {
-		gm = (*b.meters.groups.Load())[topicGroup{topic, group}]
+		gm = b.meters.existingGroup(topic, group)
 	}
 	earliest := func(cur *int64, q int32, off int64) {
 		ts, err := b.Store.StoreTimeByQueueOffset(topic, q, off)
