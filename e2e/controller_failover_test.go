@@ -335,7 +335,8 @@ type loadResult struct {
 	acked   []string
 	failed  int
 	lastErr string
-	// firstOKAfter is the first acknowledged send after the mark (zero if none).
+	// firstOKAfter is when the first send started after the mark was
+	// acknowledged (zero if none).
 	mark, firstOKAfter time.Time
 }
 
@@ -354,13 +355,14 @@ func sendLoop(p rocketmq.Producer, topic, prefix string, n int, stop <-chan stru
 		default:
 		}
 		body := fmt.Sprintf("%s-%d", prefix, i)
+		started := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		res, err := p.SendSync(ctx, primitive.NewMessage(topic, []byte(body)))
 		cancel()
 		r.mu.Lock()
 		if err == nil && res.Status == primitive.SendOK {
 			r.acked = append(r.acked, body)
-			if !r.mark.IsZero() && r.firstOKAfter.IsZero() {
+			if !r.mark.IsZero() && r.firstOKAfter.IsZero() && !started.Before(r.mark) {
 				r.firstOKAfter = time.Now()
 			}
 		} else {
