@@ -49,8 +49,8 @@ func TestPopStateFailover(t *testing.T) {
 	mustCode(t, invoke(t, c, master.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
 	sendN(t, c, master, topic, 0, 10, "f") // SYNC_MASTER with 2 in sync: the slave has each one
 	const invisible = 5 * time.Second
+	poppedAt := time.Now() // before the pop: its invisible time ends after poppedAt+invisible
 	got := popAll(t, c, master, group, topic, invisible)
-	poppedAt := time.Now()
 	if len(got) != 10 {
 		t.Fatalf("popped %d", len(got))
 	}
