@@ -74,6 +74,7 @@ type server struct {
 	nsPort, brPort int
 	nsAddr, broker string
 	started        time.Time
+	logPath        string
 }
 
 // startServer runs a standalone process on fixed free ports (a restart
@@ -90,7 +91,8 @@ func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string
 	if err != nil {
 		tb.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(filepath.Dir(data), fmt.Sprintf("apogee-%d.log", time.Now().UnixNano())))
+	s.logPath = filepath.Join(filepath.Dir(data), fmt.Sprintf("apogee-%d.log", time.Now().UnixNano()))
+	logf, err := os.Create(s.logPath)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -127,7 +129,9 @@ func (s *server) stop(tb testing.TB) {
 	select {
 	case err := <-done:
 		if err != nil {
-			tb.Fatalf("apogee exited with %v after SIGTERM", err)
+			b, _ := os.ReadFile(s.logPath)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			tb.Fatalf("apogee exited with %v after SIGTERM; its log ends:\n%s", err, strings.Join(lines[max(0, len(lines)-15):], "\n"))
 		}
 	case <-time.After(5 * time.Minute):
 		tb.Fatal("apogee did not stop")

@@ -129,6 +129,7 @@ var adminCommands = []func(*globalFlags, *adminFlags) *cobra.Command{
 	cmdUpdateTopic, cmdUpdateTopicList, cmdDeleteTopic, cmdTopicList, cmdTopicRoute, cmdTopicStatus, cmdClusterList,
 	cmdConsumerProgress, cmdConsumerConnection, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdBrokerStatus,
 	cmdQueryMsgByID, cmdQueryMsgByKey, cmdResetOffsetByTime, cmdSendMessage, cmdConsumeMessage, cmdProducerConnection,
+	cmdGetBrokerLiteInfo, cmdGetParentTopicInfo, cmdGetLiteTopicInfo, // admin_lite.go
 }
 
 func cmdProducerConnection(g *globalFlags, af *adminFlags) *cobra.Command {

@@ -2,9 +2,11 @@ package litee2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +38,7 @@ func TestLitePushConsumer(t *testing.T) {
 	s := startServer(t, "", "--set", "liteExpirationUnitMs=2000", "--set", "liteTtlCheckInterval=200",
 		"--set", "minLiteTTl=0", "--set", "maxLmqConsumeQueueNum=4", "--set", "maxLiteSubscriptionCount=2")
 	const parent, group = "LiteParent", "LiteGroup"
-	s.createTopic(t, parent, "+message.type=LITE,+lite.topic.expiration=4", 1)
+	s.createTopic(t, parent, "+message.type=LITE,+lite.topic.expiration=6", 1)
 
 	var mu sync.Mutex
 	got := map[string][]string{}
@@ -102,6 +104,26 @@ func TestLitePushConsumer(t *testing.T) {
 		t.Fatalf("send to a fifth lite topic: %v, want LITE_TOPIC_QUOTA_EXCEEDED (42901)", err)
 	}
 
+	// Admin: the parent's lite topics as `apogee admin getParentTopicInfo` lists them.
+	out, err := exec.Command(apogeeBin, "admin", "getParentTopicInfo", "-n", s.namesrv, "-c", "DefaultCluster",
+		"-t", parent, "--json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("getParentTopicInfo: %v\n%s", err, out)
+	}
+	var infos map[string]struct {
+		LiteTopicCount int      `json:"liteTopicCount"`
+		TTL            int      `json:"ttl"`
+		LiteTopics     []string `json:"liteTopics"`
+	}
+	if err := json.Unmarshal(out, &infos); err != nil || len(infos) != 1 {
+		t.Fatalf("getParentTopicInfo output %s: %v", out, err)
+	}
+	for _, info := range infos {
+		if info.LiteTopicCount != 4 || info.TTL != 6 || strings.Join(info.LiteTopics, ",") != "s1,s2,s3,s4" {
+			t.Errorf("getParentTopicInfo: %+v, want s1..s4 with TTL 6", info)
+		}
+	}
+
 	eventually(t, time.Minute, "the subscribed lite topics' messages", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -116,7 +138,7 @@ func TestLitePushConsumer(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// Expiry: 4 units of 2 s after their last send the lite topics go; the
+	// Expiry: 6 units of 2 s after their last send the lite topics go; the
 	// consumer is told about the two it subscribed.
 	eventually(t, time.Minute, "NotifyUnsubscribeLiteCommand for s1 and s2", func() bool {
 		b, _ := os.ReadFile(clientLog)

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -70,8 +71,33 @@ func TestLiteTopicLifecycle(t *testing.T) {
 		}
 	}
 
+	// Admin: the parent's count and names, one lite topic's offsets, the
+	// broker's totals.
+	var pi protocol.GetParentTopicInfoResponseBody
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetParentTopicInfo, map[string]string{"topic": "Parent"}, nil))
+	mustCode(t, resp, protocol.Success)
+	if err := json.Unmarshal(resp.Body, &pi); err != nil || pi.LiteTopicCount != 2 || pi.TTL != 100000 ||
+		strings.Join(pi.LiteTopics, ",") != "a,b" || pi.LmqNum != 3 {
+		t.Fatalf("parent topic info %s: %+v %v", resp.Body, pi, err)
+	}
+	var li protocol.GetLiteTopicInfoResponseBody
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetLiteTopicInfo, map[string]string{"parentTopic": "Parent", "liteTopic": "a"}, nil))
+	mustCode(t, resp, protocol.Success)
+	if err := json.Unmarshal(resp.Body, &li); err != nil || li.TopicOffset.MaxOffset != 3 || li.TopicOffset.LastUpdateTimestamp <= 0 {
+		t.Fatalf("lite topic info %s: %v", resp.Body, err)
+	}
+	var bi protocol.GetBrokerLiteInfoResponseBody
+	resp = invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerLiteInfo, nil, nil))
+	mustCode(t, resp, protocol.Success)
+	if err := json.Unmarshal(resp.Body, &bi); err != nil || bi.CurrentLmqNum != 3 || bi.MaxLmqNum != 3 || bi.TopicMeta["Forever"] != 1 {
+		t.Fatalf("broker lite info %s: %v", resp.Body, err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetLiteTopicInfo, map[string]string{"parentTopic": "Parent", "liteTopic": "zz"}, nil)), protocol.TopicNotExist)
+	createTypedTopic(t, c, b, "PlainT", 1, "")
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetParentTopicInfo, map[string]string{"topic": "PlainT"}, nil)), protocol.InvalidParameter)
+
 	// FIFO pop of the lite topic's queue: in order, then blocked until acked.
-	resp := invoke(t, c, b.Addr(), popReq("g", qa, 0, 32, time.Minute, 0, true))
+	resp = invoke(t, c, b.Addr(), popReq("g", qa, 0, 32, time.Minute, 0, true))
 	got := decodePop(t, resp, "g", cfg.BrokerName)
 	if len(got) != 3 || string(got[0].msg.Body) != "a0" || string(got[2].msg.Body) != "a2" ||
 		got[0].msg.Properties[message.PropertyLiteTopic] != "a" {

@@ -52,6 +52,7 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 			protocol.PollingInfo:                b.processPollingInfo,
 		}), pullPool)
 	s.RegisterProcessor(PopReplicateCode, b.processPopReplicate, adminPool) // pop_repl.go: slaves follow the POP state
+	b.registerLiteAdmin(s, adminPool)                                       // lite_admin.go: RocketMQ 5.5 lite admin requests
 	s.RegisterProcessor(protocol.RecallMessage, b.processRecallMessage,
 		remoting.PoolConfig{Workers: max(2, c.SendMessageThreadPoolNums), QueueSize: 10000})
 	// Clients (heartbeat.go).

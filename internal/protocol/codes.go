@@ -267,6 +267,7 @@ var requestNames = map[RequestCode]string{
 	PopMessage:  "POP_MESSAGE", AckMessage: "ACK_MESSAGE", PeekMessage: "PEEK_MESSAGE",
 	ChangeMessageInvisibleTime: "CHANGE_MESSAGE_INVISIBLETIME", Notification: "NOTIFICATION",
 	PollingInfo: "POLLING_INFO", PopRollback: "POP_ROLLBACK", BatchAckMessage: "BATCH_ACK_MESSAGE",
+	GetBrokerLiteInfo: "GET_BROKER_LITE_INFO", GetParentTopicInfo: "GET_PARENT_TOPIC_INFO", GetLiteTopicInfo: "GET_LITE_TOPIC_INFO",
 }
 
 // String returns RocketMQ's name for the code, e.g. "SEND_MESSAGE", or
