@@ -364,6 +364,7 @@ func sendProperties(topic string, m *pb.Message, t pb.MessageType) (string, int3
 	if h := sp.GetBornHost(); h != "" {
 		b = message.AppendProperty(b, message.PropertyBornHost, h)
 	}
+	b = v55AppendProperties(b, sp, t) // v55.go: priority, lite topic
 	var sysFlag int32
 	if t == pb.MessageType_TRANSACTION {
 		b = message.AppendProperty(b, message.PropertyTransactionPrepared, "true")

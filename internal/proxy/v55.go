@@ -39,16 +39,17 @@ func checkV55(sp *pb.SystemProperties, t pb.MessageType) error {
 	return nil
 }
 
-// v55SendProperties adds the priority or lite topic of a message of type t
-// to its stored properties. A priority on a message of another type is
-// dropped, as the reference's broker drops it.
-func v55SendProperties(props map[string]string, sp *pb.SystemProperties, t pb.MessageType) {
+// v55AppendProperties appends the priority or lite topic of a message of
+// type t to its stored properties. A priority on a message of another type
+// is dropped, as the reference's broker drops it.
+func v55AppendProperties(b []byte, sp *pb.SystemProperties, t pb.MessageType) []byte {
 	switch t {
 	case pb.MessageType_PRIORITY:
-		props[message.PropertyPriority] = strconv.Itoa(int(sp.GetPriority()))
+		b = message.AppendProperty(b, message.PropertyPriority, strconv.Itoa(int(sp.GetPriority())))
 	case pb.MessageType_LITE:
-		props[message.PropertyLiteTopic] = sp.GetLiteTopic()
+		b = message.AppendProperty(b, message.PropertyLiteTopic, sp.GetLiteTopic())
 	}
+	return b
 }
 
 // v55StoredType classifies a stored message the older types did not claim.
