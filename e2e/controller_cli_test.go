@@ -119,4 +119,11 @@ func TestControllerInNamesrv(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"group": "ns-ctl"`) || !strings.Contains(out, `"isLeader": true`) {
 		t.Fatalf("getControllerMetaData (%d): %s", code, out)
 	}
+	// The embedded controller writes run-time updates back to namesrv.conf.
+	if out, errOut, code := runApogee(t, bin, "admin", "updateControllerConfig", "-a", ports[2], "-k", "electMasterMaxRetryCount", "-v", "5"); code != 0 {
+		t.Fatalf("updateControllerConfig (%d): %s %s", code, out, errOut)
+	}
+	if data, err := os.ReadFile(conf); err != nil || !strings.Contains(string(data), "\nelectMasterMaxRetryCount=5\n") || !strings.Contains(string(data), "jRaftGroupId=ns-ctl") {
+		t.Fatalf("namesrv.conf after the update: %v\n%s", err, data)
+	}
 }

@@ -88,7 +88,7 @@ func newNamesrvCmd(g *globalFlags) *cobra.Command {
 		if err := ns.Start(); err != nil {
 			return err
 		}
-		closeController, err := f.embedded.start(cmd, logger) // namesrv_controller.go
+		closeController, err := f.embedded.start(cmd, logger, f.confFile) // namesrv_controller.go
 		if err != nil {
 			ns.Close()
 			return err

@@ -45,7 +45,8 @@ func (e *embeddedController) apply(p *config.Properties, unknownToNamesrv []stri
 }
 
 // start runs the controller when enabled; the returned func closes it.
-func (e *embeddedController) start(cmd *cobra.Command, logger *slog.Logger) (func() error, error) {
+// UPDATE_CONTROLLER_CONFIG writes its keys back to confFile (namesrv.conf).
+func (e *embeddedController) start(cmd *cobra.Command, logger *slog.Logger, confFile string) (func() error, error) {
 	if !e.keys.EnableControllerInNamesrv {
 		return func() error { return nil }, nil
 	}
@@ -54,6 +55,7 @@ func (e *embeddedController) start(cmd *cobra.Command, logger *slog.Logger) (fun
 	if err != nil {
 		return nil, err
 	}
+	c.SetConfigFile(confFile)
 	if err := c.Start(); err != nil {
 		return nil, err
 	}
