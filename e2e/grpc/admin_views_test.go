@@ -31,14 +31,15 @@ func clientIDPrefix(t *testing.T) string {
 // language and subscription (CONSUME_ACTIVELY for simple, CONSUME_PASSIVELY
 // for push consumers, as RocketMQ's proxy registers them), producerConnection
 // lists the producer under its topic (a gRPC producer's group), and so does
-// `apogee admin consumerConnection`.
+// `apogee admin consumerConnection`; consumerProgress shows the POP group's
+// offsets once its messages are acked.
 func TestAdminViewsOfGRPCClients(t *testing.T) {
 	s := startServer(t, "")
 	const topic, simpleGroup, pushGroup = "GrpcAdminViewTopic", "GrpcAdminSimple", "GrpcAdminPush"
 	s.createTopic(t, topic, "NORMAL", 2)
 	withSSL(t, false)
-	newProducer(t, s.grpc, rmq.WithTopics(topic))
-	newSimpleConsumer(t, s.grpc, simpleGroup, topic, rmq.NewFilterExpression("TagA"))
+	p := newProducer(t, s.grpc, rmq.WithTopics(topic))
+	sc := newSimpleConsumer(t, s.grpc, simpleGroup, topic, rmq.NewFilterExpression("TagA"))
 	pc, err := rmq.NewPushConsumer(clientConfig(s.grpc, pushGroup), rmq.WithPushAwaitDuration(5*time.Second),
 		rmq.WithPushSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}),
 		rmq.WithPushMessageListener(&rmq.FuncMessageListener{Consume: func(*rmq.MessageView) rmq.ConsumerResult { return rmq.SUCCESS }}))
@@ -105,6 +106,36 @@ func TestAdminViewsOfGRPCClients(t *testing.T) {
 			}
 		}
 		return false
+	})
+
+	// consumerProgress finds the POP group's broker by its retry topic and
+	// shows its offsets: received and acked messages leave no lag.
+	for i := range 3 {
+		m := &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("admin view %d", i))}
+		m.SetTag("TagA")
+		if _, err := p.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mv := range receiveAll(t, sc, 3, 20*time.Second, 40*time.Second) {
+		if err := sc.Ack(ctx, mv); err != nil {
+			t.Fatalf("ack: %v", err)
+		}
+	}
+	var cp *admin.ConsumerProgress
+	eventually(t, 30*time.Second, "consumer progress without lag", func() bool {
+		cp, err = a.ConsumerProgress(ctx, simpleGroup, "")
+		if err != nil || len(cp.Queues) == 0 {
+			return false
+		}
+		var sum int64
+		for _, q := range cp.Queues {
+			if q.Queue.Topic != topic {
+				return false
+			}
+			sum += q.ConsumerOffset
+		}
+		return cp.TotalLag == 0 && sum == 3
 	})
 
 	out, err := exec.CommandContext(ctx, apogeeBin, "admin", "consumerConnection", "-n", s.namesrv, "-g", simpleGroup).CombinedOutput()
