@@ -207,7 +207,10 @@ func (s *Store) Sync() error {
 
 // TryLockQueue takes k's pop lock; false means another pop holds it.
 func (s *Store) TryLockQueue(k QueueKey) bool {
-	v, _ := s.popLocks.LoadOrStore(k, new(atomic.Bool))
+	v, ok := s.popLocks.Load(k)
+	if !ok { // allocate the flag only for a queue's first pop
+		v, _ = s.popLocks.LoadOrStore(k, new(atomic.Bool))
+	}
 	return v.(*atomic.Bool).CompareAndSwap(false, true)
 }
 
