@@ -179,3 +179,16 @@ func TestLocalClientsInAdminViews(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumeType: simple consumers register CONSUME_ACTIVELY, push
+// consumers CONSUME_PASSIVELY, lite ones as their plain counterparts.
+func TestConsumeType(t *testing.T) {
+	for ct, want := range map[pb.ClientType]string{
+		pb.ClientType_SIMPLE_CONSUMER: protocol.ConsumeActively, pb.ClientType_LITE_SIMPLE_CONSUMER: protocol.ConsumeActively,
+		pb.ClientType_PUSH_CONSUMER: protocol.ConsumePassively, pb.ClientType_LITE_PUSH_CONSUMER: protocol.ConsumePassively,
+	} {
+		if got := consumeType(ct); got != want {
+			t.Errorf("%v: %s, want %s", ct, got, want)
+		}
+	}
+}

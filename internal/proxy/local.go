@@ -54,16 +54,12 @@ func (svc *service) registerLocal(ctx context.Context, id string) {
 		for _, t := range st.GetPublishing().GetTopics() {
 			hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: t.GetName()})
 		}
-	case pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PUSH_CONSUMER:
+	case pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PUSH_CONSUMER, pb.ClientType_LITE_SIMPLE_CONSUMER, pb.ClientType_LITE_PUSH_CONSUMER:
 		sub := st.GetSubscription()
 		if sub.GetGroup().GetName() == "" {
 			return
 		}
-		consumeType := protocol.ConsumeActively // as the reference: SIMPLE actively, PUSH passively
-		if st.GetClientType() == pb.ClientType_PUSH_CONSUMER {
-			consumeType = protocol.ConsumePassively
-		}
-		cd := protocol.ConsumerData{GroupName: sub.GetGroup().GetName(), ConsumeType: consumeType,
+		cd := protocol.ConsumerData{GroupName: sub.GetGroup().GetName(), ConsumeType: consumeType(st.GetClientType()),
 			MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
 			SubscriptionDataSet: []protocol.SubscriptionData{}}
 		version := time.Now().UnixMilli()
@@ -87,6 +83,17 @@ func (svc *service) registerLocal(ctx context.Context, id string) {
 		addr = ap.String()
 	}
 	lb.HeartbeatLocal(hb, addr, clientLanguage(ctx), protocol.CurrentVersion)
+}
+
+// consumeType is how a consumer of client type t is registered, as the
+// reference registers them: simple consumers pull when they like
+// (CONSUME_ACTIVELY), push consumers are fed (CONSUME_PASSIVELY); lite
+// consumers as their plain counterparts.
+func consumeType(t pb.ClientType) string {
+	if t == pb.ClientType_PUSH_CONSUMER || t == pb.ClientType_LITE_PUSH_CONSUMER {
+		return protocol.ConsumePassively
+	}
+	return protocol.ConsumeActively
 }
 
 // clientLanguage is the x-mq-language header as a language code (GO,
