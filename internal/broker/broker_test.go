@@ -266,6 +266,9 @@ func TestConsumerOffsetsAndRestart(t *testing.T) {
 	if resp.Ext("offset") != "0" {
 		t.Fatalf("offset = %q", resp.Ext("offset"))
 	}
+	if _, _, err := b.Groups.FindOrCreate("g", true); err != nil { // a consumer's heartbeat would create it
+		t.Fatal(err)
+	}
 	u := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "g", Topic: "OT", QueueID: 0, CommitOffset: 1}
 	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateConsumerOffset, protocol.EncodeHeader(&u, false), nil)), protocol.Success)
 	// Piggy-backed commit on a pull of queue 1.
@@ -610,13 +613,16 @@ func TestAdminOffsetTools(t *testing.T) {
 }
 
 // TestUpdateBrokerConfig: UPDATE_BROKER_CONFIG makes the broker read-only
-// at run time (brokerPermission=4) and refuses keys that cannot change.
+// at run time (brokerPermission=4: the route says so, and sends to ordered
+// topics are refused as in RocketMQ) and refuses keys that cannot change.
 func TestUpdateBrokerConfig(t *testing.T) {
 	b := startBroker(t, testConfig(t, t.TempDir()))
 	c := newClient(t)
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("a"), nil)), protocol.Success)
+	ct := protocol.CreateTopicRequestHeader{Topic: "RO_ORDER", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6, Order: true}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
 	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil, []byte("brokerPermission=4\n"))), protocol.Success)
-	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("b"), nil)), protocol.NoPermission)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO_ORDER", 0, []byte("b"), nil)), protocol.NoPermission)
 	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerConfig, nil, nil))
 	if !strings.Contains(string(resp.Body), "brokerPermission=4\n") {
 		t.Fatalf("config does not show the update: %q", resp.Body)
@@ -634,8 +640,9 @@ func TestUpdateBrokerConfig(t *testing.T) {
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("RO", 0, []byte("c"), nil)), protocol.Success)
 }
 
-// TestSlavePullRules: a slave without slaveReadEnable answers pulls with
-// PULL_RETRY_IMMEDIATELY suggesting the master (docs/protocol.md §7.3).
+// TestSlavePullRules: a slave without slaveReadEnable refuses pulls up
+// front with SYSTEM_BUSY, as RocketMQ 5's rejectRequest does
+// (docs/protocol.md §7.3).
 func TestSlavePullRules(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	cfg.BrokerID = 1
@@ -643,9 +650,9 @@ func TestSlavePullRules(t *testing.T) {
 	b := startBroker(t, cfg)
 	c := newClient(t)
 	resp := invoke(t, c, b.Addr(), pullReq("g", names.TopicSelfTest, 0, 5, protocol.PullFlagSubscription, 0, "*"))
-	mustCode(t, resp, protocol.PullRetryImmediately)
-	if resp.Ext("suggestWhichBrokerId") != "0" {
-		t.Fatalf("suggest = %q", resp.Ext("suggestWhichBrokerId"))
+	mustCode(t, resp, protocol.SystemBusy)
+	if resp.Remark != "[REJECTREQUEST]system busy, start flow control for a while" {
+		t.Fatalf("remark = %q", resp.Remark)
 	}
 	// Sends are refused up front on a slave.
 	resp = invoke(t, c, b.Addr(), sendReq("T", 0, []byte("x"), nil))

@@ -58,6 +58,7 @@ type Config struct {
 	EnablePropertyFilter        bool   `conf:"enablePropertyFilter"`
 	SlaveReadEnable             bool   `conf:"slaveReadEnable"`
 	OffsetCheckInSlave          bool   `conf:"offsetCheckInSlave"`
+	LitePullMessageEnable       bool   `conf:"litePullMessageEnable"` // false: LITE_PULL_MESSAGE is refused
 	RegionID                    string `conf:"regionId"`
 	TraceOn                     bool   `conf:"traceOn"`
 
@@ -198,6 +199,7 @@ func DefaultConfig() Config {
 		TransactionCheckInterval: 30 * time.Second,
 
 		UseServerSideResetOffset: true,
+		LitePullMessageEnable:    true,
 
 		TimerConfig:          DefaultTimerConfig(),
 		HAConfig:             DefaultHAConfig(),

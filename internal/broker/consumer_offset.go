@@ -11,9 +11,11 @@ import (
 )
 
 // processQueryConsumerOffset serves QUERY_CONSUMER_OFFSET (14; header
-// consumerGroup, topic, queueId, setZeroIfNotFound). Without a stored offset
-// a young queue (min offset 0) answers 0 so a new group starts at the
-// beginning (docs/protocol.md §9.4 #33); otherwise QUERY_NOT_FOUND.
+// consumerGroup, topic, queueId, setZeroIfNotFound) in RocketMQ 5's order:
+// the stored offset; else QUERY_NOT_FOUND when the client asked not to
+// start at zero; else 0 for a young queue (min offset 0, first message in
+// memory) so a new group starts at the beginning (docs/protocol.md §9.4
+// #33); else QUERY_NOT_FOUND. Neither the group nor the topic has to exist.
 func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
 	var h protocol.QueryConsumerOffsetRequestHeader
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
@@ -21,8 +23,10 @@ func (b *Broker) processQueryConsumerOffset(_ context.Context, _ *remoting.Conn,
 	}
 	off, ok := b.Offsets.Query(h.ConsumerGroup, h.Topic, h.QueueID)
 	if !ok {
-		setZero := h.SetZeroIfNotFound == nil || *h.SetZeroIfNotFound
-		if !setZero || b.Store.MinOffsetInQueue(h.Topic, h.QueueID) > 0 || !b.firstMessageHot(h.Topic, h.QueueID) {
+		switch {
+		case h.SetZeroIfNotFound != nil && !*h.SetZeroIfNotFound:
+			return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, do not set to zero, maybe this group boot first"), nil
+		case b.Store.MinOffsetInQueue(h.Topic, h.QueueID) > 0 || !b.firstMessageHot(h.Topic, h.QueueID):
 			return protocol.NewResponse(req, protocol.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first"), nil
 		}
 		off = 0
@@ -42,26 +46,47 @@ func (b *Broker) firstMessageHot(topic string, queueID int32) bool {
 	return !res.SuggestPullingFromSlave
 }
 
-// processUpdateConsumerOffset serves UPDATE_CONSUMER_OFFSET (15; header
-// consumerGroup, topic, queueId, commitOffset). Go sends it every 5 s per
-// queue without the oneway bit and does not wait.
+// updateOffsetHeader is UPDATE_CONSUMER_OFFSET's header as RocketMQ reads
+// it: every field must be present (else SYSTEM_ERROR from the decoder), but
+// a queueId or commitOffset that is not a number decodes to null and is
+// refused with INVALID_PARAMETER only after the group and topic checks.
+type updateOffsetHeader struct {
+	ConsumerGroup string `ext:"consumerGroup,req"`
+	Topic         string `ext:"topic,req"`
+	QueueID       string `ext:"queueId,req"`
+	CommitOffset  string `ext:"commitOffset,req"`
+}
+
+// processUpdateConsumerOffset serves UPDATE_CONSUMER_OFFSET (15) with
+// RocketMQ 5's checks in its order: the group must exist (it is not
+// created here: a consumer's heartbeat creates it), then the topic, then
+// queueId and commitOffset must be numbers. While a server-side reset is
+// pending for the queue (resets are always server-side here), the commit is ignored
+// and answered SUCCESS "Offset has been previously reset". Go sends it
+// every 5 s per queue without the oneway bit and does not wait.
 func (b *Broker) processUpdateConsumerOffset(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	var h protocol.UpdateConsumerOffsetRequestHeader
+	var h updateOffsetHeader
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
 		return nil, err
 	}
-	if _, ok := b.Groups.Get(h.ConsumerGroup); !ok {
-		if _, ok, _ := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load()); !ok {
-			return nil, protocol.Errorf(protocol.SubscriptionGroupNotExist, "subscription group not exist, %s", h.ConsumerGroup)
-		}
+	if _, ok := b.Groups.Get(h.ConsumerGroup); !ok || h.ConsumerGroup == "" {
+		return protocol.NewResponse(req, protocol.SubscriptionGroupNotExist, "Group "+h.ConsumerGroup+" not exist!"), nil
 	}
 	if !b.Topics.Contains(h.Topic) {
-		return nil, protocol.Errorf(protocol.TopicNotExist, "topic[%s] not exist, apply first please!", h.Topic)
+		return protocol.NewResponse(req, protocol.TopicNotExist, "Topic "+h.Topic+" not exist!"), nil
 	}
-	if b.Offsets.ResetPending(h.ConsumerGroup, h.Topic, h.QueueID) {
+	queueID, err := strconv.ParseInt(h.QueueID, 10, 32)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "QueueId is null, topic is "+h.Topic), nil
+	}
+	offset, err := strconv.ParseInt(h.CommitOffset, 10, 64)
+	if err != nil {
+		return protocol.NewResponse(req, protocol.InvalidParameter, "Offset is null, topic is "+h.Topic), nil
+	}
+	if b.Offsets.ResetPending(h.ConsumerGroup, h.Topic, int32(queueID)) {
 		return protocol.NewResponse(req, protocol.Success, "Offset has been previously reset"), nil
 	}
-	b.Offsets.Commit(h.ConsumerGroup, h.Topic, h.QueueID, h.CommitOffset)
+	b.Offsets.Commit(h.ConsumerGroup, h.Topic, int32(queueID), offset)
 	return protocol.NewResponse(req, protocol.Success, ""), nil
 }
 

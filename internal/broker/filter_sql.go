@@ -38,7 +38,7 @@ func (b *Broker) newSQLFilter(sub *protocol.SubscriptionData) (*sqlFilter, *prot
 	expr, err := filter.Compile(sub.SubString)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.SubscriptionParseFailed,
-			"parse the consumer's subscription[%s] failed: %v", sub.SubString, err)
+			"parse the consumer's subscription failed: [%s] %v", sub.SubString, err)
 	}
 	return &sqlFilter{expr: expr}, nil
 }

@@ -51,6 +51,9 @@ func TestMasterSlaveSyncReplication(t *testing.T) {
 			t.Fatalf("send %d acknowledged before the slave had it", i)
 		}
 	}
+	if _, _, err := master.Groups.FindOrCreate("g1", true); err != nil { // a consumer's heartbeat would create it
+		t.Fatal(err)
+	}
 	oh := protocol.UpdateConsumerOffsetRequestHeader{ConsumerGroup: "g1", Topic: "HA", QueueID: 0, CommitOffset: 7}
 	mustCode(t, invoke(t, c, master.Addr(), protocol.NewRequest(protocol.UpdateConsumerOffset, protocol.EncodeHeader(&oh, false), nil)), protocol.Success)
 

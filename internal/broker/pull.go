@@ -19,9 +19,18 @@ import (
 // offset), no subscription, suspendTimeoutMillis 20000; the Go pull loop
 // sends sysFlag 6 with the expression; Java push sends 15000 ms and may
 // post its subscription.
+//
+// Like RocketMQ 5's rejectRequest, a slave without slaveReadEnable refuses
+// pulls up front with SYSTEM_BUSY: consumers read from the master.
 func (b *Broker) processPull(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	if b.cfg.Store.BrokerRole == store.RoleSlave && !b.cfg.SlaveReadEnable {
+		return nil, protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	}
 	return b.pull(conn, req, true)
 }
+
+// faqSuffix is the hint RocketMQ appends to some remarks (FAQUrl.suggestTodo).
+const faqSuffix = "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
 
 // pull runs one pull. allowSuspend is true on the first execution and false
 // when the hold service re-executes a parked request (then the commit offset
@@ -36,7 +45,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	}
 	resp := protocol.NewResponse(req, protocol.Success, "")
 	rh := protocol.PullMessageResponseHeader{}
-	gc, tc, refusal := b.pullTarget(conn, &h)
+	gc, tc, refusal := b.pullTarget(conn, &h, protocol.RequestCode(req.Code))
 	var holdFilter *tagFilter
 	var msgFilter store.MessageFilter
 	if refusal == nil {
@@ -63,10 +72,22 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	}
 
 	res := b.Store.GetMessage(h.ConsumerGroup, h.Topic, h.QueueID, h.QueueOffset, h.MaxMsgNums, max(h.MaxMsgBytes, 0), msgFilter)
+	status := res.Status
+	if status == store.NoMatchedLogicQueue {
+		// RocketMQ creates the consume queue of a configured queue on
+		// first read, so it reports an empty one.
+		status = store.NoMessageInQueue
+	}
 	rh.NextBeginOffset, rh.MinOffset, rh.MaxOffset = res.NextBeginOffset, res.MinOffset, res.MaxOffset
+	if status != store.Found && status != store.NoMatchedMessage && status != store.MessageWasRemoving &&
+		b.cfg.Store.BrokerRole == store.RoleSlave && !b.cfg.OffsetCheckInSlave {
+		// nextOffsetCorrection: a slave may lag its master, so it never
+		// moves a consumer's offset.
+		rh.NextBeginOffset = h.QueueOffset
+	}
 	code := b.pullCode(res, &gc, h.QueueOffset, &rh)
 	resp.Code = int32(code)
-	resp.Remark = res.Status.String()
+	resp.Remark = status.String()
 	if code == protocol.Success {
 		resp.Body = b.pullBody(&h, res, rh.NextBeginOffset)
 	}
@@ -114,28 +135,32 @@ func refusePull(code protocol.ResponseCode, forbidden int32, format string, args
 	return &pullRefusal{err: protocol.Errorf(code, format, args...), forbidden: forbidden}
 }
 
-// pullTarget checks that h may be served: the broker and topic are
-// readable, the group exists (or is auto-created) and may consume, and the
+// pullTarget checks that h may be served, in RocketMQ 5's order: the
+// broker is readable (and serves lite pulls), the group exists (or is
+// auto-created) and may consume, the topic exists and is readable, and the
 // queue id is within the topic's read queues.
-func (b *Broker) pullTarget(conn *remoting.Conn, h *protocol.PullMessageRequestHeader) (protocol.SubscriptionGroupConfig, protocol.TopicConfig, *pullRefusal) {
+func (b *Broker) pullTarget(conn *remoting.Conn, h *protocol.PullMessageRequestHeader, code protocol.RequestCode) (protocol.SubscriptionGroupConfig, protocol.TopicConfig, *pullRefusal) {
 	var gc protocol.SubscriptionGroupConfig
 	var tc protocol.TopicConfig
 	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
 		return gc, tc, refusePull(protocol.NoPermission, 1, "the broker[%s] pulling message is forbidden", b.addr)
+	}
+	if code == protocol.LitePullMessage && !b.cfg.LitePullMessageEnable {
+		return gc, tc, refusePull(protocol.NoPermission, 1, "the broker[%s] for lite pull consumer is forbidden", b.addr)
 	}
 	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load())
 	if err != nil {
 		b.logger.Error("persist auto-created group", "group", h.ConsumerGroup, "err", err)
 	}
 	if !ok {
-		return gc, tc, refusePull(protocol.SubscriptionGroupNotExist, 0, "subscription group [%s] does not exist", h.ConsumerGroup)
+		return gc, tc, refusePull(protocol.SubscriptionGroupNotExist, 0, "subscription group [%s] does not exist, %s", h.ConsumerGroup, faqSuffix)
 	}
 	if !gc.ConsumeEnable {
 		return gc, tc, refusePull(protocol.NoPermission, 2, "subscription group no permission, %s", h.ConsumerGroup)
 	}
 	tc, ok = b.Topics.Get(h.Topic)
 	if !ok {
-		return gc, tc, refusePull(protocol.TopicNotExist, 0, "topic[%s] not exist, apply first please!", h.Topic)
+		return gc, tc, refusePull(protocol.TopicNotExist, 0, "topic[%s] not exist, apply first please! %s", h.Topic, faqSuffix)
 	}
 	if tc.Perm&protocol.PermRead == 0 {
 		return gc, tc, refusePull(protocol.NoPermission, 3, "the topic[%s] pulling message is forbidden", h.Topic)
@@ -162,14 +187,14 @@ func (b *Broker) pullFilters(h *protocol.PullMessageRequestHeader, gc *protocol.
 	} else {
 		info, ok := b.Clients.ConsumerGroup(h.ConsumerGroup)
 		if !ok {
-			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's group info not exist")
+			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's group info not exist%s", faqSuffix)
 		}
 		if info.MessageModel == protocol.MessageModelBroadcasting && !gc.ConsumeBroadcastEnable {
 			return nil, nil, refusePull(protocol.NoPermission, 4, "the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)
 		}
 		s, ok := info.Subscriptions[h.Topic]
 		if !ok {
-			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's subscription not exist")
+			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's subscription not exist%s", faqSuffix)
 		}
 		if s.SubVersion < h.SubVersion {
 			return nil, nil, refusePull(protocol.SubscriptionNotLatest, 0, "the consumer's subscription not latest")
@@ -180,31 +205,49 @@ func (b *Broker) pullFilters(h *protocol.PullMessageRequestHeader, gc *protocol.
 	if sub.IsTag() {
 		return filter, filter, nil
 	}
+	if !b.cfg.EnablePropertyFilter {
+		return nil, nil, refusePull(protocol.SystemError, 0, "The broker does not support consumer to filter message by %s", sub.ExpressionType)
+	}
 	f, perr := b.newSQLFilter(sub) // filter_sql.go
 	if perr != nil {
-		return nil, nil, refusePull(perr.Code, 0, "%s", perr.Remark)
+		if h.SysFlag&protocol.PullFlagSubscription != 0 {
+			// RocketMQ's remark, then what is wrong with the expression
+			// (newSQLFilter writes both).
+			return nil, nil, refusePull(protocol.SubscriptionParseFailed, 0, "%s", perr.Remark)
+		}
+		// The registered expression never compiled: RocketMQ holds no
+		// filter data for it.
+		return nil, nil, refusePull(protocol.FilterDataNotExist, 0, "The broker's consumer filter data is not exist!Your expression may be wrong!")
 	}
 	return &tagFilter{all: true}, f, nil
 }
 
 // pullCode maps the store's answer to the response code and sets the
-// suggested broker: a slave never moves a consumer's offset (it may lag
-// its master), and without slaveReadEnable it sends consumers back to the
-// master (docs/protocol.md §7.3).
+// suggested broker as RocketMQ 5 does (docs/protocol.md §7.3): with
+// slaveReadEnable the group's brokerId, or whichBrokerWhenConsumeSlowly
+// when the consumer lags beyond memory; otherwise the master. A slave
+// whose reader is not lagging sends it back to the master, and anything
+// but FOUND becomes PULL_RETRY_IMMEDIATELY there; a slave never moves a
+// consumer's offset unless offsetCheckInSlave.
 func (b *Broker) pullCode(res *store.GetResult, gc *protocol.SubscriptionGroupConfig, requestOffset int64, rh *protocol.PullMessageResponseHeader) protocol.ResponseCode {
-	if res.SuggestPullingFromSlave && b.cfg.SlaveReadEnable {
+	switch {
+	case !b.cfg.SlaveReadEnable:
+		rh.SuggestWhichBrokerID = protocol.MasterID
+	case res.SuggestPullingFromSlave:
 		rh.SuggestWhichBrokerID = gc.WhichBrokerWhenConsumeSlowly
-	} else {
+	default:
 		rh.SuggestWhichBrokerID = gc.BrokerID
 	}
 	code := pullStatusResponse(res.Status, requestOffset)
-	if b.cfg.Store.BrokerRole == store.RoleSlave {
-		switch {
-		case !b.cfg.SlaveReadEnable:
-			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, protocol.MasterID
-		case code == protocol.PullOffsetMoved && !b.cfg.OffsetCheckInSlave:
-			code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, gc.BrokerID
+	slave := b.cfg.Store.BrokerRole == store.RoleSlave
+	if slave && !res.SuggestPullingFromSlave {
+		rh.SuggestWhichBrokerID = protocol.MasterID
+		if res.Status != store.Found {
+			code = protocol.PullRetryImmediately
 		}
+	}
+	if code == protocol.PullOffsetMoved && slave && !b.cfg.OffsetCheckInSlave {
+		code, rh.SuggestWhichBrokerID = protocol.PullRetryImmediately, gc.BrokerID
 	}
 	return code
 }

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +44,7 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 	} else if err := protocol.DecodeSendHeaderOf(req, &h, v2); err != nil {
 		return nil, err
 	}
-	tc, err := b.sendCheck(&h)
+	tc, err := b.sendCheck(conn, &h)
 	if err != nil {
 		return nil, err
 	}
@@ -57,8 +60,7 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 	}
 	if len(req.Body) > b.cfg.Store.MaxMessageSize {
 		b.stats.sendRejected.Add(1)
-		return nil, protocol.Errorf(protocol.MessageIllegal,
-			"the message body size over max value, MAX: %d", b.cfg.Store.MaxMessageSize)
+		return nil, protocol.Errorf(protocol.MessageIllegal, "%s", b.messageIllegalRemark())
 	}
 	bornHost := bornHostOf(conn)
 	sysFlag := h.SysFlag
@@ -167,6 +169,12 @@ func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.Sen
 	if len(h.Topic) > names.MaxTopicLength {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "message topic length too long %d", len(h.Topic))
 	}
+	// RocketMQ's putMessages refuses a batch marked as a transaction
+	// (prepared or commit/rollback type) or carrying a delay level.
+	if message.TransactionType(sysFlag) != message.SysFlagTransactionNotType ||
+		delayLevelOf(h.Properties) > 0 {
+		return nil, protocol.Errorf(protocol.MessageIllegal, "%s", b.messageIllegalRemark())
+	}
 	// The items' properties stay encoded (send_raw.go): stored verbatim
 	// when every pair is canonical, decoded into maps otherwise.
 	msgs, props, err := message.DecodeBatchRaw(req.Body)
@@ -225,7 +233,7 @@ func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.Sen
 // tm (nil without metrics) counts the stored messages as type mt.
 func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
 	tm *topicMeter, mt MessageType, recallHandle string) protocol.ResponseCode {
-	code, remark := putStatusResponse(res, b.Store.DiskUtil)
+	code, remark := putStatusResponse(res, b.Store.DiskUtil, b.cfg.Store.MaxMessageSize)
 	resp := protocol.NewResponse(req, code, remark)
 	if res.Status.Stored() {
 		b.stats.messagesIn.Add(int64(max(res.MsgNum, 1)))
@@ -268,7 +276,8 @@ func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res sto
 // remark: the one place of docs/broker.md §5.1. diskUtil supplies
 // the disk usage figures RocketMQ puts into the SERVICE_NOT_AVAILABLE
 // remark (operators read them from client logs); it is called only then.
-func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.ResponseCode, string) {
+// maxMessageSize is the body limit the MESSAGE_ILLEGAL remark quotes.
+func putStatusResponse(res store.PutResult, diskUtil func() string, maxMessageSize int) (protocol.ResponseCode, string) {
 	switch res.Status {
 	case store.PutOK:
 		return protocol.Success, ""
@@ -281,7 +290,7 @@ func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.Re
 	case store.CreateMappedFileFailed:
 		return protocol.SystemError, "create mapped file failed, server is busy or broken."
 	case store.MessageIllegal, store.PropertiesSizeExceeded:
-		return protocol.MessageIllegal, "the message is illegal, maybe msg body or properties length not matched. msg body length limit B, msg properties length limit 32KB."
+		return protocol.MessageIllegal, messageIllegalRemark(maxMessageSize)
 	case store.ServiceNotAvailable:
 		remark := "service not available now. It may be caused by one of the following reasons: the broker's disk is full [" +
 			diskUtil() + "], messages are put to the slave, message store has been shut down, etc."
@@ -302,13 +311,40 @@ func putStatusResponse(res store.PutResult, diskUtil func() string) (protocol.Re
 	}
 }
 
-// sendCheck is RocketMQ's msgCheck (docs/broker.md §1.1): broker and
-// topic permissions, the topic name, system topics, auto-creation and the
-// queue id.
-func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader) (protocol.TopicConfig, error) {
+// messageIllegalRemark is RocketMQ's remark for a MESSAGE_ILLEGAL put: an
+// oversized body or properties, or a batch that may not be stored.
+func messageIllegalRemark(maxMessageSize int) string {
+	return "the message is illegal, maybe msg body or properties length not matched. msg body length limit " +
+		strconv.Itoa(maxMessageSize) + "B, msg properties length limit 32KB."
+}
+
+func (b *Broker) messageIllegalRemark() string {
+	return messageIllegalRemark(b.cfg.Store.MaxMessageSize)
+}
+
+// delayLevelOf is the DELAY property of encoded properties, 0 when absent
+// or not a number (RocketMQ's getDelayTimeLevel).
+func delayLevelOf(props string) int {
+	if !strings.Contains(props, message.PropertyDelayTimeLevel) {
+		return 0
+	}
+	n, _ := strconv.Atoi(message.DecodeProperties(props)[message.PropertyDelayTimeLevel])
+	return n
+}
+
+// sendCheck is RocketMQ 5's msgCheck (docs/broker.md §1.1), in its order:
+// the broker's write permission (enforced for ordered topics only: other
+// producers follow the route's permission, and in-flight sends to a broker
+// being drained by wipeWritePerm still land), the topic name, topics
+// nobody may send to, auto-creation, and the queue id. The topic's own
+// permission is not checked on send, as in RocketMQ: the name server's
+// route carries it to producers.
+func (b *Broker) sendCheck(conn sendConn, h *protocol.SendMessageRequestHeader) (protocol.TopicConfig, error) {
 	if b.dyn.brokerPermission.Load()&protocol.PermWrite == 0 {
-		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
-			"the broker[%s] sending message is forbidden", b.addr)
+		if tc, ok := b.Topics.Get(h.Topic); ok && tc.Order {
+			return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
+				"the broker[%s] sending message is forbidden", b.addr)
+		}
 	}
 	if err := names.ValidateTopic(h.Topic); err != nil {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter, "%s", err)
@@ -320,30 +356,52 @@ func (b *Broker) sendCheck(h *protocol.SendMessageRequestHeader) (protocol.Topic
 	tc, ok := b.Topics.Get(h.Topic)
 	if !ok {
 		var err error
-		if strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
+		if h.DefaultTopic != "" {
+			tc, ok, err = b.Topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0, b.dyn.autoCreateTopic.Load())
+		}
+		if !ok && err == nil && strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 			tc, err = b.Topics.CreateIfAbsent(h.Topic, 1, protocol.PermRead|protocol.PermWrite, 0)
 			ok = err == nil
-		} else if h.DefaultTopic != "" {
-			tc, ok, err = b.Topics.CreateInSendMessage(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0, b.dyn.autoCreateTopic.Load())
 		}
 		if err != nil {
 			b.logger.Error("persist auto-created topic", "topic", h.Topic, "err", err)
 		}
 		if !ok {
 			return protocol.TopicConfig{}, protocol.Errorf(protocol.TopicNotExist,
-				"topic[%s] not exist, apply first please!", h.Topic)
+				"topic[%s] not exist, apply first please!%s", h.Topic, faqSuffix)
 		}
-	}
-	if tc.Perm&protocol.PermWrite == 0 {
-		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
-			"the topic[%s] sending message is forbidden", h.Topic)
 	}
 	if n := max(tc.WriteQueueNums, tc.ReadQueueNums); h.QueueID >= n {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter,
-			"request queueId[%d] is illegal, topic:%s topicConfig.writeQueueNums: %d producer: %s",
-			h.QueueID, h.Topic, tc.WriteQueueNums, h.ProducerGroup)
+			"request queueId[%d] is illegal, %s Producer: %s", h.QueueID, topicConfigString(&tc), conn.RemoteAddr())
 	}
 	return tc, nil
+}
+
+// topicConfigString is Java's TopicConfig.toString, which RocketMQ quotes
+// in the illegal-queue remark.
+func topicConfigString(tc *protocol.TopicConfig) string {
+	perm := []byte("---")
+	if tc.Perm&protocol.PermRead != 0 {
+		perm[0] = 'R'
+	}
+	if tc.Perm&protocol.PermWrite != 0 {
+		perm[1] = 'W'
+	}
+	if tc.Perm&protocol.PermInherit != 0 {
+		perm[2] = 'X'
+	}
+	keys := slices.Sorted(maps.Keys(tc.Attributes))
+	attrs := make([]string, len(keys))
+	for i, k := range keys {
+		attrs[i] = k + "=" + tc.Attributes[k]
+	}
+	filter := tc.TopicFilterType
+	if filter == "" {
+		filter = protocol.TopicFilterSingleTag
+	}
+	return fmt.Sprintf("TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, topicFilterType=%s, topicSysFlag=%d, order=%t, attributes={%s}]",
+		tc.TopicName, tc.ReadQueueNums, tc.WriteQueueNums, perm, filter, tc.TopicSysFlag, tc.Order, strings.Join(attrs, ", "))
 }
 
 // retryTopicCheck applies the %RETRY% rules of docs/protocol.md §3.3.1 step 4:

@@ -86,7 +86,7 @@ func (b *Broker) processEndTransaction(_ context.Context, conn *remoting.Conn, r
 	}
 	halfOffset := half.QueueOffset
 	b.Store.PutMessage(out, func(res store.PutResult) {
-		code, remark := putStatusResponse(res, b.Store.DiskUtil)
+		code, remark := putStatusResponse(res, b.Store.DiskUtil, b.cfg.Store.MaxMessageSize)
 		if res.Status.Stored() {
 			b.writeOpRecord(halfOffset)
 		}

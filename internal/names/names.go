@@ -79,20 +79,22 @@ func invalidf(format string, args ...any) error {
 }
 
 // ValidateTopic checks a topic name: 1..127 characters (255 for %RETRY%
-// and %DLQ% topics) of letters, digits, '%', '_', '-' and '|'.
+// and %DLQ% topics) of letters, digits, '%', '_', '-' and '|'. The checks
+// and remarks are RocketMQ's TopicValidator.validateTopic, in its order
+// (blank, characters, length): clients show the remark as is.
 func ValidateTopic(topic string) error {
-	if topic == "" {
-		return invalidf("the topic name is blank")
-	}
-	limit := MaxTopicLength
-	if IsRetryTopic(topic) || IsDLQTopic(topic) {
-		limit = MaxRetryTopicLength
-	}
-	if len(topic) > limit {
-		return invalidf("the topic name %q is longer than %d characters", topic, limit)
+	if strings.TrimSpace(topic) == "" {
+		return invalidf("The specified topic is blank.")
 	}
 	if !validChars(topic) {
-		return invalidf("the topic name %q contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
+		return invalidf("The specified topic: %s, contains illegal characters, allowing only ^[%%|a-zA-Z0-9_-]+$", topic)
+	}
+	if IsRetryTopic(topic) || IsDLQTopic(topic) {
+		if len(topic) > MaxRetryTopicLength {
+			return invalidf("The specified topic is DLQ or Retry topic: %s, and it's longer than topic max length: %d", topic, MaxRetryTopicLength)
+		}
+	} else if len(topic) > MaxTopicLength {
+		return invalidf("The specified topic: %s, is longer than topic max length: %d", topic, MaxTopicLength)
 	}
 	return nil
 }

@@ -141,9 +141,8 @@ func checkQueueOffset(offset, minO, maxO int64) (status GetStatus, next int64, o
 	case offset == maxO:
 		return OffsetOverflowOne, offset, false
 	case offset > maxO:
-		if minO == 0 {
-			return OffsetOverflowBadly, minO, false
-		}
+		// RocketMQ 5 corrects to the max offset even when the queue still
+		// starts at 0 (4.x went back to 0 there, replaying the queue).
 		return OffsetOverflowBadly, maxO, false
 	}
 	return 0, 0, true

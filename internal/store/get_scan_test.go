@@ -155,7 +155,7 @@ func TestCheckQueueOffset(t *testing.T) {
 		{"empty queue", 5, 0, 0, NoMessageInQueue, 0, false},
 		{"below min", 1, 3, 10, OffsetTooSmall, 3, false},
 		{"at max", 10, 3, 10, OffsetOverflowOne, 10, false},
-		{"past max from zero", 12, 0, 10, OffsetOverflowBadly, 0, false},
+		{"past max from zero", 12, 0, 10, OffsetOverflowBadly, 10, false},
 		{"past max", 12, 3, 10, OffsetOverflowBadly, 10, false},
 		{"in range", 5, 3, 10, 0, 0, true},
 	}

@@ -213,7 +213,7 @@ func TestGetMessageStatuses(t *testing.T) {
 		{"unknown queue", "nope", 0, nil, NoMatchedLogicQueue, 0, 0},
 		{"found", "T", 1, nil, Found, 5, 4},
 		{"overflow one", "T", 5, nil, OffsetOverflowOne, 5, 0},
-		{"overflow badly with min 0", "T", 9, nil, OffsetOverflowBadly, 0, 0},
+		{"overflow badly with min 0", "T", 9, nil, OffsetOverflowBadly, 5, 0},
 		{"filtered out", "T", 0, tagFilter("b"), NoMatchedMessage, 5, 0},
 		{"filtered in", "T", 0, tagFilter("a"), Found, 5, 5},
 	}

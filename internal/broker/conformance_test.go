@@ -1,0 +1,271 @@
+package broker
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apogeemq/apogee/internal/message"
+	"github.com/apogeemq/apogee/internal/names"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/store"
+)
+
+// The tables below hold the answers RocketMQ 5's processors give, in their
+// order of checks (ConsumerManageProcessor, PullMessageProcessor with
+// DefaultPullMessageResultHandler and the store's offset correction,
+// SendMessageProcessor's msgCheck and the commit log's batch checks). A
+// row names the request and the code, remark and header fields the Java
+// broker answers with.
+
+// answer is what a conformance row expects: the code, the remark (exactly,
+// or as a prefix when it ends in "*") and some ext fields.
+type answer struct {
+	code   protocol.ResponseCode
+	remark string
+	ext    map[string]string
+}
+
+func checkAnswer(t *testing.T, resp *protocol.Command, want answer) {
+	t.Helper()
+	mustCode(t, resp, want.code)
+	if p, ok := strings.CutSuffix(want.remark, "*"); ok {
+		if !strings.HasPrefix(resp.Remark, p) {
+			t.Errorf("remark %q, want prefix %q", resp.Remark, p)
+		}
+	} else if want.remark != "-" && resp.Remark != want.remark {
+		t.Errorf("remark %q, want %q", resp.Remark, want.remark)
+	}
+	for k, v := range want.ext {
+		if got := resp.Ext(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+}
+
+func offsetReq(code protocol.RequestCode, fields ...string) *protocol.Command {
+	ext := map[string]string{}
+	for i := 0; i+1 < len(fields); i += 2 {
+		ext[fields[i]] = fields[i+1]
+	}
+	return protocol.NewRequest(code, ext, nil)
+}
+
+// TestConsumerManageConformance: QUERY_CONSUMER_OFFSET,
+// UPDATE_CONSUMER_OFFSET and GET_CONSUMER_LIST_BY_GROUP.
+func TestConsumerManageConformance(t *testing.T) {
+	b := startBroker(t, testConfig(t, t.TempDir()))
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("CM", 0, []byte("x"), nil)), protocol.Success)
+	waitDispatched(t, b, "CM", 0, 1)
+	if _, _, err := b.Groups.FindOrCreate("G", true); err != nil {
+		t.Fatal(err)
+	}
+	q, u := protocol.QueryConsumerOffset, protocol.UpdateConsumerOffset
+	tests := []struct {
+		name string
+		req  *protocol.Command
+		want answer
+	}{
+		{"query: no offset, young queue", offsetReq(q, "consumerGroup", "G", "topic", "CM", "queueId", "0"),
+			answer{protocol.Success, "", map[string]string{"offset": "0"}}},
+		{"query: setZeroIfNotFound=false", offsetReq(q, "consumerGroup", "G", "topic", "CM", "queueId", "0", "setZeroIfNotFound", "false"),
+			answer{protocol.QueryNotFound, "Not found, do not set to zero, maybe this group boot first", nil}},
+		{"query: setZeroIfNotFound not a boolean reads false", offsetReq(q, "consumerGroup", "G", "topic", "CM", "queueId", "0", "setZeroIfNotFound", "yes"),
+			answer{protocol.QueryNotFound, "Not found, do not set to zero, maybe this group boot first", nil}},
+		{"query: queueId missing", offsetReq(q, "consumerGroup", "G", "topic", "CM"),
+			answer{protocol.SystemError, "the custom field <queueId> is null", nil}},
+		{"update: group missing", offsetReq(u, "consumerGroup", "NoSuchGroup", "topic", "CM", "queueId", "0", "commitOffset", "1"),
+			answer{protocol.SubscriptionGroupNotExist, "Group NoSuchGroup not exist!", nil}},
+		{"update: group checked before fields", offsetReq(u, "consumerGroup", "NoSuchGroup", "topic", "NoSuchTopic", "queueId", "x", "commitOffset", "1"),
+			answer{protocol.SubscriptionGroupNotExist, "Group NoSuchGroup not exist!", nil}},
+		{"update: topic missing", offsetReq(u, "consumerGroup", "G", "topic", "NoSuchTopic", "queueId", "0", "commitOffset", "1"),
+			answer{protocol.TopicNotExist, "Topic NoSuchTopic not exist!", nil}},
+		{"update: queueId not a number", offsetReq(u, "consumerGroup", "G", "topic", "CM", "queueId", "x", "commitOffset", "1"),
+			answer{protocol.InvalidParameter, "QueueId is null, topic is CM", nil}},
+		{"update: commitOffset not a number", offsetReq(u, "consumerGroup", "G", "topic", "CM", "queueId", "0", "commitOffset", "x"),
+			answer{protocol.InvalidParameter, "Offset is null, topic is CM", nil}},
+		{"update: commitOffset missing", offsetReq(u, "consumerGroup", "G", "topic", "CM", "queueId", "0"),
+			answer{protocol.SystemError, "the custom field <commitOffset> is null", nil}},
+		{"update: ok", offsetReq(u, "consumerGroup", "G", "topic", "CM", "queueId", "0", "commitOffset", "1"),
+			answer{protocol.Success, "", nil}},
+		{"query: the committed offset", offsetReq(q, "consumerGroup", "G", "topic", "CM", "queueId", "0", "setZeroIfNotFound", "false"),
+			answer{protocol.Success, "", map[string]string{"offset": "1"}}},
+		{"consumer list: no consumer", offsetReq(protocol.GetConsumerListByGroup, "consumerGroup", "G"),
+			answer{protocol.SystemError, "no consumer for this group, G", nil}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkAnswer(t, invoke(t, c, b.Addr(), tc.req), tc.want)
+		})
+	}
+	if _, ok := b.Groups.Get("NoSuchGroup"); ok {
+		t.Error("UPDATE_CONSUMER_OFFSET created the group")
+	}
+}
+
+// TestPullConformance: PullMessageProcessor's checks and offset correction
+// on a master and on slaves.
+func TestPullConformance(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.AutoCreateSubscriptionGroup = false
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	ct := protocol.CreateTopicRequestHeader{Topic: "PT", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
+	for range 3 {
+		mustCode(t, invoke(t, c, b.Addr(), sendReq("PT", 0, []byte("x"), nil)), protocol.Success)
+	}
+	waitDispatched(t, b, "PT", 0, 3)
+	g, _, err := b.Groups.FindOrCreate("PG", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.BrokerID = 1 // only read with slaveReadEnable
+	if err := b.Groups.Update(g); err != nil {
+		t.Fatal(err)
+	}
+	sub := int32(protocol.PullFlagSubscription)
+	lite := func(r *protocol.Command) *protocol.Command { r.Code = int32(protocol.LitePullMessage); return r }
+	tests := []struct {
+		name string
+		req  *protocol.Command
+		want answer
+	}{
+		{"found", pullReq("PG", "PT", 0, 0, sub, 0, "*"),
+			answer{protocol.Success, "FOUND", map[string]string{"nextBeginOffset": "3", "suggestWhichBrokerId": "0"}}},
+		{"offset == max", pullReq("PG", "PT", 0, 3, sub, 0, "*"),
+			answer{protocol.PullNotFound, "OFFSET_OVERFLOW_ONE", map[string]string{"nextBeginOffset": "3"}}},
+		{"offset > max, queue from 0: corrected to max", pullReq("PG", "PT", 0, 9, sub, 0, "*"),
+			answer{protocol.PullOffsetMoved, "OFFSET_OVERFLOW_BADLY", map[string]string{"nextBeginOffset": "3", "maxOffset": "3"}}},
+		{"configured queue never written, offset 0", pullReq("PG", "PT", 1, 0, sub, 0, "*"),
+			answer{protocol.PullNotFound, "NO_MESSAGE_IN_QUEUE", map[string]string{"nextBeginOffset": "0"}}},
+		{"configured queue never written, offset 5", pullReq("PG", "PT", 1, 5, sub, 0, "*"),
+			answer{protocol.PullOffsetMoved, "NO_MESSAGE_IN_QUEUE", map[string]string{"nextBeginOffset": "0"}}},
+		{"group missing", pullReq("NoGroup", "PT", 0, 0, sub, 0, "*"),
+			answer{protocol.SubscriptionGroupNotExist, "subscription group [NoGroup] does not exist, " + faqSuffix, nil}},
+		{"topic missing", pullReq("PG", "NoTopic", 0, 0, sub, 0, "*"),
+			answer{protocol.TopicNotExist, "topic[NoTopic] not exist, apply first please! " + faqSuffix, nil}},
+		{"queueId out of range", pullReq("PG", "PT", 2, 0, sub, 0, "*"),
+			answer{protocol.InvalidParameter, "queueId[2] is illegal, topic:[PT] topicConfig.readQueueNums:[2] consumer:[*", nil}},
+		{"no subscription flag, no heartbeat", pullReq("PG", "PT", 0, 0, 0, 0, ""),
+			answer{protocol.SubscriptionNotExist, "the consumer's group info not exist" + faqSuffix, nil}},
+		{"SQL92 with property filtering off", sqlPullReq("PG", "PT", 0, "a > 1"),
+			answer{protocol.SystemError, "The broker does not support consumer to filter message by SQL92", nil}},
+		{"lite pull served", lite(pullReq("PG", "PT", 0, 0, sub, 0, "*")),
+			answer{protocol.Success, "FOUND", nil}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkAnswer(t, invoke(t, c, b.Addr(), tc.req), tc.want)
+		})
+	}
+
+	t.Run("lite pull disabled", func(t *testing.T) {
+		cfg := testConfig(t, t.TempDir())
+		cfg.LitePullMessageEnable = false
+		nb := startBroker(t, cfg)
+		checkAnswer(t, invoke(t, c, nb.Addr(), lite(pullReq("g", names.TopicSelfTest, 0, 0, sub, 0, "*"))),
+			answer{protocol.NoPermission, "the broker[" + nb.addr + "] for lite pull consumer is forbidden",
+				map[string]string{"forbiddenType": "1"}})
+	})
+	slave := func(t *testing.T, read bool) *Broker {
+		cfg := testConfig(t, t.TempDir())
+		cfg.BrokerID = 1
+		cfg.Store.BrokerRole = store.RoleSlave
+		cfg.SlaveReadEnable = read
+		return startBroker(t, cfg)
+	}
+	t.Run("slave without slaveReadEnable", func(t *testing.T) {
+		s := slave(t, false)
+		checkAnswer(t, invoke(t, c, s.Addr(), pullReq("g", names.TopicSelfTest, 0, 5, sub, 0, "*")),
+			answer{protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while", nil})
+	})
+	t.Run("slave does not correct offsets", func(t *testing.T) {
+		s := slave(t, true)
+		checkAnswer(t, invoke(t, c, s.Addr(), pullReq("g", names.TopicSelfTest, 0, 5, sub, 0, "*")),
+			answer{protocol.PullRetryImmediately, "NO_MESSAGE_IN_QUEUE",
+				map[string]string{"nextBeginOffset": "5", "suggestWhichBrokerId": "0"}})
+	})
+}
+
+// batchReq is a SEND_BATCH_MESSAGE of n small messages.
+func batchReq(topic string, sysFlag int32, props map[string]string, n int) *protocol.Command {
+	msgs := make([]message.Message, n)
+	for i := range msgs {
+		msgs[i] = message.Message{Topic: topic, Body: []byte("m" + strconv.Itoa(i))}
+	}
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup: "pg", Topic: topic, DefaultTopic: names.TopicAutoCreate, DefaultTopicQueueNums: 4,
+		QueueID: 0, SysFlag: sysFlag, BornTimestamp: 1, Properties: message.EncodeProperties(props), Batch: true,
+	}
+	return protocol.NewRequest(protocol.SendBatchMessage, protocol.EncodeHeader(&h, true), message.EncodeBatch(msgs))
+}
+
+// TestSendConformance: SendMessageProcessor's msgCheck and the store's
+// batch and size checks.
+func TestSendConformance(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	create := func(topic string, perm int32, order bool) {
+		ct := protocol.CreateTopicRequestHeader{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: perm, Order: order}
+		mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
+	}
+	create("ST", 6, false)
+	create("ST_RO", 4, false)
+	create("ST_ORDER", 6, true)
+	brokerPerm := func(p int) func() {
+		return func() {
+			mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil,
+				[]byte("brokerPermission="+strconv.Itoa(p)+"\n"))), protocol.Success)
+		}
+	}
+	illegal := messageIllegalRemark(cfg.Store.MaxMessageSize)
+	long := strings.Repeat("t", names.MaxTopicLength+1)
+	tests := []struct {
+		name   string
+		before func()
+		req    *protocol.Command
+		want   answer
+	}{
+		{"batch", nil, batchReq("ST", 0, nil, 3), answer{protocol.Success, "", nil}},
+		{"batch marked transaction prepared", nil, batchReq("ST", message.SysFlagTransactionPreparedType, nil, 2),
+			answer{protocol.MessageIllegal, illegal, nil}},
+		{"batch marked transaction commit", nil, batchReq("ST", message.SysFlagTransactionCommitType, nil, 2),
+			answer{protocol.MessageIllegal, illegal, nil}},
+		{"batch with a delay level", nil, batchReq("ST", 0, map[string]string{message.PropertyDelayTimeLevel: "3"}, 2),
+			answer{protocol.MessageIllegal, illegal, nil}},
+		{"batch to a retry topic", nil, batchReq("%RETRY%G", 0, nil, 2),
+			answer{protocol.MessageIllegal, "batch request does not support retry group %RETRY%G", nil}},
+		{"body over maxMessageSize", nil, sendReq("ST", 0, make([]byte, cfg.Store.MaxMessageSize+1), nil),
+			answer{protocol.MessageIllegal, illegal, nil}},
+		{"topic with illegal characters", nil, sendReq("bad topic!", 0, []byte("x"), nil),
+			answer{protocol.InvalidParameter, "The specified topic: bad topic!, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$", nil}},
+		{"topic too long", nil, sendReq(long, 0, []byte("x"), nil),
+			answer{protocol.InvalidParameter, "The specified topic: " + long + ", is longer than topic max length: 127", nil}},
+		{"system topic", nil, sendReq(names.TopicSchedule, 0, []byte("x"), nil),
+			answer{protocol.NoPermission, "Sending message to topic[" + names.TopicSchedule + "] is forbidden.", nil}},
+		{"no template", nil, protocol.NewRequest(protocol.SendMessage, protocol.EncodeHeader(&protocol.SendMessageRequestHeader{
+			ProducerGroup: "pg", Topic: "NoTemplate", BornTimestamp: 1}, false), []byte("x")),
+			answer{protocol.TopicNotExist, "topic[NoTemplate] not exist, apply first please!" + faqSuffix, nil}},
+		{"queue out of range", nil, sendReq("ST", 5, []byte("x"), nil),
+			answer{protocol.InvalidParameter, "request queueId[5] is illegal, TopicConfig [topicName=ST, readQueueNums=1, writeQueueNums=1, perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false, attributes={}] Producer: 127.0.0.1:*", nil}},
+		{"read-only topic: the route stops producers, not the broker", nil, sendReq("ST_RO", 0, []byte("x"), nil),
+			answer{protocol.Success, "", nil}},
+		{"read-only broker, ordered topic", brokerPerm(4), sendReq("ST_ORDER", 0, []byte("x"), nil),
+			answer{protocol.NoPermission, "the broker[" + b.addr + "] sending message is forbidden", nil}},
+		{"read-only broker, other topic: in-flight sends land", nil, sendReq("ST", 0, []byte("x"), nil),
+			answer{protocol.Success, "", nil}},
+		{"writable again", brokerPerm(6), sendReq("ST_ORDER", 0, []byte("x"), nil),
+			answer{protocol.Success, "", nil}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before != nil {
+				tc.before()
+			}
+			checkAnswer(t, invoke(t, c, b.Addr(), tc.req), tc.want)
+		})
+	}
+}
