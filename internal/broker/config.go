@@ -75,6 +75,18 @@ type Config struct {
 	WaitTimeMillsInSendQueue     time.Duration `conf:"waitTimeMillsInSendQueue"`
 	WaitTimeMillsInPullQueue     time.Duration `conf:"waitTimeMillsInPullQueue"`
 	BrokerFastFailureEnable      bool          `conf:"brokerFastFailureEnable"`
+	// The other queues' executors and fast failure (RocketMQ 5's
+	// BrokerFastFailure): a request that waited longer is answered
+	// SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] (internal/remoting PoolConfig.MaxWait).
+	LitePullMessageThreadPoolNums   int           `conf:"litePullMessageThreadPoolNums"`
+	AckMessageThreadPoolNums        int           `conf:"ackMessageThreadPoolNums"`
+	LitePullThreadPoolQueueCapacity int           `conf:"litePullThreadPoolQueueCapacity"`
+	AckThreadPoolQueueCapacity      int           `conf:"ackThreadPoolQueueCapacity"`
+	WaitTimeMillsInLitePullQueue    time.Duration `conf:"waitTimeMillsInLitePullQueue"`
+	WaitTimeMillsInHeartbeatQueue   time.Duration `conf:"waitTimeMillsInHeartbeatQueue"`
+	WaitTimeMillsInTransactionQueue time.Duration `conf:"waitTimeMillsInTransactionQueue"`
+	WaitTimeMillsInAckQueue         time.Duration `conf:"waitTimeMillsInAckQueue"`
+	WaitTimeMillsInAdminBrokerQueue time.Duration `conf:"waitTimeMillsInAdminBrokerQueue"`
 
 	// Long polling (docs/broker.md §1.7).
 	LongPollingEnable     bool          `conf:"longPollingEnable"`
@@ -174,6 +186,16 @@ func DefaultConfig() Config {
 		WaitTimeMillsInSendQueue:     200 * time.Millisecond,
 		WaitTimeMillsInPullQueue:     5 * time.Second,
 		BrokerFastFailureEnable:      true,
+
+		LitePullMessageThreadPoolNums:   16 + 2*cores,
+		AckMessageThreadPoolNums:        16,
+		LitePullThreadPoolQueueCapacity: 100000,
+		AckThreadPoolQueueCapacity:      100000,
+		WaitTimeMillsInLitePullQueue:    5 * time.Second,
+		WaitTimeMillsInHeartbeatQueue:   31 * time.Second,
+		WaitTimeMillsInTransactionQueue: 3 * time.Second,
+		WaitTimeMillsInAckQueue:         3 * time.Second,
+		WaitTimeMillsInAdminBrokerQueue: 5 * time.Second,
 
 		LongPollingEnable:     true,
 		ShortPollingTimeMills: time.Second,
@@ -310,6 +332,10 @@ func (c *Config) Validate() error {
 		{"heartbeatThreadPoolNums", c.HeartbeatThreadPoolNums},
 		{"sendThreadPoolQueueCapacity", c.SendThreadPoolQueueCapacity},
 		{"pullThreadPoolQueueCapacity", c.PullThreadPoolQueueCapacity},
+		{"litePullMessageThreadPoolNums", c.LitePullMessageThreadPoolNums},
+		{"ackMessageThreadPoolNums", c.AckMessageThreadPoolNums},
+		{"litePullThreadPoolQueueCapacity", c.LitePullThreadPoolQueueCapacity},
+		{"ackThreadPoolQueueCapacity", c.AckThreadPoolQueueCapacity},
 	}
 	for _, p := range pos {
 		if p.v < 1 {

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
@@ -267,5 +268,69 @@ func TestSendConformance(t *testing.T) {
 			}
 			checkAnswer(t, invoke(t, c, b.Addr(), tc.req), tc.want)
 		})
+	}
+}
+
+// TestQueueFastFailure: the pull, lite pull, heartbeat, transaction, ack
+// and admin queues fail requests that waited past their
+// waitTimeMillsIn*Queue with SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] (RocketMQ 5's
+// BrokerFastFailure; waitTimeMillsInPullQueue used to be read nowhere), and
+// the limits and the switch change at run time through UPDATE_BROKER_CONFIG.
+func TestQueueFastFailure(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.WaitTimeMillsInPullQueue = time.Nanosecond
+	cfg.WaitTimeMillsInLitePullQueue = time.Nanosecond
+	cfg.WaitTimeMillsInHeartbeatQueue = time.Nanosecond
+	cfg.WaitTimeMillsInTransactionQueue = time.Nanosecond
+	cfg.WaitTimeMillsInAckQueue = time.Nanosecond
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	lite := pullReq("g", names.TopicSelfTest, 0, 0, protocol.PullFlagSubscription, 0, "*")
+	lite.Code = int32(protocol.LitePullMessage)
+	hb, err := protocol.MarshalJSON(&protocol.HeartbeatData{ClientID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func(body string) {
+		t.Helper()
+		mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateBrokerConfig, nil, []byte(body))), protocol.Success)
+	}
+	reqs := []struct {
+		name string
+		req  func() *protocol.Command
+	}{
+		{"pull", func() *protocol.Command {
+			return pullReq("g", names.TopicSelfTest, 0, 0, protocol.PullFlagSubscription, 0, "*")
+		}},
+		{"lite pull", func() *protocol.Command { return protocol.NewRequest(protocol.LitePullMessage, lite.ExtFields, nil) }},
+		{"heartbeat", func() *protocol.Command { return protocol.NewRequest(protocol.HeartBeat, nil, hb) }},
+		{"end transaction", func() *protocol.Command {
+			return protocol.NewRequest(protocol.EndTransaction, map[string]string{"producerGroup": "pg"}, nil)
+		}},
+		{"ack", func() *protocol.Command { return protocol.NewRequest(protocol.AckMessage, map[string]string{}, nil) }},
+	}
+	for _, r := range reqs {
+		t.Run(r.name, func(t *testing.T) {
+			resp := invoke(t, c, b.Addr(), r.req())
+			checkAnswer(t, resp, answer{protocol.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: *", nil})
+		})
+	}
+	// Admin: 0 ms fails every queued request, as RocketMQ's behind >= wait.
+	update("waitTimeMillsInAdminBrokerQueue=0\n")
+	checkAnswer(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerConfig, nil, nil)),
+		answer{protocol.SystemBusy, "[TIMEOUT_CLEAN_QUEUE]*", nil})
+	// The limits are run-time keys: generous ones serve again (the update
+	// itself travels the admin queue, so the switch goes first).
+	b.dyn.waitAdmin.Store(int64(time.Minute)) // the admin queue refuses its own repair
+	update("waitTimeMillsInPullQueue=60000\nwaitTimeMillsInLitePullQueue=60000\n")
+	mustCode(t, invoke(t, c, b.Addr(), reqs[0].req()), protocol.PullNotFound) // served: the queue is empty
+	mustCode(t, invoke(t, c, b.Addr(), reqs[1].req()), protocol.PullNotFound)
+	update("brokerFastFailureEnable=false\n")
+	mustCode(t, invoke(t, c, b.Addr(), reqs[2].req()), protocol.Success)
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetBrokerConfig, nil, nil))
+	for _, want := range []string{"brokerFastFailureEnable=false\n", "waitTimeMillsInPullQueue=60000\n", "waitTimeMillsInHeartbeatQueue=0\n"} {
+		if !strings.Contains(string(resp.Body), want) {
+			t.Errorf("GET_BROKER_CONFIG lacks %q", want)
+		}
 	}
 }

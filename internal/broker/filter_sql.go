@@ -27,7 +27,7 @@ func (f *sqlFilter) MatchProperties(props map[string]string) bool { return f.exp
 // Expressions are compiled per pull: a compile costs microseconds, and
 // keeping none avoids a cache keyed by client input.
 func (b *Broker) newSQLFilter(sub *protocol.SubscriptionData) (*sqlFilter, *protocol.Error) {
-	if !b.cfg.EnablePropertyFilter {
+	if !b.dyn.propertyFilter.Load() {
 		return nil, protocol.Errorf(protocol.SystemError,
 			"The broker does not support consumer to filter message by %s", sub.ExpressionType)
 	}

@@ -18,10 +18,18 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 	// blocking, so it runs on the connection's read loop: one goroutine
 	// hand-off per send less than a remoting pool in front of the queue.
 	sendPool := remoting.PoolConfig{Inline: true}
-	pullPool := remoting.PoolConfig{Workers: c.PullMessageThreadPoolNums, QueueSize: c.PullThreadPoolQueueCapacity}
-	adminPool := remoting.PoolConfig{Workers: c.AdminBrokerThreadPoolNums, QueueSize: 10000}
+	// Fast failure (RocketMQ 5's BrokerFastFailure) on the queues it
+	// watches: send (send_queue.go), pull, lite pull, heartbeat,
+	// transaction, ack and admin; the limits change at run time
+	// (admin_config.go).
+	d := &b.dyn
+	pullPool := remoting.PoolConfig{Workers: c.PullMessageThreadPoolNums, QueueSize: c.PullThreadPoolQueueCapacity, MaxWait: d.maxWait(&d.waitPull)}
+	litePullPool := remoting.PoolConfig{Workers: c.LitePullMessageThreadPoolNums, QueueSize: c.LitePullThreadPoolQueueCapacity,
+		MaxWait: d.maxWait(&d.waitLitePull)}
+	ackPool := remoting.PoolConfig{Workers: c.AckMessageThreadPoolNums, QueueSize: c.AckThreadPoolQueueCapacity, MaxWait: d.maxWait(&d.waitAck)}
+	adminPool := remoting.PoolConfig{Workers: c.AdminBrokerThreadPoolNums, QueueSize: 10000, MaxWait: d.maxWait(&d.waitAdmin)}
 	clientPool := remoting.PoolConfig{Workers: c.ClientManageThreadPoolNums, QueueSize: 100000}
-	heartbeatPool := remoting.PoolConfig{Workers: c.HeartbeatThreadPoolNums, QueueSize: 50000}
+	heartbeatPool := remoting.PoolConfig{Workers: c.HeartbeatThreadPoolNums, QueueSize: 50000, MaxWait: d.maxWait(&d.waitHeartbeat)}
 	consumerPool := remoting.PoolConfig{Workers: c.ConsumerManageThreadPoolNums, QueueSize: 100000}
 
 	// Produce (send.go).
@@ -30,7 +38,7 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 		b.sendQueue.enqueue, sendPool)
 	// Transactions (transaction.go).
 	s.RegisterProcessor(protocol.EndTransaction, b.processEndTransaction,
-		remoting.PoolConfig{Workers: max(8, 2*c.SendMessageThreadPoolNums), QueueSize: 100000})
+		remoting.PoolConfig{Workers: max(8, 2*c.SendMessageThreadPoolNums), QueueSize: 100000, MaxWait: d.maxWait(&d.waitTransaction)})
 	// Queries by key and by offset id (query.go).
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.QueryMessage, protocol.ViewMessageByID},
 		b.dispatch(map[protocol.RequestCode]remoting.Processor{
@@ -38,21 +46,28 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 			protocol.ViewMessageByID: b.processViewMessage,
 		}), remoting.PoolConfig{Workers: c.QueryMessageThreadPoolNums, QueueSize: 20000})
 	// Consume (pull.go, pull_hold.go).
-	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PullMessage, protocol.LitePullMessage}, b.processPull, pullPool)
-	// POP consumption (pop.go, pop_ack.go, pop_hold.go) and recall (recall.go).
-	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PopMessage, protocol.PeekMessage, protocol.AckMessage,
-		protocol.BatchAckMessage, protocol.ChangeMessageInvisibleTime, protocol.Notification, protocol.PollingInfo},
+	s.RegisterProcessor(protocol.PullMessage, b.processPull, pullPool)
+	s.RegisterProcessor(protocol.LitePullMessage, b.processPull, litePullPool)
+	// POP consumption (pop.go, pop_ack.go, pop_hold.go) and recall
+	// (recall.go); acks and invisibility changes on their own pool, as
+	// RocketMQ's ackMessageExecutor.
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.PopMessage, protocol.PeekMessage, protocol.Notification, protocol.PollingInfo},
 		b.dispatch(map[protocol.RequestCode]remoting.Processor{
-			protocol.PopMessage:                 b.processPopMessage,
-			protocol.PeekMessage:                b.processPeekMessage,
+			protocol.PopMessage:   b.processPopMessage,
+			protocol.PeekMessage:  b.processPeekMessage,
+			protocol.Notification: b.processNotification,
+			protocol.PollingInfo:  b.processPollingInfo,
+		}), pullPool)
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.AckMessage, protocol.BatchAckMessage, protocol.ChangeMessageInvisibleTime},
+		b.dispatch(map[protocol.RequestCode]remoting.Processor{
 			protocol.AckMessage:                 b.processAckMessage,
 			protocol.BatchAckMessage:            b.processBatchAckMessage,
 			protocol.ChangeMessageInvisibleTime: b.processChangeInvisibleTime,
-			protocol.Notification:               b.processNotification,
-			protocol.PollingInfo:                b.processPollingInfo,
-		}), pullPool)
-	s.RegisterProcessor(PopReplicateCode, b.processPopReplicate, adminPool) // pop_repl.go: slaves follow the POP state
-	b.registerLiteAdmin(s, adminPool)                                       // lite_admin.go: RocketMQ 5.5 lite admin requests
+		}), ackPool)
+	// pop_repl.go: slaves follow the POP state (not a RocketMQ queue: no
+	// fast failure).
+	s.RegisterProcessor(PopReplicateCode, b.processPopReplicate, remoting.PoolConfig{Workers: c.AdminBrokerThreadPoolNums, QueueSize: 10000})
+	b.registerLiteAdmin(s, adminPool) // lite_admin.go: RocketMQ 5.5 lite admin requests
 	s.RegisterProcessor(protocol.RecallMessage, b.processRecallMessage,
 		remoting.PoolConfig{Workers: max(2, c.SendMessageThreadPoolNums), QueueSize: 10000})
 	// Clients (heartbeat.go).

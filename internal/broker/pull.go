@@ -23,7 +23,7 @@ import (
 // Like RocketMQ 5's rejectRequest, a slave without slaveReadEnable refuses
 // pulls up front with SYSTEM_BUSY: consumers read from the master.
 func (b *Broker) processPull(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	if b.cfg.Store.BrokerRole == store.RoleSlave && !b.cfg.SlaveReadEnable {
+	if b.cfg.Store.BrokerRole == store.RoleSlave && !b.dyn.slaveRead.Load() {
 		return nil, protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
 	}
 	return b.pull(conn, req, true)
@@ -110,7 +110,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	if code == protocol.PullNotFound {
 		b.stats.pullMiss.Add(1)
 		if allowSuspend && h.SysFlag&protocol.PullFlagSuspend != 0 {
-			hold := b.cfg.ShortPollingTimeMills
+			hold := time.Duration(b.dyn.shortPolling.Load())
 			if b.cfg.LongPollingEnable && h.SuspendTimeoutMillis > 0 {
 				hold = time.Duration(h.SuspendTimeoutMillis) * time.Millisecond
 			}
@@ -145,7 +145,7 @@ func (b *Broker) pullTarget(conn *remoting.Conn, h *protocol.PullMessageRequestH
 	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
 		return gc, tc, refusePull(protocol.NoPermission, 1, "the broker[%s] pulling message is forbidden", b.addr)
 	}
-	if code == protocol.LitePullMessage && !b.cfg.LitePullMessageEnable {
+	if code == protocol.LitePullMessage && !b.dyn.litePull.Load() {
 		return gc, tc, refusePull(protocol.NoPermission, 1, "the broker[%s] for lite pull consumer is forbidden", b.addr)
 	}
 	gc, ok, err := b.Groups.FindOrCreate(h.ConsumerGroup, b.dyn.autoCreateGroup.Load())
@@ -205,7 +205,7 @@ func (b *Broker) pullFilters(h *protocol.PullMessageRequestHeader, gc *protocol.
 	if sub.IsTag() {
 		return filter, filter, nil
 	}
-	if !b.cfg.EnablePropertyFilter {
+	if !b.dyn.propertyFilter.Load() {
 		return nil, nil, refusePull(protocol.SystemError, 0, "The broker does not support consumer to filter message by %s", sub.ExpressionType)
 	}
 	f, perr := b.newSQLFilter(sub) // filter_sql.go
@@ -231,7 +231,7 @@ func (b *Broker) pullFilters(h *protocol.PullMessageRequestHeader, gc *protocol.
 // consumer's offset unless offsetCheckInSlave.
 func (b *Broker) pullCode(res *store.GetResult, gc *protocol.SubscriptionGroupConfig, requestOffset int64, rh *protocol.PullMessageResponseHeader) protocol.ResponseCode {
 	switch {
-	case !b.cfg.SlaveReadEnable:
+	case !b.dyn.slaveRead.Load():
 		rh.SuggestWhichBrokerID = protocol.MasterID
 	case res.SuggestPullingFromSlave:
 		rh.SuggestWhichBrokerID = gc.WhichBrokerWhenConsumeSlowly

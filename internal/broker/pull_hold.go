@@ -114,7 +114,7 @@ func (s *pullHoldService) checkInterval() time.Duration {
 	if s.b.cfg.LongPollingEnable {
 		return 5 * time.Second
 	}
-	return s.b.cfg.ShortPollingTimeMills
+	return time.Duration(s.b.dyn.shortPolling.Load())
 }
 
 // run is the service goroutine.

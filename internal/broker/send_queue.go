@@ -85,14 +85,15 @@ func (q *sendQueue) handle(t sendTask) {
 	var resp *protocol.Command
 	var err error
 	waited := time.Since(t.enqueued)
-	if q.b.cfg.BrokerFastFailureEnable && q.b.Store.IsOSPageCacheBusy() {
+	fastFailure := q.b.dyn.fastFailure.Load()
+	if fastFailure && q.b.Store.IsOSPageCacheBusy() {
 		// Java's fast-failure task drains the send queue while the page
 		// cache is busy.
 		q.b.stats.pageCacheBusy.Add(1)
 		resp = protocol.NewResponse(t.req, protocol.SystemBusy,
 			"[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "+
 				strconv.FormatInt(waited.Milliseconds(), 10)+"ms, size of queue: "+strconv.Itoa(len(q.tasks)))
-	} else if q.b.cfg.BrokerFastFailureEnable && waited > q.b.cfg.WaitTimeMillsInSendQueue {
+	} else if fastFailure && waited >= time.Duration(q.b.dyn.waitSend.Load()) {
 		n := q.b.stats.sendQueueTimeout.Add(1)
 		if n == 1 || n%1000 == 0 {
 			q.b.logger.Warn("send request timed out in queue", "waitedMs", waited.Milliseconds(),

@@ -34,10 +34,18 @@ type Processor func(ctx context.Context, conn *Conn, req *protocol.Command) (*pr
 // connection then wait for each other, and a slow inline processor stalls
 // its connection. Workers and QueueSize are ignored; SYSTEM_BUSY does not
 // apply.
+//
+// MaxWait, when set, is RocketMQ's fast failure (BrokerFastFailure): a
+// request that waited in the queue for MaxWait() or longer (a value <= 0
+// turns the check off; it is read per request, so it may change at run
+// time) is answered SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]broker busy, ..."
+// when a worker takes it, instead of being processed: its client has
+// likely given up, and a broker behind its load catches up faster.
 type PoolConfig struct {
 	Workers   int
 	QueueSize int
 	Inline    bool
+	MaxWait   func() time.Duration
 }
 
 // Pool defaults.
@@ -82,6 +90,9 @@ type task struct {
 	conn *Conn
 	req  *protocol.Command
 	proc Processor
+	// enqueued is when dispatch queued the task; zero unless the pool has
+	// MaxWait (time.Now costs on every request otherwise).
+	enqueued time.Time
 }
 
 // pool is a set of workers and their queue.
@@ -89,6 +100,7 @@ type pool struct {
 	name    string
 	workers int
 	tasks   chan task
+	maxWait func() time.Duration // nil: no fast failure
 	started atomic.Bool
 }
 
@@ -114,7 +126,7 @@ func newPool(name string, cfg PoolConfig) *pool {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultPoolQueue
 	}
-	return &pool{name: name, workers: cfg.Workers, tasks: make(chan task, cfg.QueueSize)}
+	return &pool{name: name, workers: cfg.Workers, tasks: make(chan task, cfg.QueueSize), maxWait: cfg.MaxWait}
 }
 
 // dispatcher routes requests to pools. The table is copy-on-write, so the
@@ -196,6 +208,9 @@ func (d *dispatcher) work(p *pool) {
 	for {
 		select {
 		case t := <-p.tasks:
+			if p.maxWait != nil && d.expired(p, t) {
+				continue
+			}
 			d.process(t, writeQueued)
 		case <-d.ep.quit:
 			return
@@ -240,11 +255,15 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 	d.ep.inFlight.Add(1)
 	if r.pool == nil { // inline: answered before the read loop next blocks
 		d.ep.requests.Add(1)
-		d.process(task{c, req, r.proc}, writeLater)
+		d.process(task{conn: c, req: req, proc: r.proc}, writeLater)
 		return
 	}
+	t := task{conn: c, req: req, proc: r.proc}
+	if r.pool.maxWait != nil {
+		t.enqueued = time.Now()
+	}
 	select {
-	case r.pool.tasks <- task{c, req, r.proc}:
+	case r.pool.tasks <- t:
 		d.ep.requests.Add(1)
 	default:
 		d.ep.inFlight.Add(-1)
@@ -254,6 +273,33 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 			_ = c.writeResponse(protocol.NewResponse(req, protocol.SystemBusy, overloadRemark), writeLater)
 		}
 	}
+}
+
+// expired answers t SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] and reports true when
+// it waited in p's queue for p.maxWait() or longer.
+func (d *dispatcher) expired(p *pool, t task) bool {
+	limit := p.maxWait()
+	if limit <= 0 {
+		return false
+	}
+	behind := time.Since(t.enqueued)
+	if behind < limit {
+		return false
+	}
+	defer d.ep.inFlight.Add(-1)
+	if n := d.ep.queueTimeouts.Add(1); n == 1 || n%1000 == 0 {
+		t.conn.logger.Warn("remoting: request timed out in queue", "pool", p.name, "code", t.req.Code,
+			"waitedMs", behind.Milliseconds(), "queueSize", len(p.tasks), "timeouts", n)
+	}
+	if !t.req.IsOneway() {
+		resp := protocol.NewResponse(t.req, protocol.SystemBusy, fmt.Sprintf(
+			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
+			behind.Milliseconds(), len(p.tasks)))
+		if err := t.conn.writeResponse(resp, writeQueued); err != nil {
+			t.conn.logger.Debug("remoting: response not sent", "code", t.req.Code, "opaque", t.req.Opaque, "err", err)
+		}
+	}
+	return true
 }
 
 // process runs hooks and the processor for one request, then answers.

@@ -9,6 +9,7 @@ type Stats struct {
 	ConnsOpened    int64 // connections accepted or dialled
 	Requests       int64 // requests received and handed to a processor
 	Overloaded     int64 // requests answered SYSTEM_BUSY because a pool queue was full
+	QueueTimeouts  int64 // requests answered SYSTEM_BUSY after waiting past their pool's MaxWait
 	NotSupported   int64 // requests with no processor
 	CodecErrors    int64 // connections closed for an undecodable or oversize frame
 	IdleClosed     int64 // connections closed by the idle scanner
@@ -21,6 +22,7 @@ type counters struct {
 	connsOpened    atomic.Int64
 	requests       atomic.Int64
 	overloaded     atomic.Int64
+	queueTimeouts  atomic.Int64
 	notSupported   atomic.Int64
 	codecErrors    atomic.Int64
 	idleClosed     atomic.Int64
@@ -38,6 +40,7 @@ func (ep *endpoint) stats() Stats {
 		ConnsOpened:    c.connsOpened.Load(),
 		Requests:       c.requests.Load(),
 		Overloaded:     c.overloaded.Load(),
+		QueueTimeouts:  c.queueTimeouts.Load(),
 		NotSupported:   c.notSupported.Load(),
 		CodecErrors:    c.codecErrors.Load(),
 		IdleClosed:     c.idleClosed.Load(),
