@@ -330,7 +330,7 @@ func TestHelmRendered(t *testing.T) {
 			}
 			checkSetArgs(t, key, d)
 			if strings.Contains(d, "component: broker") {
-				for _, want := range []string{"fieldPath: status.podIP", "brokerIP1=$(POD_IP)", "bindAddress=0.0.0.0", "enableControllerMode=true",
+				for _, want := range []string{"fieldPath: status.podIP", "brokerIP1=$(POD_IP)", "bindAddress=0.0.0.0", "enableControllerMode=true", "startupProbe:",
 					"volumeClaimTemplates:", "mountPath: /home/apogee/data", "containerPort: 10911", "name: NAMESRV_ADDR"} {
 					if !strings.Contains(d, want) {
 						t.Errorf("%s lacks %s", key, want)
@@ -409,5 +409,59 @@ func checkSetArgs(t *testing.T, key, doc string) {
 	}
 	if err := validate(); err != nil {
 		t.Errorf("%s: the pod's config is refused: %v", key, err)
+	}
+}
+
+// TestHelmRenderedExternal checks `helm template` with
+// broker.external.enabled and an address per pod (CI renders it): one
+// LoadBalancer Service per broker pod selecting that pod alone and pinned to
+// its address, a ConfigMap of the addresses, and broker pods that read
+// theirs with --broker-ip-file (a valid brokerIP1).
+func TestHelmRenderedExternal(t *testing.T) {
+	path := os.Getenv("APOGEE_HELM_TEMPLATE_EXTERNAL")
+	if path == "" {
+		t.Skip("set APOGEE_HELM_TEMPLATE_EXTERNAL to `helm template` with broker.external (CI does)")
+	}
+	all := docs(t, read(t, path))
+	podRe := regexp.MustCompile(`statefulset.kubernetes.io/pod-name: (\S+)`)
+	lbRe := regexp.MustCompile(`loadBalancerIP: "([^"]+)"`)
+	addrRe := regexp.MustCompile(`(?m)^  (\S+-\d+): "([^"]+)"$`)
+	addrs, pinned := map[string]string{}, map[string]string{} // pod -> advertised / Service address
+	var services, brokerSts int
+	for key, d := range all {
+		kind, name, _ := strings.Cut(key, "/")
+		switch {
+		case kind == "ConfigMap" && strings.HasSuffix(name, "-external"):
+			for _, m := range addrRe.FindAllStringSubmatch(d, -1) {
+				addrs[m[1]] = m[2]
+			}
+		case kind == "Service" && strings.HasSuffix(name, "-external"):
+			services++
+			pod, lb := podRe.FindStringSubmatch(d), lbRe.FindStringSubmatch(d)
+			if pod == nil || lb == nil || name != pod[1]+"-external" || !strings.Contains(d, "type: LoadBalancer") {
+				t.Errorf("%s: want a LoadBalancer selecting its own pod with a loadBalancerIP:\n%s", key, d)
+				continue
+			}
+			pinned[pod[1]] = lb[1]
+		case kind == "StatefulSet" && strings.Contains(d, "component: broker"):
+			brokerSts++
+			for _, want := range []string{"fieldPath: metadata.name", "--broker-ip-file", "/etc/apogee/external/$(POD_NAME)", "mountPath: /etc/apogee/external"} {
+				if !strings.Contains(d, want) {
+					t.Errorf("%s lacks %s", key, want)
+				}
+			}
+		}
+	}
+	if services == 0 || services != len(addrs) || brokerSts == 0 {
+		t.Fatalf("%d external Services, %d addresses, %d broker StatefulSets", services, len(addrs), brokerSts)
+	}
+	for pod, addr := range addrs {
+		if pinned[pod] != addr {
+			t.Errorf("pod %s advertises %s, its Service is pinned to %q", pod, addr, pinned[pod])
+		}
+		cfg := broker.DefaultConfig()
+		if _, err := cfg.SetKey("brokerIP1", addr); err != nil {
+			t.Errorf("pod %s: brokerIP1=%s refused: %v", pod, addr, err)
+		}
 	}
 }

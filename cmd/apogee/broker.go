@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,7 @@ type brokerFlags struct {
 	brokerName    string
 	clusterName   string
 	brokerIP      string
+	brokerIPFile  string
 	flushDiskType string
 	grpcPort      int
 	set           []string
@@ -36,6 +38,7 @@ func (f *brokerFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.listenPort, "listen-port", 0, "remoting port (listenPort; 0 in a flag means any free port)")
 	fl.StringVar(&f.storeDir, "store-dir", "", "store root directory (storePathRootDir)")
 	fl.StringVar(&f.brokerIP, "broker-ip", "", "advertised address (brokerIP1)")
+	fl.StringVar(&f.brokerIPFile, "broker-ip-file", "", "read brokerIP1 from this file (applied last; the Helm chart's per-pod external address)")
 }
 
 // registerCommon registers the flags `broker` and `standalone` share;
@@ -88,6 +91,15 @@ func (f *brokerFlags) load(cmd *cobra.Command, logger *slog.Logger) (broker.Conf
 	}
 	if err := applySets("broker.conf", f.set, cfg.SetKey); err != nil {
 		return cfg, err
+	}
+	if f.brokerIPFile != "" {
+		b, err := os.ReadFile(f.brokerIPFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--broker-ip-file: %w", err)
+		}
+		if _, err := cfg.SetKey("brokerIP1", strings.TrimSpace(string(b))); err != nil {
+			return cfg, fmt.Errorf("--broker-ip-file %s: %w", f.brokerIPFile, err)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err

@@ -88,3 +88,20 @@ func TestBrokerConfigPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokerIPFile: --broker-ip-file sets brokerIP1 last (over --set), as
+// the Helm chart's per-pod external address does; a missing file fails.
+func TestBrokerIPFile(t *testing.T) {
+	t.Setenv("NAMESRV_ADDR", "")
+	ipFile := filepath.Join(t.TempDir(), "apogee-broker-a-0")
+	if err := os.WriteFile(ipFile, []byte("203.0.113.7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := loadBrokerFlags(t, false, "--set", "brokerIP1=10.0.0.1", "--broker-ip-file", ipFile)
+	if err != nil || cfg.BrokerIP1 != "203.0.113.7" {
+		t.Fatalf("brokerIP1 %q, err %v; want 203.0.113.7", cfg.BrokerIP1, err)
+	}
+	if _, _, err := loadBrokerFlags(t, false, "--broker-ip-file", ipFile+".missing"); err == nil {
+		t.Fatal("a missing --broker-ip-file was accepted")
+	}
+}

@@ -17,7 +17,7 @@ func init() { register(newStandaloneCmd) }
 
 func newStandaloneCmd(g *globalFlags) *cobra.Command {
 	f := &brokerFlags{defaultBrokerName: "broker-a"}
-	var dataDir string
+	var dataDir, consoleHost string
 	var namesrvPort, brokerPort, consolePort int
 	cmd := serverCommand(g, "standalone", "Run a name server and a broker in one process (data under --data)", func(cmd *cobra.Command, logger *slog.Logger) error {
 		cfg, err := f.load(cmd, logger)
@@ -63,8 +63,8 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 			return err
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "name server listening on %s\nbroker %s listening on %s\n", nsAddr, cfg.BrokerName, b.Addr())
-		closeMetrics := startBrokerMetrics(b, logger, cmd.OutOrStdout(), metrics.NewNamesrvCollector(ns)) // metrics.go
-		consoleAddr, closeConsole := startConsole(cfg.BrokerIP1, consolePort, nsAddr, logger)             // console.go
+		closeMetrics := startBrokerMetrics(b, logger, cmd.OutOrStdout(), metrics.NewNamesrvCollector(ns))            // metrics.go
+		consoleAddr, closeConsole := startConsole(consoleListenHost(consoleHost, &cfg), consolePort, nsAddr, logger) // console.go
 		if consoleAddr != "" {
 			fmt.Fprintf(cmd.OutOrStdout(), "console listening on http://%s\n", consoleAddr)
 		}
@@ -84,6 +84,20 @@ func newStandaloneCmd(g *globalFlags) *cobra.Command {
 	fl.StringVar(&dataDir, "data", "./data", "data directory (broker store and name-server KV config)")
 	fl.IntVar(&namesrvPort, "namesrv-port", namesrv.DefaultListenPort, "name-server port (0 = any free port)")
 	fl.IntVar(&brokerPort, "broker-port", 10911, "broker port (0 = any free port)")
-	fl.IntVar(&consolePort, "console-port", defaultConsolePort, "web console port on brokerIP1 (0 = any free port, -1 = no console)")
+	fl.IntVar(&consolePort, "console-port", defaultConsolePort, "web console port (0 = any free port, -1 = no console)")
+	fl.StringVar(&consoleHost, "console-host", "", "web console address (default: the broker's bindAddress when set, else brokerIP1)")
 	return cmd
+}
+
+// consoleListenHost is where standalone's console listens: the flag, else
+// the broker's bindAddress (so a container that binds 0.0.0.0 publishes its
+// console as it publishes its ports), else brokerIP1.
+func consoleListenHost(flag string, cfg *broker.Config) string {
+	switch {
+	case flag != "":
+		return flag
+	case cfg.BindAddress != "":
+		return cfg.BindAddress
+	}
+	return cfg.BrokerIP1
 }
