@@ -298,3 +298,25 @@ func (a *Admin) ProducerConnections(ctx context.Context, group, brokerAddr strin
 	slices.SortFunc(out, func(x, y Connection) int { return strings.Compare(x.ClientID, y.ClientID) })
 	return out, nil
 }
+
+// GroupReadForbidden is mqadmin's updateAndGetGroupReadForbidden
+// (UPDATE_AND_GET_GROUP_FORBIDDEN 353) on one broker: with readable set it
+// forbids (false) or allows (true) group reading topic there; it returns
+// whether the group may read the topic afterwards.
+func (a *Admin) GroupReadForbidden(ctx context.Context, brokerAddr, group, topic string, readable *bool) (bool, error) {
+	ext := map[string]string{"group": group, "topic": topic}
+	if readable != nil {
+		ext["readable"] = strconv.FormatBool(*readable)
+	}
+	resp, err := a.invokeOK(ctx, brokerAddr, topic, protocol.NewRequest(protocol.UpdateAndGetGroupForbidden, ext, nil))
+	if err != nil {
+		return false, err
+	}
+	var g struct {
+		Readable bool `json:"readable"`
+	}
+	if err := protocol.UnmarshalFastJSON(resp.Body, &g); err != nil {
+		return false, fmt.Errorf("admin: group forbidden of %s on %s from %s: %w", group, topic, brokerAddr, err)
+	}
+	return g.Readable, nil
+}

@@ -126,3 +126,38 @@ func (b *Broker) processGetAllDelayOffset(_ context.Context, _ *remoting.Conn, r
 	resp.Body = body
 	return resp, nil
 }
+
+// groupForbiddenHeader is UPDATE_AND_GET_GROUP_FORBIDDEN's header; readable
+// absent only reads.
+type groupForbiddenHeader struct {
+	Group    string `ext:"group,req"`
+	Topic    string `ext:"topic,req"`
+	Readable *bool  `ext:"readable"`
+}
+
+// processGroupForbidden serves UPDATE_AND_GET_GROUP_FORBIDDEN (353) as
+// RocketMQ does: with readable, forbid (false) or allow (true) the group
+// reading the topic; the body is the state after ({"group","readable",
+// "topic"}). A forbidden group's pulls without a posted subscription are
+// refused NO_PERMISSION with forbiddenType 5 (pull.go). Neither the group
+// nor the topic has to exist.
+func (b *Broker) processGroupForbidden(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h groupForbiddenHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	if h.Readable != nil {
+		if err := b.Groups.SetForbidden(h.Group, h.Topic, permIndexRead, !*h.Readable); err != nil {
+			return nil, protocol.Errorf(protocol.SystemError, "persist group forbidden: %v", err)
+		}
+	}
+	body, err := protocol.MarshalJSON(&protocol.GroupForbidden{
+		Group: h.Group, Topic: h.Topic, Readable: !b.Groups.Forbidden(h.Group, h.Topic, permIndexRead),
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := protocol.NewResponse(req, protocol.Success, "")
+	resp.Body = body
+	return resp, nil
+}

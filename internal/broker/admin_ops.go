@@ -21,11 +21,12 @@ import (
 // which groups consumed a message.
 func (b *Broker) opsProcessors() map[protocol.RequestCode]remoting.Processor {
 	return map[protocol.RequestCode]remoting.Processor{
-		protocol.GetBrokerConsumeStats:  b.processBrokerConsumeStats,
-		protocol.ResumeCheckHalfMessage: b.processResumeCheckHalfMessage,
-		protocol.GetTopicNameList:       b.processTopicNameList,
-		protocol.TriggerDeleteFiles:     b.processTriggerDeleteFiles,
-		protocol.WhoConsumeTheMessage:   b.processWhoConsumeTheMessage,
+		protocol.GetBrokerConsumeStats:      b.processBrokerConsumeStats,
+		protocol.ResumeCheckHalfMessage:     b.processResumeCheckHalfMessage,
+		protocol.GetTopicNameList:           b.processTopicNameList,
+		protocol.TriggerDeleteFiles:         b.processTriggerDeleteFiles,
+		protocol.WhoConsumeTheMessage:       b.processWhoConsumeTheMessage,
+		protocol.UpdateAndGetGroupForbidden: b.processGroupForbidden, // admin_group.go
 	}
 }
 

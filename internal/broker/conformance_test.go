@@ -334,3 +334,61 @@ func TestQueueFastFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupForbidden: UPDATE_AND_GET_GROUP_FORBIDDEN (353) forbids a group
+// reading a topic (its pulls without a posted subscription answer
+// NO_PERMISSION, forbiddenType 5), reads the state without readable,
+// allows again, and the table survives a restart.
+func TestGroupForbidden(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, testConfig(t, dir))
+	c := newClient(t)
+	mustCode(t, invoke(t, c, b.Addr(), sendReq("FT", 0, []byte("x"), nil)), protocol.Success)
+	waitDispatched(t, b, "FT", 0, 1)
+	hb, err := protocol.MarshalJSON(&protocol.HeartbeatData{ClientID: "fc", ConsumerDataSet: []protocol.ConsumerData{{
+		GroupName: "FG", ConsumeType: protocol.ConsumePassively, MessageModel: protocol.MessageModelClustering,
+		ConsumeFromWhere:    protocol.ConsumeFromLastOffset,
+		SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "FT", SubString: "*"}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, hb)), protocol.Success)
+	forbid := func(fields ...string) protocol.GroupForbidden {
+		t.Helper()
+		resp := invoke(t, c, b.Addr(), offsetReq(protocol.UpdateAndGetGroupForbidden, fields...))
+		mustCode(t, resp, protocol.Success)
+		var g protocol.GroupForbidden
+		if err := protocol.UnmarshalFastJSON(resp.Body, &g); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	pull := func(b *Broker) *protocol.Command { return invoke(t, c, b.Addr(), pullReq("FG", "FT", 0, 0, 0, 0, "")) }
+	if g := forbid("group", "FG", "topic", "FT"); !g.Readable || g.Group != "FG" || g.Topic != "FT" {
+		t.Fatalf("initial state %+v", g)
+	}
+	mustCode(t, pull(b), protocol.Success)
+	if g := forbid("group", "FG", "topic", "FT", "readable", "false"); g.Readable {
+		t.Fatalf("after readable=false: %+v", g)
+	}
+	checkAnswer(t, pull(b), answer{protocol.NoPermission, "the consumer group[FG] is forbidden for topic[FT]",
+		map[string]string{"forbiddenType": "5"}})
+	// A pull that posts its subscription is not checked (as in RocketMQ).
+	mustCode(t, invoke(t, c, b.Addr(), pullReq("FG", "FT", 0, 0, protocol.PullFlagSubscription, 0, "*")), protocol.Success)
+	checkAnswer(t, invoke(t, c, b.Addr(), offsetReq(protocol.UpdateAndGetGroupForbidden, "group", "FG")),
+		answer{protocol.SystemError, "the custom field <topic> is null", nil})
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, testConfig(t, dir))
+	if g := forbid("group", "FG", "topic", "FT"); g.Readable {
+		t.Fatalf("forbidden lost in a restart: %+v", g)
+	}
+	if g := forbid("group", "FG", "topic", "FT", "readable", "true"); !g.Readable {
+		t.Fatalf("after readable=true: %+v", g)
+	}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, hb)), protocol.Success)
+	mustCode(t, pull(b), protocol.Success)
+}

@@ -192,6 +192,9 @@ func (b *Broker) pullFilters(h *protocol.PullMessageRequestHeader, gc *protocol.
 		if info.MessageModel == protocol.MessageModelBroadcasting && !gc.ConsumeBroadcastEnable {
 			return nil, nil, refusePull(protocol.NoPermission, 4, "the consumer group[%s] can not consume by broadcast way", h.ConsumerGroup)
 		}
+		if b.Groups.Forbidden(h.ConsumerGroup, h.Topic, permIndexRead) { // UPDATE_AND_GET_GROUP_FORBIDDEN
+			return nil, nil, refusePull(protocol.NoPermission, 5, "the consumer group[%s] is forbidden for topic[%s]", h.ConsumerGroup, h.Topic)
+		}
 		s, ok := info.Subscriptions[h.Topic]
 		if !ok {
 			return nil, nil, refusePull(protocol.SubscriptionNotExist, 0, "the consumer's subscription not exist%s", faqSuffix)

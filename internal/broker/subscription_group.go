@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/names"
@@ -33,6 +34,9 @@ type SubscriptionGroupManager struct {
 	groups    map[string]*protocol.SubscriptionGroupConfig
 	forbidden map[string]map[string]int32
 	version   protocol.DataVersion
+	// anyForbidden is whether forbidden holds a set bit: pulls skip the
+	// lock while it is false (the usual case).
+	anyForbidden atomic.Bool
 }
 
 func newSubscriptionGroupManager(path string, logger *slog.Logger, now func() time.Time) *SubscriptionGroupManager {
@@ -133,6 +137,7 @@ func (m *SubscriptionGroupManager) load() error {
 		if m.forbidden == nil {
 			m.forbidden = make(map[string]map[string]int32)
 		}
+		m.anyForbidden.Store(anyBitSet(m.forbidden))
 		m.version = w.DataVersion
 		return nil
 	})
@@ -289,4 +294,60 @@ func cloneGroupConfig(g *protocol.SubscriptionGroupConfig) protocol.Subscription
 		c.GroupRetryPolicy = &p
 	}
 	return c
+}
+
+// permIndexRead is RocketMQ's PermName.INDEX_PERM_READ: the bit of the
+// forbidden table that stops a group reading a topic.
+const permIndexRead = 2
+
+// Forbidden reports whether bit index of group's forbidden mask for topic is
+// set (RocketMQ's forbiddenTable: per group and topic, bits by PermName
+// index).
+func (m *SubscriptionGroupManager) Forbidden(group, topic string, index int) bool {
+	if !m.anyForbidden.Load() {
+		return false
+	}
+	m.mu.RLock()
+	v := m.forbidden[group][topic]
+	m.mu.RUnlock()
+	bit := int32(1) << index
+	return v > 0 && v&bit == bit
+}
+
+// SetForbidden sets (on) or clears bit index of group's forbidden mask for
+// topic, durably: the table is rewritten (it is not in the change log,
+// which holds group configs; forbidding is a rare operator action).
+func (m *SubscriptionGroupManager) SetForbidden(group, topic string, index int, on bool) error {
+	m.cf.writeMu.Lock()
+	defer m.cf.writeMu.Unlock()
+	m.mu.Lock()
+	topics := m.forbidden[group]
+	if topics == nil {
+		topics = make(map[string]int32)
+		m.forbidden[group] = topics
+	}
+	v := max(topics[topic], 0)
+	if on {
+		v |= 1 << index
+	} else {
+		v &^= 1 << index
+	}
+	topics[topic] = v
+	m.anyForbidden.Store(anyBitSet(m.forbidden))
+	m.version = nextDataVersion(m.version, m.now())
+	m.mu.Unlock()
+	m.logger.Info("subscription group forbidden updated", "group", group, "topic", topic, "index", index, "on", on)
+	return m.cf.compact()
+}
+
+// anyBitSet reports whether a forbidden table has a positive mask.
+func anyBitSet(t map[string]map[string]int32) bool {
+	for _, topics := range t {
+		for _, v := range topics {
+			if v > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -77,6 +77,14 @@ type SubscriptionGroupWrapper struct {
 	DataVersion            DataVersion                         `json:"dataVersion"`
 }
 
+// GroupForbidden is UPDATE_AND_GET_GROUP_FORBIDDEN's (353) response body:
+// whether group may read topic.
+type GroupForbidden struct {
+	Group    string `json:"group"`
+	Readable bool   `json:"readable"`
+	Topic    string `json:"topic"`
+}
+
 // SubscriptionGroupList is UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST's (225) body.
 type SubscriptionGroupList struct {
 	GroupConfigList []SubscriptionGroupConfig `json:"groupConfigList"`
