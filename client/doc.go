@@ -40,7 +40,9 @@
 //	heartbeat     HEART_BEAT (34) every 30 s to every master (and slaves with consumers)
 //	route         GET_ROUTEINFO_BY_TOPIC (105) on first use and every 30 s
 //
-// Bodies of 4096 bytes or more are zlib-compressed (sysFlag 0x301); batches
+// Bodies of 4096 bytes or more are compressed, zlib by default (sysFlag 0x301;
+// WithCompressType picks LZ4 0x101 or zstd 0x201, and consumers inflate all
+// three); batches
 // never are. Every message gets a UNIQ_KEY (its MsgID).
 //
 // Never imported here: store, broker, namesrv, prometheus (metrics plug in

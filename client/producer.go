@@ -319,7 +319,7 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 		}
 		o.properties = message.EncodeProperties(props)
 	}
-	body, flags := maybeCompress(msg.Body, p.cfg.compressOver, p.cfg.compressLevel)
+	body, flags := maybeCompress(msg.Body, p.cfg.compressOver, p.cfg.compressLevel, p.cfg.compressType)
 	o.body = body
 	o.sysFlag |= flags
 	if len(o.properties) > message.MaxPropertiesSize {

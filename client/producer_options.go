@@ -18,6 +18,7 @@ type producerConfig struct {
 	latencyFault            bool          // sendLatencyFaultEnable, default false
 	compressOver            int           // compressMsgBodyOverHowmuch, default 4096
 	compressLevel           int           // default 5
+	compressType            CompressType  // compressType, default ZLIB
 	maxMessageSize          int           // default 4 MiB
 	createTopicKey          string        // default TBW102
 	defaultTopicQueueNums   int32         // default 4
@@ -44,6 +45,7 @@ func defaultProducerConfig() producerConfig {
 		retryAsync:            2,
 		compressOver:          defaultCompressOver,
 		compressLevel:         defaultCompressLevel,
+		compressType:          CompressZLIB,
 		maxMessageSize:        defaultMaxMessageSize,
 		createTopicKey:        defaultCreateTopicKey,
 		defaultTopicQueueNums: 4,
@@ -63,8 +65,12 @@ func (c *producerConfig) validate() error {
 		return fmt.Errorf("client: send timeout must be positive")
 	case c.retrySync < 0 || c.retryAsync < 0:
 		return fmt.Errorf("client: retry counts must not be negative")
-	case c.compressLevel < 1 || c.compressLevel > 9:
-		return fmt.Errorf("client: compress level %d not in 1..9", c.compressLevel)
+	case c.compressType != CompressZLIB && c.compressType != CompressLZ4 && c.compressType != CompressZSTD:
+		return fmt.Errorf("client: unknown compress type %#x", int32(c.compressType))
+	case c.compressType == CompressZLIB && (c.compressLevel < 1 || c.compressLevel > 9):
+		return fmt.Errorf("client: zlib compress level %d not in 1..9", c.compressLevel)
+	case c.compressType == CompressZSTD && (c.compressLevel < 1 || c.compressLevel > 22):
+		return fmt.Errorf("client: zstd compress level %d not in 1..22", c.compressLevel)
 	case c.maxMessageSize <= 0:
 		return fmt.Errorf("client: max message size must be positive")
 	case c.defaultTopicQueueNums <= 0:
@@ -121,9 +127,19 @@ func WithCompressOver(bytes int) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.compressOver = bytes })
 }
 
-// WithCompressLevel sets the zlib level, 1..9. Default 5.
+// WithCompressLevel sets the compression level: 1..9 for zlib, 1..22 for
+// zstd, ignored by LZ4 (rocketmq.message.compressLevel). Default 5.
 func WithCompressLevel(level int) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.compressLevel = level })
+}
+
+// WithCompressType sets the algorithm of compressed bodies, RocketMQ 5's
+// compressType (rocketmq.message.compressType): CompressZLIB (the default,
+// what every consumer reads), CompressLZ4 or CompressZSTD (RocketMQ 5
+// consumers, this package and the broker's gRPC endpoint read them; 4.x
+// consumers do not).
+func WithCompressType(t CompressType) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.compressType = t })
 }
 
 // WithMaxMessageSize sets the largest body (batch body for batches) the

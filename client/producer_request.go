@@ -127,8 +127,8 @@ func (p *Producer) onReply(_ context.Context, conn *remoting.Conn, req *protocol
 	}
 	props := message.DecodeProperties(h.Properties)
 	body := req.Body
-	if message.IsZlibCompressed(h.SysFlag) {
-		if plain, err := message.Decompress(body); err == nil {
+	if message.IsDecompressible(h.SysFlag) {
+		if plain, err := message.DecompressBody(h.SysFlag, body, message.DefaultMaxDecompressedSize); err == nil {
 			body = plain
 		}
 	}

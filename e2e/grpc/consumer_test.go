@@ -12,6 +12,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
+
+	apogee "github.com/apogeemq/apogee/client"
 )
 
 func newSimpleConsumer(t *testing.T, endpoint, group, topic string, filter *rmq.FilterExpression) rmq.SimpleConsumer {
@@ -140,5 +142,43 @@ func TestSimpleConsumerFromRemotingProducer(t *testing.T) {
 	defer cancel()
 	if extra, err := c.Receive(ctx, 16, 20*time.Second); err == nil && len(extra) > 0 {
 		t.Errorf("acked messages came back: %d", len(extra))
+	}
+}
+
+// TestSimpleConsumerReadsLZ4AndZSTD: bodies this module's producer sends
+// compressed with RocketMQ 5's other compressTypes (LZ4 frame, zstd; sysFlag
+// 0x101 / 0x201) reach the official v5 SimpleConsumer through the gRPC
+// endpoint decompressed, as a RocketMQ 5 proxy delivers them.
+func TestSimpleConsumerReadsLZ4AndZSTD(t *testing.T) {
+	s := startServer(t, "")
+	const topic, group = "GrpcCompressTopic", "GrpcCompressGroup"
+	s.createTopic(t, topic, "", 1)
+	want := map[string][]byte{}
+	for i, ct := range []apogee.CompressType{apogee.CompressLZ4, apogee.CompressZSTD, apogee.CompressZLIB} {
+		p, err := apogee.NewProducer(fmt.Sprintf("CompressSender%d", i), apogee.WithNameServers(s.namesrv),
+			apogee.WithCompressType(ct), apogee.WithCompressOver(1024))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		body := bytes.Repeat([]byte(fmt.Sprintf("compress type %#x ", int32(ct))), 400)
+		res, err := p.Send(context.Background(), apogee.NewMessage(topic, body))
+		p.Close()
+		if err != nil || res.Status != apogee.SendOK {
+			t.Fatalf("send as %#x: %v %v", int32(ct), res, err)
+		}
+		want[res.MsgID] = body
+	}
+	c := newSimpleConsumer(t, s.grpc, group, topic, rmq.SUB_ALL)
+	got := receiveAll(t, c, len(want), 20*time.Second, 30*time.Second)
+	if len(got) != len(want) {
+		t.Fatalf("received %d of %d messages", len(got), len(want))
+	}
+	for _, mv := range got {
+		if w, ok := want[mv.GetMessageId()]; !ok || !bytes.Equal(mv.GetBody(), w) {
+			t.Errorf("%s: body of %d bytes, want %d (known %v)", mv.GetMessageId(), len(mv.GetBody()), len(w), ok)
+		}
 	}
 }

@@ -11,10 +11,11 @@ import (
 type DecodeOptions struct {
 	// SkipBody leaves Ext.Body nil (the CRC is still checked if asked).
 	SkipBody bool
-	// Decompress inflates zlib-compressed bodies (SysFlagCompressed with
-	// compression type 0 or ZLIB) and clears SysFlagCompressed in the
-	// result, as RocketMQ consumers do. A body that fails to inflate, or
-	// uses LZ4/ZSTD, is returned as stored with the flag kept.
+	// Decompress inflates compressed bodies (SysFlagCompressed with
+	// compression type 0 or ZLIB, LZ4 or ZSTD: DecompressBody) and clears
+	// SysFlagCompressed in the result, as RocketMQ consumers do. A body
+	// that fails to inflate, or names an unknown type, is returned as
+	// stored with the flag kept.
 	Decompress bool
 	// VerifyCRC checks BODYCRC against the stored body: ErrBadCRC.
 	VerifyCRC bool
@@ -189,12 +190,12 @@ func fillFromView(m *Ext, v StoredView, strs string, opt DecodeOptions, alias bo
 		return
 	}
 	body := v.Body()
-	if opt.Decompress && IsZlibCompressed(m.SysFlag) {
+	if opt.Decompress && IsDecompressible(m.SysFlag) {
 		limit := opt.MaxDecompressedSize
 		if limit <= 0 {
 			limit = DefaultMaxDecompressedSize
 		}
-		if out, err := DecompressLimit(body, limit); err == nil {
+		if out, err := DecompressBody(m.SysFlag, body, limit); err == nil {
 			m.Body = out
 			m.SysFlag &^= SysFlagCompressed
 			return

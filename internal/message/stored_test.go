@@ -287,7 +287,7 @@ func TestStoredCompressedBody(t *testing.T) {
 		{"go client flag", SysFlagCompressed, DecodeOptions{Decompress: true}, plain, 0, nil},
 		{"java zlib flag", SysFlagCompressed | SysFlagCompressionZLIB, DecodeOptions{Decompress: true}, plain, SysFlagCompressionZLIB, nil},
 		{"kept compressed without option", SysFlagCompressed, DecodeOptions{}, z, SysFlagCompressed, nil},
-		{"lz4 left as is", SysFlagCompressed | SysFlagCompressionLZ4, DecodeOptions{Decompress: true}, z, SysFlagCompressed | SysFlagCompressionLZ4, nil},
+		{"lz4 flag on a zlib body stays compressed", SysFlagCompressed | SysFlagCompressionLZ4, DecodeOptions{Decompress: true}, z, SysFlagCompressed | SysFlagCompressionLZ4, nil},
 		{"bomb limit leaves compressed", SysFlagCompressed, DecodeOptions{Decompress: true, MaxDecompressedSize: 100}, z, SysFlagCompressed, nil},
 		{"crc is over the compressed bytes", SysFlagCompressed, DecodeOptions{Decompress: true, VerifyCRC: true}, plain, 0, nil},
 	}
