@@ -3,6 +3,8 @@ package client
 import (
 	"crypto/md5"
 	"encoding/binary"
+	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -186,4 +188,80 @@ func (allocateConfig) Name() string { return "CONFIG" }
 
 func (a allocateConfig) Allocate(_, _ string, _ []MessageQueue, _ []string) []MessageQueue {
 	return slices.Clone(a.queues)
+}
+
+// MachineRoomResolver tells AllocateMachineRoomNearby where brokers and
+// consumers are deployed (RocketMQ's AllocateMachineRoomNearby
+// .MachineRoomResolver). Both must name a room for every input.
+type MachineRoomResolver interface {
+	BrokerDeployIn(mq MessageQueue) string
+	ConsumerDeployIn(clientID string) string
+}
+
+// AllocateMachineRoomNearby (MACHINE_ROOM_NEARBY-<inner>) keeps traffic in
+// its machine room: the queues of brokers in the current consumer's room
+// are shared by inner among that room's consumers; the queues of a room
+// without any live consumer are shared by inner among all consumers. A
+// queue or consumer the resolver leaves without a room makes the
+// allocation fail (RocketMQ throws): the rebalance then keeps the topic's
+// queues as they are.
+func AllocateMachineRoomNearby(inner AllocateStrategy, resolver MachineRoomResolver) AllocateStrategy {
+	return allocateNearby{inner: inner, resolver: resolver}
+}
+
+// checkedAllocator is a strategy whose inputs can be refused; the
+// rebalance (rebalance.go) calls allocateChecked instead of Allocate.
+type checkedAllocator interface {
+	allocateChecked(group, currentCID string, mqAll []MessageQueue, cidAll []string) ([]MessageQueue, error)
+}
+
+type allocateNearby struct {
+	inner    AllocateStrategy
+	resolver MachineRoomResolver
+}
+
+func (a allocateNearby) Name() string { return "MACHINE_ROOM_NEARBY-" + a.inner.Name() }
+
+// Allocate implements AllocateStrategy; an unresolved room gives nothing.
+func (a allocateNearby) Allocate(group, currentCID string, mqAll []MessageQueue, cidAll []string) []MessageQueue {
+	out, _ := a.allocateChecked(group, currentCID, mqAll, cidAll)
+	return out
+}
+
+func (a allocateNearby) allocateChecked(group, currentCID string, mqAll []MessageQueue, cidAll []string) ([]MessageQueue, error) {
+	if !slices.Contains(cidAll, currentCID) || len(mqAll) == 0 {
+		return nil, nil
+	}
+	// Inputs arrive sorted, so each room's lists stay sorted.
+	roomQueues := map[string][]MessageQueue{}
+	for _, mq := range mqAll {
+		room := a.resolver.BrokerDeployIn(mq)
+		if room == "" {
+			return nil, fmt.Errorf("client: machine room is empty for queue %s", mq)
+		}
+		roomQueues[room] = append(roomQueues[room], mq)
+	}
+	roomConsumers := map[string][]string{}
+	for _, cid := range cidAll {
+		room := a.resolver.ConsumerDeployIn(cid)
+		if room == "" {
+			return nil, fmt.Errorf("client: machine room is empty for consumer %s", cid)
+		}
+		roomConsumers[room] = append(roomConsumers[room], cid)
+	}
+	mine := a.resolver.ConsumerDeployIn(currentCID)
+	var out []MessageQueue
+	if qs := roomQueues[mine]; len(qs) > 0 {
+		out = append(out, a.inner.Allocate(group, currentCID, qs, roomConsumers[mine])...)
+	}
+	rooms := slices.Sorted(maps.Keys(roomQueues)) // RocketMQ walks a TreeMap
+	for _, room := range rooms {
+		if room == mine {
+			continue
+		}
+		if _, alive := roomConsumers[room]; !alive {
+			out = append(out, a.inner.Allocate(group, currentCID, roomQueues[room], cidAll)...)
+		}
+	}
+	return out, nil
 }

@@ -2,7 +2,9 @@ package client
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -155,5 +157,68 @@ func TestAllocateByMachineRoom(t *testing.T) {
 	}
 	if got := s.Allocate("g", "a", mqs, cids); len(got) != 2 {
 		t.Fatalf("first member got %v, want 1 + remainder", got)
+	}
+}
+
+// roomResolver reads the room before '@' in broker names and client ids
+// (none without an '@' in a client id).
+type roomResolver struct{}
+
+func (roomResolver) BrokerDeployIn(mq MessageQueue) string {
+	room, _, _ := strings.Cut(mq.BrokerName, "@")
+	return room
+}
+
+func (roomResolver) ConsumerDeployIn(cid string) string {
+	room, _, ok := strings.Cut(cid, "@")
+	if !ok {
+		return ""
+	}
+	return room
+}
+
+// TestAllocateMachineRoomNearby follows RocketMQ's MACHINE_ROOM_NEARBY: a
+// room's queues go to that room's consumers; a room without consumers is
+// shared by everyone; together the members cover every queue exactly once;
+// an unresolved room fails the allocation.
+func TestAllocateMachineRoomNearby(t *testing.T) {
+	mqs := append(append(queues("T", "hz@broker-a", 4), queues("T", "sh@broker-b", 3)...), queues("T", "bj@broker-c", 2)...)
+	slices.SortFunc(mqs, compareMessageQueue)
+	s := AllocateMachineRoomNearby(AllocateAveragely(), roomResolver{})
+	if s.Name() != "MACHINE_ROOM_NEARBY-AVG" {
+		t.Fatalf("name %s", s.Name())
+	}
+	cids := []string{"hz@c1", "hz@c2", "sh@c3"} // nobody in bj
+	tests := []struct {
+		cid  string
+		want map[string]int // broker -> queue count
+	}{
+		{"hz@c1", map[string]int{"hz@broker-a": 2, "bj@broker-c": 1}},
+		{"hz@c2", map[string]int{"hz@broker-a": 2, "bj@broker-c": 1}},
+		{"sh@c3", map[string]int{"sh@broker-b": 3}},
+	}
+	seen := map[MessageQueue]int{}
+	for _, tc := range tests {
+		t.Run(tc.cid, func(t *testing.T) {
+			got := map[string]int{}
+			for _, mq := range s.Allocate("g", tc.cid, mqs, cids) {
+				got[mq.BrokerName]++
+				seen[mq]++
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if len(seen) != len(mqs) {
+		t.Fatalf("%d of %d queues allocated", len(seen), len(mqs))
+	}
+	for mq, n := range seen {
+		if n != 1 {
+			t.Fatalf("%v allocated %d times", mq, n)
+		}
+	}
+	if _, err := s.(checkedAllocator).allocateChecked("g", "hz@c1", mqs, append(slices.Clone(cids), "noroom")); err == nil {
+		t.Fatal("a consumer without a room was accepted")
 	}
 }

@@ -123,6 +123,12 @@ func (c *PushConsumer) allocate(ctx context.Context, topic string) ([]MessageQue
 	slices.SortFunc(mqs, compareMessageQueue)
 	cids = slices.Clone(cids)
 	slices.Sort(cids)
+	if cs, ok := c.cfg.strategy.(checkedAllocator); ok {
+		// A strategy that can refuse its inputs (MACHINE_ROOM_NEARBY with
+		// an unresolved room): the topic keeps its queues, as RocketMQ's
+		// rebalance does when allocate throws.
+		return cs.allocateChecked(c.wireGroup, c.env.clientID(), mqs, cids)
+	}
 	return c.cfg.strategy.Allocate(c.wireGroup, c.env.clientID(), mqs, cids), nil
 }
 
