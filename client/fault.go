@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -8,28 +9,68 @@ import (
 )
 
 // Latency fault tolerance (RocketMQ MQFaultStrategy, docs/broker.md
-// §4.2, 4.x table). After every send attempt the producer records the
-// broker's latency; a slow broker is isolated ("not available") for a
-// duration looked up from the latency, a failed one as if it had taken
-// isolationLatency. Queue selection then prefers available brokers.
+// §4.2). After every send attempt the producer records the broker's
+// latency; a slow broker is isolated ("not available") for a duration
+// looked up from the latency in a FaultTable, a failed one as if it had
+// taken the table's FailedLatency. Queue selection then prefers available
+// brokers, then reachable ones. RocketMQ 5 adds a detector: brokers marked
+// unreachable are probed in the background and become reachable again as
+// soon as one answers (fault_detect.go).
 
-// latencyMax[i] <= latency selects notAvailableDuration[i] (the last row
-// whose threshold the latency reaches).
-var (
-	latencyMax           = [...]time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 550 * time.Millisecond, 1000 * time.Millisecond, 2000 * time.Millisecond, 3000 * time.Millisecond, 15000 * time.Millisecond}
-	notAvailableDuration = [...]time.Duration{0, 0, 30 * time.Second, 60 * time.Second, 120 * time.Second, 180 * time.Second, 600 * time.Second}
-)
+// FaultTable is a latency fault table: an attempt that took at least
+// LatencyMax[i] (the last such row) isolates its broker for
+// NotAvailable[i]; a failed attempt counts as FailedLatency.
+type FaultTable struct {
+	LatencyMax    []time.Duration
+	NotAvailable  []time.Duration
+	FailedLatency time.Duration
+}
 
-// isolationLatency is the latency recorded for a failed attempt (4.x: 30 s
-// -> 600 s isolation).
-const isolationLatency = 30 * time.Second
+// FaultTable4x is RocketMQ 4.x's table (latency >= 50/100/550/1000/2000/
+// 3000/15000 ms -> 0/0/30/60/120/180/600 s; a failure counts as 30 s, so
+// it isolates for 10 minutes). The default.
+func FaultTable4x() FaultTable {
+	return FaultTable{
+		LatencyMax:    ms(50, 100, 550, 1000, 2000, 3000, 15000),
+		NotAvailable:  ms(0, 0, 30000, 60000, 120000, 180000, 600000),
+		FailedLatency: 30 * time.Second,
+	}
+}
+
+// FaultTable5x is RocketMQ 5's table (latency >= 50/100/550/1800/3000/
+// 5000/15000 ms -> 0/0/2/5/6/10/30 s; a failure counts as 10 s, so it
+// isolates for 10 seconds): short isolations, since the detector brings an
+// unreachable broker back as soon as it answers.
+func FaultTable5x() FaultTable {
+	return FaultTable{
+		LatencyMax:    ms(50, 100, 550, 1800, 3000, 5000, 15000),
+		NotAvailable:  ms(0, 0, 2000, 5000, 6000, 10000, 30000),
+		FailedLatency: 10 * time.Second,
+	}
+}
+
+func ms(v ...int) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, n := range v {
+		out[i] = time.Duration(n) * time.Millisecond
+	}
+	return out
+}
+
+// validate checks the table's shape.
+func (t FaultTable) validate() error {
+	if len(t.LatencyMax) == 0 || len(t.LatencyMax) != len(t.NotAvailable) {
+		return fmt.Errorf("client: fault table needs as many latencies as durations (%d, %d)", len(t.LatencyMax), len(t.NotAvailable))
+	}
+	return nil
+}
 
 // isolationFor returns how long a broker that answered in latency stays
 // unavailable.
-func isolationFor(latency time.Duration) time.Duration {
-	for i := len(latencyMax) - 1; i >= 0; i-- {
-		if latency >= latencyMax[i] {
-			return notAvailableDuration[i]
+func (t FaultTable) isolationFor(latency time.Duration) time.Duration {
+	for i := len(t.LatencyMax) - 1; i >= 0; i-- {
+		if latency >= t.LatencyMax[i] {
+			return t.NotAvailable[i]
 		}
 	}
 	return 0
@@ -40,12 +81,14 @@ type faultItem struct {
 	latency        time.Duration
 	availableAfter time.Time // zero = available
 	reachable      bool
+	checkAfter     time.Time // the detector's next probe of this broker
 }
 
 // faultStrategy selects queues and keeps the latency table. Safe for
 // concurrent use.
 type faultStrategy struct {
 	enabled bool // sendLatencyFaultEnable
+	table   FaultTable
 	now     func() time.Time
 
 	mu    sync.Mutex
@@ -54,23 +97,23 @@ type faultStrategy struct {
 	index atomic.Uint32 // selection counter; random start
 }
 
-func newFaultStrategy(enabled bool) *faultStrategy {
-	f := &faultStrategy{enabled: enabled, now: time.Now, items: make(map[string]*faultItem)}
+func newFaultStrategy(enabled bool, table FaultTable) *faultStrategy {
+	f := &faultStrategy{enabled: enabled, table: table, now: time.Now, items: make(map[string]*faultItem)}
 	f.index.Store(rand.Uint32())
 	return f
 }
 
 // update records an attempt's outcome for brokerName. With isolation (a
-// failed attempt) the broker is treated as if it took isolationLatency;
-// unreachable marks a network-level failure.
+// failed attempt) the broker is treated as if it took the table's
+// FailedLatency; unreachable marks a network-level failure.
 func (f *faultStrategy) update(brokerName string, latency time.Duration, isolation, unreachable bool) {
 	if !f.enabled {
 		return
 	}
 	if isolation {
-		latency = isolationLatency
+		latency = f.table.FailedLatency
 	}
-	d := isolationFor(latency)
+	d := f.table.isolationFor(latency)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	it := f.items[brokerName]

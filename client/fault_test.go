@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -24,11 +25,11 @@ func TestIsolationTable(t *testing.T) {
 		{3 * time.Second, 180 * time.Second},
 		{14 * time.Second, 180 * time.Second},
 		{15 * time.Second, 600 * time.Second},
-		{isolationLatency, 600 * time.Second},
+		{FaultTable4x().FailedLatency, 600 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.latency.String(), func(t *testing.T) {
-			if got := isolationFor(tc.latency); got != tc.want {
+			if got := FaultTable4x().isolationFor(tc.latency); got != tc.want {
 				t.Fatalf("isolationFor(%v) = %v, want %v", tc.latency, got, tc.want)
 			}
 		})
@@ -47,7 +48,7 @@ func pqueues(brokers ...string) []MessageQueue {
 
 func TestSelectQueueAvoidsLastBroker(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		f := newFaultStrategy(enabled)
+		f := newFaultStrategy(enabled, FaultTable4x())
 		qs := pqueues("a", "b")
 		for range 100 {
 			if q := f.selectQueue(qs, "a"); q.BrokerName != "b" {
@@ -62,7 +63,7 @@ func TestSelectQueueAvoidsLastBroker(t *testing.T) {
 }
 
 func TestSelectQueueRoundRobin(t *testing.T) {
-	f := newFaultStrategy(false)
+	f := newFaultStrategy(false, FaultTable4x())
 	qs := pqueues("a", "b")
 	seen := map[MessageQueue]int{}
 	for range len(qs) * 10 {
@@ -77,7 +78,7 @@ func TestSelectQueueRoundRobin(t *testing.T) {
 
 func TestFaultIsolationAndRecovery(t *testing.T) {
 	now := time.Unix(1000, 0)
-	f := newFaultStrategy(true)
+	f := newFaultStrategy(true, FaultTable4x())
 	f.now = func() time.Time { return now }
 	qs := pqueues("a", "b")
 
@@ -119,9 +120,94 @@ func TestFaultIsolationAndRecovery(t *testing.T) {
 }
 
 func TestFaultDisabledRecordsNothing(t *testing.T) {
-	f := newFaultStrategy(false)
+	f := newFaultStrategy(false, FaultTable4x())
 	f.update("a", 0, true, true)
 	if !f.available("a") || !f.reachable("a") {
 		t.Fatal("disabled strategy isolated a broker")
+	}
+}
+
+// TestIsolationTable5x: RocketMQ 5's MQFaultStrategy defaults (latency >=
+// 50/100/550/1800/3000/5000/15000 ms -> 0/0/2/5/6/10/30 s; a failed attempt
+// counts as 10 s).
+func TestIsolationTable5x(t *testing.T) {
+	tab := FaultTable5x()
+	tests := []struct {
+		latency time.Duration
+		want    time.Duration
+	}{
+		{0, 0},
+		{549 * time.Millisecond, 0},
+		{550 * time.Millisecond, 2 * time.Second},
+		{1799 * time.Millisecond, 2 * time.Second},
+		{1800 * time.Millisecond, 5 * time.Second},
+		{3 * time.Second, 6 * time.Second},
+		{5 * time.Second, 10 * time.Second},
+		{tab.FailedLatency, 10 * time.Second},
+		{15 * time.Second, 30 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.latency.String(), func(t *testing.T) {
+			if got := tab.isolationFor(tc.latency); got != tc.want {
+				t.Fatalf("isolationFor(%v) = %v, want %v", tc.latency, got, tc.want)
+			}
+		})
+	}
+	f := newFaultStrategy(true, tab)
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	f.update("b", 0, true, true)
+	if f.available("b") {
+		t.Fatal("a failed broker is available at once")
+	}
+	now = now.Add(10 * time.Second)
+	if !f.available("b") {
+		t.Fatal("5.x isolation of a failure outlasted 10 s")
+	}
+}
+
+// TestFaultDetector: a detector round probes each broker of the table no
+// more often than the interval, makes an unreachable broker that answers
+// reachable again, leaves one that does not, and drops a broker the routes
+// no longer name.
+func TestFaultDetector(t *testing.T) {
+	f := newFaultStrategy(true, FaultTable5x())
+	now := time.Unix(1000, 0)
+	f.now = func() time.Time { return now }
+	f.update("up", 0, true, true)   // failed, unreachable; answers probes now
+	f.update("down", 0, true, true) // failed, unreachable; still down
+	f.update("gone", 0, false, false)
+	addrs := map[string]string{"up": "10.0.0.1:10911", "down": "10.0.0.2:10911"}
+	probes := map[string]int{}
+	probe := func(_ context.Context, addr string) bool { probes[addr]++; return addr == addrs["up"] }
+	resolve := func(name string) string { return addrs[name] }
+	ctx := context.Background()
+
+	f.detectOnce(ctx, 2*time.Second, resolve, probe)
+	if !f.reachable("up") || f.reachable("down") {
+		t.Fatalf("after a round: up reachable %v, down reachable %v", f.reachable("up"), f.reachable("down"))
+	}
+	if f.available("up") {
+		t.Fatal("reachable again, but its isolation is not the detector's to end")
+	}
+	f.mu.Lock()
+	_, kept := f.items["gone"]
+	f.mu.Unlock()
+	if kept {
+		t.Fatal("a broker without an address stayed in the table")
+	}
+	f.detectOnce(ctx, 2*time.Second, resolve, probe) // within the interval: no probes
+	now = now.Add(2 * time.Second)
+	f.detectOnce(ctx, 2*time.Second, resolve, probe)
+	if probes[addrs["down"]] != 2 || probes[addrs["up"]] != 1 {
+		t.Fatalf("probes %v: want down twice (interval), up once (reachable needs none)", probes)
+	}
+	// Selection prefers the reachable broker over the unreachable one while
+	// both are isolated.
+	qs := pqueues("up", "down")
+	for range 4 {
+		if q := f.selectQueue(qs, ""); q.BrokerName != "up" {
+			t.Fatalf("selected %s", q.BrokerName)
+		}
 	}
 }

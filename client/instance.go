@@ -251,6 +251,17 @@ func (in *instance) refreshAllRoutes() {
 }
 
 // cachedRoute returns the cached route of a wire topic, or nil.
+// anyTopic is one topic with a cached route ("" when none), as the Java
+// producer's pickTopic takes the first of its publish table.
+func (in *instance) anyTopic() string {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	for topic := range in.routes {
+		return topic
+	}
+	return ""
+}
+
 func (in *instance) cachedRoute(topic string) *topicRoute {
 	in.mu.RLock()
 	defer in.mu.RUnlock()

@@ -121,7 +121,7 @@ func NewProducer(group string, opts ...ProducerOpt) (*Producer, error) {
 		wireGroup: wrapNamespace(cfg.namespace, group),
 		cfg:       cfg,
 		in:        newInstance(cfg.clientConfig),
-		fault:     newFaultStrategy(cfg.latencyFault),
+		fault:     newFaultStrategy(cfg.latencyFault, cfg.faultTable),
 		hooks:     newHookSet(cfg.hooks),
 	}
 	p.in.addHeartbeatSource(func(hb *protocol.HeartbeatData) {
@@ -155,7 +155,40 @@ func (p *Producer) Start() error {
 	if p.acc != nil {
 		p.acc.start()
 	}
+	if p.cfg.latencyFault && p.cfg.detector {
+		p.in.goFunc("client-fault-detector", p.detectLoop)
+	}
 	return nil
+}
+
+// detectLoop runs the isolated-broker detector (fault_detect.go) until the
+// instance closes.
+func (p *Producer) detectLoop() {
+	t := time.NewTicker(p.cfg.detectTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.in.quit:
+			return
+		case <-t.C:
+			p.fault.detectOnce(p.in.ctx, p.cfg.detectInterval, p.in.masterAddr, p.probeBroker)
+		}
+	}
+}
+
+// probeBroker is the detector's check, the Java producer's ServiceDetector:
+// GET_MAX_OFFSET of queue 0 of a topic this producer publishes to, answered
+// SUCCESS within detectTimeout.
+func (p *Producer) probeBroker(ctx context.Context, addr string) bool {
+	topic := p.in.anyTopic()
+	if topic == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.detectTimeout)
+	defer cancel()
+	req := protocol.NewRequest(protocol.GetMaxOffset, protocol.EncodeHeader(&protocol.QueueHeader{Topic: topic}, false), nil)
+	resp, err := p.in.remote.InvokeSync(ctx, addr, req)
+	return err == nil && resp.ResponseCode() == protocol.Success
 }
 
 // Close waits for in-flight asynchronous sends (their callbacks run), then

@@ -105,3 +105,25 @@ func TestFaultStrategyIsolatesBrokerByLatency(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultDetectorBringsBrokerBack: with RocketMQ 5's detector on, a
+// broker marked unreachable by a failed send is probed (GET_MAX_OFFSET of a
+// published topic) and marked reachable again once it answers, while its
+// 5.x isolation (10 s for a failure) still runs.
+func TestFaultDetectorBringsBrokerBack(t *testing.T) {
+	a := newFakeBroker(t, "broker-a")
+	a.Serve("T", a)
+	p := startProducer(t, a.Addr(), WithSendLatencyFaultEnable(true), WithLatencyFaultTable(FaultTable5x()),
+		WithStartDetectorEnable(true), WithDetectInterval(10*time.Millisecond), WithDetectTimeout(2*time.Second),
+		withDetectTick(20*time.Millisecond))
+	ctx := testutil.Context(t, 30*time.Second)
+	if _, err := p.Send(ctx, NewMessage("T", []byte("route"))); err != nil {
+		t.Fatal(err)
+	}
+	p.fault.update("broker-a", 0, true, true) // as after a connection failure
+	if p.fault.reachable("broker-a") || p.fault.available("broker-a") {
+		t.Fatal("the failure did not mark broker-a unreachable and isolated")
+	}
+	testutil.Eventually(t, 20*time.Second, func() bool { return p.fault.reachable("broker-a") },
+		"the detector never found broker-a reachable")
+}

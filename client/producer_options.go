@@ -16,6 +16,11 @@ type producerConfig struct {
 	retryAsync              int           // retryTimesWhenSendAsyncFailed, default 2
 	retryAnotherBrokerNotOK bool          // retryAnotherBrokerWhenNotStoreOK, default false
 	latencyFault            bool          // sendLatencyFaultEnable, default false
+	faultTable              FaultTable    // default FaultTable4x
+	detector                bool          // startDetectorEnable, default false
+	detectInterval          time.Duration // detectInterval, default 2 s
+	detectTimeout           time.Duration // detectTimeout, default 200 ms
+	detectTick              time.Duration // the detector's round period, 3 s (tests shorten it)
 	compressOver            int           // compressMsgBodyOverHowmuch, default 4096
 	compressLevel           int           // default 5
 	compressType            CompressType  // compressType, default ZLIB
@@ -46,6 +51,10 @@ func defaultProducerConfig() producerConfig {
 		compressOver:          defaultCompressOver,
 		compressLevel:         defaultCompressLevel,
 		compressType:          CompressZLIB,
+		faultTable:            FaultTable4x(),
+		detectInterval:        2 * time.Second,
+		detectTimeout:         200 * time.Millisecond,
+		detectTick:            detectTick,
 		maxMessageSize:        defaultMaxMessageSize,
 		createTopicKey:        defaultCreateTopicKey,
 		defaultTopicQueueNums: 4,
@@ -71,6 +80,10 @@ func (c *producerConfig) validate() error {
 		return fmt.Errorf("client: zlib compress level %d not in 1..9", c.compressLevel)
 	case c.compressType == CompressZSTD && (c.compressLevel < 1 || c.compressLevel > 22):
 		return fmt.Errorf("client: zstd compress level %d not in 1..22", c.compressLevel)
+	case c.faultTable.validate() != nil:
+		return c.faultTable.validate()
+	case c.detectInterval <= 0 || c.detectTimeout <= 0:
+		return fmt.Errorf("client: detect interval and timeout must be positive")
 	case c.maxMessageSize <= 0:
 		return fmt.Errorf("client: max message size must be positive")
 	case c.defaultTopicQueueNums <= 0:
@@ -118,6 +131,32 @@ func WithRetryAnotherBrokerWhenNotStoreOK(on bool) ProducerOpt {
 // docs/broker.md §4.2). Default off.
 func WithSendLatencyFaultEnable(on bool) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.latencyFault = on })
+}
+
+// WithLatencyFaultTable sets the latency fault table of
+// WithSendLatencyFaultEnable: FaultTable4x (the default) or FaultTable5x
+// (RocketMQ 5's shorter isolations), or a custom one.
+func WithLatencyFaultTable(t FaultTable) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.faultTable = t })
+}
+
+// WithStartDetectorEnable runs RocketMQ 5's isolated-broker detector
+// (startDetectorEnable; fault_detect.go) beside latency fault tolerance:
+// brokers marked unreachable are probed and used again as soon as they
+// answer. Default off.
+func WithStartDetectorEnable(on bool) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.detector = on })
+}
+
+// WithDetectInterval sets how often one broker is probed (detectInterval).
+// Default 2 s.
+func WithDetectInterval(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.detectInterval = d })
+}
+
+// WithDetectTimeout sets a probe's timeout (detectTimeout). Default 200 ms.
+func WithDetectTimeout(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.detectTimeout = d })
 }
 
 // WithCompressOver sets the body size from which single messages are
@@ -183,4 +222,9 @@ func WithTransactionCheckWorkers(n int) ProducerOpt {
 // SEND_MESSAGE_V2 (310, one-letter names) Java uses. Default off.
 func WithSendMessageV1(on bool) ProducerOpt {
 	return producerOpt(func(c *producerConfig) { c.useV1Header = on })
+}
+
+// withDetectTick shortens the detector's round period (tests).
+func withDetectTick(d time.Duration) ProducerOpt {
+	return producerOpt(func(c *producerConfig) { c.detectTick = d })
 }
