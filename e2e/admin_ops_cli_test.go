@@ -178,6 +178,31 @@ func TestAdminOpsCLI(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, func() bool { return lag(clone) < 20 }, "one-queue reset: offsets %d", lag(clone))
 	run("skipAccumulatedMessage", "-g", clone, "-t", topic, "-f", "true")
 	testutil.Eventually(t, 10*time.Second, func() bool { return lag(clone) == 20 }, "skipAccumulatedMessage: offsets %d", lag(clone))
+
+	// Consume mode (SET_MESSAGE_REQUEST_MODE): on one broker, then on the
+	// cluster; the broker's table (GET_ALL_MESSAGE_REQUEST_MODE) shows it;
+	// a %RETRY% topic is refused.
+	mode := func() (string, int) {
+		m, err := a.ConsumeModes(ctx, brokerAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m[topic][group].Mode, m[topic][group].PopShareQueueNum
+	}
+	if out := run("setConsumeMode", "-b", brokerAddr, "-t", topic, "-g", group, "-m", "POP", "-q", "1"); !strings.Contains(out, "set consume mode to "+brokerAddr+" success.") ||
+		!strings.Contains(out, "topic["+topic+"] group["+group+"] consume mode[POP] popShareQueueNum[1]") {
+		t.Fatalf("setConsumeMode -b: %q", out)
+	}
+	if m, q := mode(); m != "POP" || q != 1 {
+		t.Fatalf("after setConsumeMode POP: mode %q, popShareQueueNum %d", m, q)
+	}
+	run("setConsumeMode", "-c", cluster, "-t", topic, "-g", group, "-m", "PULL")
+	if m, _ := mode(); m != "PULL" {
+		t.Fatalf("after setConsumeMode -c PULL: mode %q", m)
+	}
+	if out := try("setConsumeMode", "-b", brokerAddr, "-t", "%RETRY%"+group, "-g", group, "-m", "POP"); out != "" {
+		t.Fatalf("setConsumeMode on a retry topic succeeded: %q", out)
+	}
 	var bcs struct {
 		Groups map[string][]struct {
 			Queue                        struct{ Topic string }

@@ -419,3 +419,46 @@ func (a *Admin) QueryMessageByUniqKey(ctx context.Context, topic, id string) ([]
 	slices.SortFunc(out, func(x, y *client.MessageExt) int { return y.StoreTime.Compare(x.StoreTime) })
 	return out, nil
 }
+
+// SetConsumeMode is mqadmin setConsumeMode (SET_MESSAGE_REQUEST_MODE 401)
+// on the target's masters: how group consumes topic when its clients ask
+// the broker for assignments (QUERY_ASSIGNMENT), "PULL" or "POP"
+// (popShareQueueNum: how many other consumers' queues each POP consumer
+// shares; 0 = every queue). It returns the brokers it set.
+func (a *Admin) SetConsumeMode(ctx context.Context, topic, group, mode string, popShareQueueNum int, target Target) ([]string, error) {
+	if mode != "PULL" && mode != "POP" {
+		return nil, fmt.Errorf("admin: consume mode %q: want PULL or POP", mode)
+	}
+	body, err := protocol.MarshalJSON(&protocol.MessageRequestMode{Topic: topic, ConsumerGroup: group, Mode: mode, PopShareQueueNum: popShareQueueNum})
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := a.masters(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, addr := range slices.Sorted(maps.Keys(addrs)) {
+		if _, err := a.invokeOK(ctx, addr, topic, protocol.NewRequest(protocol.SetMessageRequestMode, nil, body)); err != nil {
+			return done, err
+		}
+		done = append(done, addr)
+	}
+	return done, nil
+}
+
+// ConsumeModes is GET_ALL_MESSAGE_REQUEST_MODE (402) of one broker: topic ->
+// group -> mode.
+func (a *Admin) ConsumeModes(ctx context.Context, brokerAddr string) (map[string]map[string]protocol.MessageRequestMode, error) {
+	resp, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.GetAllMessageRequestMode, nil, nil))
+	if err != nil {
+		return nil, err
+	}
+	var w struct {
+		MessageRequestModeMap map[string]map[string]protocol.MessageRequestMode `json:"messageRequestModeMap"`
+	}
+	if err := protocol.UnmarshalFastJSON(resp.Body, &w); err != nil {
+		return nil, fmt.Errorf("admin: consume modes from %s: %w", brokerAddr, err)
+	}
+	return w.MessageRequestModeMap, nil
+}

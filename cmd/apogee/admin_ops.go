@@ -28,7 +28,7 @@ func init() {
 		cmdAllocateMQ, cmdCloneGroupOffset, cmdSkipAccumulatedMessage, cmdBrokerConsumeStats,
 		cmdGetConsumerConfig, cmdDeleteExpiredCommitLog, cmdCleanExpiredCQ, cmdCleanUnusedTopic,
 		cmdQueryMsgByOffset, cmdPrintMsgByQueue, cmdPrintMsg, cmdQueryMsgByUniqueKey,
-		cmdCheckMsgSendRT, cmdClusterRT, cmdSendMsgStatus)
+		cmdCheckMsgSendRT, cmdClusterRT, cmdSendMsgStatus, cmdSetConsumeMode)
 }
 
 // orderTopicNamespace is the name-server KV namespace of ordered topics'
@@ -187,6 +187,37 @@ func cmdUpdateTopicPerm(g *globalFlags, af *adminFlags) *cobra.Command {
 			r.text += fmt.Sprintf("update topic perm from %s to %d in %s success.\n", topic, perm, addr)
 		}
 		r.text = strings.TrimSuffix(r.text, "\n")
+		return r, nil
+	})
+}
+
+func cmdSetConsumeMode(g *globalFlags, af *adminFlags) *cobra.Command {
+	var t admin.Target
+	var topic, group, mode string
+	var share int
+	return adminCommand(g, af, "setConsumeMode", "Set consume message mode. pull/pop etc.", func(c *cobra.Command) {
+		c.Flags().StringVarP(&t.BrokerAddr, "brokerAddr", "b", "", "set on this broker")
+		c.Flags().StringVarP(&t.Cluster, "clusterName", "c", "", "set on every master of this cluster")
+		c.Flags().StringVarP(&topic, "topicName", "t", "", "topic name (required)")
+		c.Flags().StringVarP(&group, "groupName", "g", "", "consumer group name (required)")
+		c.Flags().StringVarP(&mode, "mode", "m", "", "consume mode. PULL/POP (required)")
+		c.Flags().IntVarP(&share, "popShareQueueNum", "q", 0, "num of queue which share in pop mode")
+		c.MarkFlagRequired("topicName")
+		c.MarkFlagRequired("groupName")
+		c.MarkFlagRequired("mode")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		if t.BrokerAddr == "" && t.Cluster == "" {
+			return nil, fmt.Errorf("setConsumeMode: give -b brokerAddr or -c clusterName")
+		}
+		done, err := a.SetConsumeMode(ctx, topic, group, strings.TrimSpace(mode), share, t)
+		if err != nil {
+			return nil, err
+		}
+		r := &result{value: map[string]any{"topic": topic, "group": group, "mode": mode, "popShareQueueNum": share, "brokers": done}}
+		for _, addr := range done {
+			r.text += fmt.Sprintf("set consume mode to %s success.\n", addr)
+		}
+		r.text += fmt.Sprintf("topic[%s] group[%s] consume mode[%s] popShareQueueNum[%d]", topic, group, mode, share)
 		return r, nil
 	})
 }

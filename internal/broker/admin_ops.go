@@ -26,7 +26,8 @@ func (b *Broker) opsProcessors() map[protocol.RequestCode]remoting.Processor {
 		protocol.GetTopicNameList:           b.processTopicNameList,
 		protocol.TriggerDeleteFiles:         b.processTriggerDeleteFiles,
 		protocol.WhoConsumeTheMessage:       b.processWhoConsumeTheMessage,
-		protocol.UpdateAndGetGroupForbidden: b.processGroupForbidden, // admin_group.go
+		protocol.UpdateAndGetGroupForbidden: b.processGroupForbidden,           // admin_group.go
+		protocol.GetAllMessageRequestMode:   b.processGetAllMessageRequestMode, // request_mode.go
 	}
 }
 

@@ -55,6 +55,8 @@ type Broker struct {
 	tps       tpsSampler    // runtime-info TPS windows (runtime_tps.go)
 	dyn       dynamicConfig // run-time broker.conf keys (admin_config.go)
 
+	requestModes *requestModeTable // QUERY_ASSIGNMENT modes (request_mode.go)
+
 	timerStore *timer.Timer // timer messages (timer.go); nil when disabled or on a slave
 	ha         haState      // replication (ha_config.go, slave_sync.go)
 	auth       authState    // ACL 2.0 (auth.go, admin_auth.go)
@@ -127,6 +129,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.Groups = newSubscriptionGroupManager(filepath.Join(dir, "subscriptionGroup.json"), logger, b.now)
 	b.Offsets = newConsumerOffsetManager(filepath.Join(dir, "consumerOffset.json"), logger, b.now, cfg.ConsumerOffsetUpdateVersionStep)
 	b.DelayOffsets = newDelayOffsetTable(filepath.Join(dir, "delayOffset.json"))
+	b.requestModes = newRequestModeTable(filepath.Join(dir, "messageRequestMode.json")) // request_mode.go
 	b.Clients = newClientManager(b.notifyConsumerIDsChanged)
 	b.pullHold = newPullHoldService(b)
 	b.sendQueue = newSendQueue(b)
@@ -177,7 +180,7 @@ func (b *Broker) start() error {
 	if err := os.MkdirAll(b.configDir(), 0o755); err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
-	for _, l := range []func() error{b.Topics.load, b.Groups.load, b.Offsets.load, b.DelayOffsets.load} {
+	for _, l := range []func() error{b.Topics.load, b.Groups.load, b.Offsets.load, b.DelayOffsets.load, b.requestModes.load} {
 		if err := l(); err != nil {
 			return err
 		}

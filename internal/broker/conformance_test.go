@@ -392,3 +392,78 @@ func TestGroupForbidden(t *testing.T) {
 	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, hb)), protocol.Success)
 	mustCode(t, pull(b), protocol.Success)
 }
+
+// TestMessageRequestMode: SET_MESSAGE_REQUEST_MODE (401) with RocketMQ's
+// checks, QUERY_ASSIGNMENT (400) honouring the mode (PULL: AVG among the
+// group's consumers; POP with popShareQueueNum 0: every queue as -1), GET_ALL
+// (402), and the table surviving a restart.
+func TestMessageRequestMode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.AutoCreateSubscriptionGroup = false
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	ct := protocol.CreateTopicRequestHeader{Topic: "MT", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}
+	mustCode(t, invoke(t, c, b.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
+	if _, _, err := b.Groups.FindOrCreate("MG", true); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat := func(b *Broker, cid string) {
+		hb, _ := protocol.MarshalJSON(&protocol.HeartbeatData{ClientID: cid, ConsumerDataSet: []protocol.ConsumerData{{
+			GroupName: "MG", ConsumeType: protocol.ConsumePassively, MessageModel: protocol.MessageModelClustering,
+			SubscriptionDataSet: []protocol.SubscriptionData{{Topic: "MT", SubString: "*"}},
+		}}})
+		mustCode(t, invoke(t, newClient(t), b.Addr(), protocol.NewRequest(protocol.HeartBeat, nil, hb)), protocol.Success)
+	}
+	heartbeat(b, "c1")
+	heartbeat(b, "c2")
+	set := func(b *Broker, topic, group, mode string, share int) *protocol.Command {
+		body, _ := protocol.MarshalJSON(&protocol.MessageRequestMode{Topic: topic, ConsumerGroup: group, Mode: mode, PopShareQueueNum: share})
+		return invoke(t, c, b.Addr(), protocol.NewRequest(protocol.SetMessageRequestMode, nil, body))
+	}
+	query := func(b *Broker, cid string) []protocol.MessageQueueAssignment {
+		body, _ := protocol.MarshalJSON(&protocol.QueryAssignmentRequestBody{Topic: "MT", ConsumerGroup: "MG", ClientID: cid,
+			StrategyName: "AVG", MessageModel: protocol.MessageModelClustering})
+		resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.QueryAssignment, nil, body))
+		mustCode(t, resp, protocol.Success)
+		var out protocol.QueryAssignmentResponseBody
+		if err := protocol.UnmarshalFastJSON(resp.Body, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.MessageQueueAssignments
+	}
+	for _, tc := range []struct {
+		name               string
+		topic, group, mode string
+		want               answer
+	}{
+		{"retry topic", "%RETRY%MG", "MG", "POP", answer{protocol.NoPermission, "retry topic is not allowed to set mode", nil}},
+		{"unknown topic", "NoTopic", "MG", "POP", answer{protocol.TopicNotExist, "topic[NoTopic] not exist", nil}},
+		{"unknown group", "MT", "NoGroup", "POP", answer{protocol.SubscriptionGroupNotExist, "subscription group does not exist", nil}},
+		{"bad mode", "MT", "MG", "PUSH", answer{protocol.InvalidParameter, "*", nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkAnswer(t, set(b, tc.topic, tc.group, tc.mode, 0), tc.want) })
+	}
+	// Default PULL: AVG splits 4 queues 2 / 2.
+	if got := query(b, "c1"); len(got) != 2 || got[0].Mode != "PULL" || got[0].MessageQueue.QueueID != 0 || got[1].MessageQueue.QueueID != 1 {
+		t.Fatalf("PULL assignment of c1: %+v", got)
+	}
+	mustCode(t, set(b, "MT", "MG", "POP", 0), protocol.Success)
+	got := query(b, "c2")
+	if len(got) != 4 || got[0].Mode != "POP" || got[0].MessageQueue.QueueID != -1 {
+		t.Fatalf("POP assignment of c2: %+v", got)
+	}
+	resp := invoke(t, c, b.Addr(), protocol.NewRequest(protocol.GetAllMessageRequestMode, nil, nil))
+	mustCode(t, resp, protocol.Success)
+	if !strings.Contains(string(resp.Body), `"MG":{"topic":"MT","consumerGroup":"MG","mode":"POP"`) {
+		t.Fatalf("GET_ALL_MESSAGE_REQUEST_MODE body %s", resp.Body)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = startBroker(t, cfg)
+	heartbeat(b, "c1")
+	if got := query(b, "c1"); len(got) != 4 || got[0].Mode != "POP" {
+		t.Fatalf("after a restart: %+v", got)
+	}
+}

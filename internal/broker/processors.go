@@ -70,6 +70,13 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 	b.registerLiteAdmin(s, adminPool) // lite_admin.go: RocketMQ 5.5 lite admin requests
 	s.RegisterProcessor(protocol.RecallMessage, b.processRecallMessage,
 		remoting.PoolConfig{Workers: max(2, c.SendMessageThreadPoolNums), QueueSize: 10000})
+	// Broker-side load balancing (request_mode.go), RocketMQ's
+	// QueryAssignmentProcessor on the load-balance executor.
+	s.RegisterProcessorShared([]protocol.RequestCode{protocol.QueryAssignment, protocol.SetMessageRequestMode},
+		b.dispatch(map[protocol.RequestCode]remoting.Processor{
+			protocol.QueryAssignment:       b.processQueryAssignment,
+			protocol.SetMessageRequestMode: b.processSetMessageRequestMode,
+		}), remoting.PoolConfig{Workers: 32, QueueSize: 100000})
 	// Clients (heartbeat.go).
 	s.RegisterProcessor(protocol.HeartBeat, b.processHeartbeat, heartbeatPool)
 	s.RegisterProcessorShared([]protocol.RequestCode{protocol.UnregisterClient, protocol.CheckClientConfig},

@@ -221,3 +221,34 @@ type ConsumerRunningInfoRequestHeader struct {
 	ClientID      string `ext:"clientId,req"`
 	JstackEnable  bool   `ext:"jstackEnable"`
 }
+
+// MessageRequestMode is SET_MESSAGE_REQUEST_MODE's (401) body
+// (SetMessageRequestModeRequestBody) and an entry of
+// messageRequestMode.json: how a group consumes a topic, "PULL" or "POP".
+type MessageRequestMode struct {
+	Topic            string `json:"topic"`
+	ConsumerGroup    string `json:"consumerGroup"`
+	Mode             string `json:"mode"`
+	PopShareQueueNum int    `json:"popShareQueueNum"`
+}
+
+// QueryAssignmentRequestBody is QUERY_ASSIGNMENT's (400) body.
+type QueryAssignmentRequestBody struct {
+	Topic         string `json:"topic"`
+	ConsumerGroup string `json:"consumerGroup"`
+	ClientID      string `json:"clientId"`
+	StrategyName  string `json:"strategyName"`
+	MessageModel  string `json:"messageModel"`
+}
+
+// MessageQueueAssignment is one queue of a QUERY_ASSIGNMENT answer.
+type MessageQueueAssignment struct {
+	MessageQueue MessageQueue      `json:"messageQueue"`
+	Mode         string            `json:"mode"`
+	Attachments  map[string]string `json:"attachments,omitempty"`
+}
+
+// QueryAssignmentResponseBody is QUERY_ASSIGNMENT's (400) answer.
+type QueryAssignmentResponseBody struct {
+	MessageQueueAssignments []MessageQueueAssignment `json:"messageQueueAssignments"`
+}
