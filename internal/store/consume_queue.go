@@ -180,7 +180,7 @@ func (cq *consumeQueue) appendLocked(u cqUnit, queueOffset int64) error {
 	defer f.release()
 	preBlank := empty && expected > f.fromOffset
 	d := f.mappedNow()
-	if d == nil && (preBlank || !f.lazy.m.full()) {
+	if d == nil && (preBlank || f.lazy == nil || !f.lazy.m.full()) {
 		if d, err = f.view(); err != nil {
 			if empty {
 				cq.files.removeLastIfEmpty(f)
@@ -255,14 +255,29 @@ func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) b
 		return 0
 	}
 	defer f.release()
-	d, err := f.view()
-	if err != nil {
-		cq.log.Warn("consume queue unreadable", "queue", cq.String(), "err", err)
-		return 0
-	}
 	readPos := f.readPosition()
+	start := off - f.fromOffset
+	d := f.mappedNow()
+	if d == nil && f.lazy != nil && f.lazy.m.full() {
+		// Not mapped while the mapping limit is reached: read the units
+		// wanted (pread) instead of mapping this file and unmapping
+		// another (pulls spread over more queues than mappings).
+		n := min(int64(maxUnits), max(readPos-start, 0)/CQUnitSize)
+		buf := make([]byte, n*CQUnitSize)
+		if err := f.readAtLazy(buf, start); err != nil {
+			cq.log.Warn("consume queue unreadable", "queue", cq.String(), "err", err)
+			return 0
+		}
+		d, start, readPos = buf, 0, int64(len(buf))
+	} else if d == nil {
+		var err error
+		if d, err = f.view(); err != nil {
+			cq.log.Warn("consume queue unreadable", "queue", cq.String(), "err", err)
+			return 0
+		}
+	}
 	n := 0
-	for pos := off - f.fromOffset; pos+CQUnitSize <= readPos && n < maxUnits; pos += CQUnitSize {
+	for pos := start; pos+CQUnitSize <= readPos && n < maxUnits; pos += CQUnitSize {
 		u := decodeCQUnit(d[pos:])
 		n++
 		if !fn(q, u) {

@@ -164,6 +164,21 @@ func (mf *mappedFile) writeAtLazy(b []byte, off int64) error {
 	return nil
 }
 
+// readAtLazy fills b from off through a brief descriptor (a reader of a
+// file that is not mapped while the mapping limit is reached).
+func (mf *mappedFile) readAtLazy(b []byte, off int64) error {
+	f, err := os.Open(mf.path)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+	}
+	_, err = f.ReadAt(b, off)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("store: read %s: %w", mf.path, err)
+	}
+	return nil
+}
+
 // view returns the mapping, mapping the file if needed.
 // REQUIRES: a reference held (hold), kept while the slice is used.
 func (mf *mappedFile) view() ([]byte, error) {
