@@ -14,7 +14,13 @@
 // Flags (after -args): -scale.topics1 (100000) and -scale.topics4 (10000)
 // for the creation benchmarks, -scale.queues (1,1000,10000,100000),
 // -scale.rounds (3) and -scale.chunk (2s of publishing per queue count per
-// round), -scale.window (pipelined sends in flight, 128). Run with
+// round), -scale.window (pipelined sends in flight, 128), -scale.profile
+// (a directory: broker CPU profiles of the last count's last publish round
+// and of the consumes, through metricsPprofEnable). Run with
 // -benchtime 1x: each benchmark sets up its own server, and the rounds
 // come from -scale.rounds, not b.N.
+//
+// The comparison with NATS JetStream (the same subject counts in one
+// stream, interleaved in the same run) is BenchmarkManySubjects in
+// benchmarks/nats, whose module keeps nats-server out of Apogee's go.mod.
 package scalebench
