@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -465,5 +466,53 @@ func TestMessageRequestMode(t *testing.T) {
 	heartbeat(b, "c1")
 	if got := query(b, "c1"); len(got) != 4 || got[0].Mode != "POP" {
 		t.Fatalf("after a restart: %+v", got)
+	}
+}
+
+// TestAssignQueues: QueryAssignmentProcessor's allocation (doLoadBalance's
+// CLUSTERING branch and allocate4Pop) for PULL and POP, by strategy.
+func TestAssignQueues(t *testing.T) {
+	mqs := make([]protocol.MessageQueue, 4)
+	for i := range mqs {
+		mqs[i] = protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: int32(i)}
+	}
+	ids := func(qs []protocol.MessageQueue) []int32 {
+		out := make([]int32, len(qs))
+		for i, q := range qs {
+			out[i] = q.QueueID
+		}
+		return out
+	}
+	pop := func(n int) protocol.MessageRequestMode {
+		return protocol.MessageRequestMode{Mode: RequestModePop, PopShareQueueNum: n}
+	}
+	pull := protocol.MessageRequestMode{Mode: RequestModePull}
+	three := []string{"a", "b", "c"}
+	tests := []struct {
+		name     string
+		strategy string
+		cid      string
+		cids     []string
+		mode     protocol.MessageRequestMode
+		want     []int32
+	}{
+		{"pull AVG first", "AVG", "a", three, pull, []int32{0, 1}},
+		{"pull AVG last", "AVG", "c", three, pull, []int32{3}},
+		{"pull AVG_BY_CIRCLE", "AVG_BY_CIRCLE", "a", three, pull, []int32{0, 3}},
+		{"unknown strategy", "CONSISTENT_HASH", "a", three, pull, []int32{}},
+		{"not a member", "AVG", "z", three, pull, []int32{}},
+		{"pop share 0: every queue as -1", "AVG", "b", three, pop(0), []int32{-1, -1, -1, -1}},
+		{"pop share covers the others: every queue", "AVG", "b", three, pop(2), []int32{-1, -1, -1, -1}},
+		{"pop share 1: own and the next one's", "AVG", "b", three, pop(1), []int32{2, 3}},
+		{"pop share 1 wraps", "AVG", "c", three, pop(1), []int32{3, 0, 1}},
+		{"pop, more consumers than queues: one each", "AVG", "e", []string{"a", "b", "c", "d", "e", "f"}, pop(1), []int32{0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ids(assignQueues(tc.strategy, tc.cid, mqs, tc.cids, tc.mode))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,10 +1,11 @@
 // Package message owns RocketMQ's message encodings: the Message and
 // MessageExt types, the properties string, the batch body of
 // SEND_BATCH_MESSAGE, the stored (commit-log) record that pull and query
-// responses also carry, zlib body compression, tag hash codes, and the two
-// message ids (offset id and UNIQ_KEY).
+// responses also carry, body compression (zlib, LZ4 frames, zstd: the
+// compressType of the sysFlag; codecs.go, bounded output), tag hash codes,
+// and the two message ids (offset id and UNIQ_KEY).
 //
-// It is pure: stdlib only, no I/O, no goroutines, no clock except the one a
+// It is pure: the stdlib plus the LZ4 and zstd codecs only, no I/O, no goroutines, no clock except the one a
 // UniqIDGenerator is given. Decoders never panic on any input, never
 // allocate more than the input length implies, and report errors the
 // callers branch on with errors.Is: ErrShortBuffer (a torn tail), ErrBlank
