@@ -85,7 +85,10 @@ func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string
 		nsAddr: fmt.Sprintf("127.0.0.1:%d", nsPort), broker: fmt.Sprintf("127.0.0.1:%d", brPort)}
 	args := append([]string{"standalone", "--data", data,
 		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
-		"--log-level", "warn", "--set", "metricsPromExporterPort=0", "--set", "brokerIP1=127.0.0.1"}, extra...)
+		"--log-level", "warn", "--set", "metricsPromExporterPort=0", "--set", "brokerIP1=127.0.0.1",
+		// A clean stop flushes every consume queue: with 10^5..10^6 lite
+		// topics that takes longer than the default 30 s.
+		"--shutdown-timeout", "20m"}, extra...)
 	s.cmd = exec.Command(apogeeBin(tb), args...)
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {

@@ -91,8 +91,12 @@ func BenchmarkLiteTopics(b *testing.B) {
 			m, lr, pr, lr/pr, *roundsFlag, roundAll(liteRates), roundAll(plainRates))
 
 		// Restart with every lite topic on disk.
-		s.stop(b)
 		t1 := time.Now()
+		s.stop(b)
+		stopTook := time.Since(t1)
+		b.ReportMetric(stopTook.Seconds(), "stop-s")
+		b.Logf("clean stop with %d lite topics: %v", n, stopTook.Round(time.Millisecond))
+		t1 = time.Now()
 		s2 := startServer(b, data, nsPort, brPort, "--set", quota, "--log-level", "info")
 		restart := time.Since(t1)
 		snd2 := newSender(b, s2.broker, 1)
