@@ -104,8 +104,9 @@ func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait(); logf.Close() })
-	ready := make(chan struct{})
+	ready, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited) // stdout closes when the process exits
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if strings.HasPrefix(sc.Text(), "broker ") {
@@ -118,6 +119,9 @@ func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string
 	}()
 	select {
 	case <-ready:
+	case <-exited:
+		b, _ := os.ReadFile(s.logPath)
+		tb.Fatalf("apogee standalone exited before it listened; its log:\n%s", b)
 	case <-time.After(10 * time.Minute):
 		tb.Fatal("apogee standalone did not start")
 	}

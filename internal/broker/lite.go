@@ -101,30 +101,48 @@ func (l *liteService) topicConfig(topic string) (protocol.TopicConfig, bool) {
 }
 
 // startLite rebuilds the registry from the store's lite queues and starts
-// the expiry loop (broker start, after the store).
+// the expiry loop (broker start, after the store). The lite topics count as
+// written at start until lite-restore has read each queue's last store
+// time (one consume-queue unit and one commit-log read per lite topic, off
+// the start path).
 func (b *Broker) startLite() {
 	l := b.lite
 	l.started = b.now()
-	t0 := time.Now()
-	found := map[string]int64{}
+	at := l.started.UnixMilli()
+	var queues []string
 	for _, t := range b.Store.QueueTopics() {
-		if !lite.IsQueueName(t) {
-			continue
+		if lite.IsQueueName(t) && b.Store.MaxOffsetInQueue(t, 0) > 0 { // an empty queue is no lite topic
+			queues = append(queues, t)
 		}
-		last := b.Store.MaxOffsetInQueue(t, 0) - 1
-		if last < 0 {
-			continue // an empty queue is no lite topic: it is created by a send
-		}
-		ts, err := b.Store.StoreTimeByQueueOffset(t, 0, last)
-		if err != nil || ts <= 0 {
-			ts = l.started.UnixMilli() // unreadable: count its idle time from now
-		}
-		found[t] = ts
 	}
-	if n := l.registry.Restore(found); n > 0 {
-		b.logger.Info("lite topics restored", "count", n, "took", time.Since(t0).Round(time.Millisecond))
+	if n := l.registry.RestoreAt(queues, at); n > 0 {
+		b.logger.Info("lite topics restored", "count", n)
+		b.goFunc("lite-restore", func() { l.refine(queues, at) })
 	}
 	b.goFunc("lite-expire", l.expireLoop)
+}
+
+// refine reads the real last write times of the restored lite topics, in
+// batches, until done or the broker stops.
+func (l *liteService) refine(queues []string, at int64) {
+	b := l.b
+	t0 := time.Now()
+	const batch = 10000
+	for from := 0; from < len(queues); from += batch {
+		found := make(map[string]int64, batch)
+		for _, q := range queues[from:min(from+batch, len(queues))] {
+			select {
+			case <-b.quit:
+				return
+			default:
+			}
+			if ts, err := b.Store.StoreTimeByQueueOffset(q, 0, b.Store.MaxOffsetInQueue(q, 0)-1); err == nil && ts > 0 {
+				found[q] = ts
+			}
+		}
+		l.registry.Refine(found, at)
+	}
+	b.logger.Info("lite topics' last write times read", "count", len(queues), "took", time.Since(t0).Round(time.Millisecond))
 }
 
 // sendLite stores a single send to a LITE parent topic in its lite topic's

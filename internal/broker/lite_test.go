@@ -138,6 +138,11 @@ func TestLiteTopicLifecycle(t *testing.T) {
 	if got := b2.lite.registry.Parents(); got["Parent"] != 1 || got["Forever"] != 1 || len(got) != 2 {
 		t.Fatalf("restored %v", got)
 	}
+	// lite-restore replaces the start time with c's real last write.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		lw, ok := b2.lite.registry.LastWrite(lite.QueueName("Parent", "c"))
+		return ok && lw < b2.lite.started.UnixMilli()
+	}, "restored lite topic keeps the start time")
 	resp = invoke(t, c, b2.Addr(), popReq("g", lite.QueueName("Parent", "c"), 0, 32, time.Minute, 0, true))
 	if got := decodePop(t, resp, "g", cfg.BrokerName); len(got) != 1 || string(got[0].msg.Body) != "c0" {
 		t.Fatalf("pop c after restart: %d", len(got))

@@ -99,6 +99,35 @@ func (r *Registry) Restore(found map[string]int64) int {
 	return n
 }
 
+// RestoreAt adds lite topics found on disk with last write at (broker
+// start: their real times come later through Refine, read off the disk in
+// the background). It returns how many were added.
+func (r *Registry) RestoreAt(queues []string, at int64) int {
+	found := make(map[string]int64, len(queues))
+	for _, q := range queues {
+		found[q] = at
+	}
+	return r.Restore(found)
+}
+
+// Refine sets the real last write times of lite topics RestoreAt added at
+// at, unless a send touched them since, and restores each parent's expiry
+// order.
+func (r *Registry) Refine(found map[string]int64, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	touched := map[*parentQ]bool{}
+	for queue, lastWrite := range found {
+		if e, ok := r.topics[queue]; ok && e.lastWrite == at && lastWrite < at {
+			e.lastWrite = lastWrite
+			touched[e.parent] = true
+		}
+	}
+	for p := range touched {
+		p.sortByLastWrite()
+	}
+}
+
 func (r *Registry) insert(parent, queue string, lastWrite int64) {
 	p := r.parents[parent]
 	if p == nil {

@@ -96,3 +96,21 @@ func TestRegistryConcurrent(t *testing.T) {
 		t.Fatalf("list %d, count %d, len %d", n, r.Count("P"), r.Len())
 	}
 }
+
+func TestRegistryRestoreAtRefine(t *testing.T) {
+	r := NewRegistry()
+	qs := []string{QueueName("P", "old"), QueueName("P", "new"), QueueName("P", "sent")}
+	if n := r.RestoreAt(qs, 1000); n != 3 {
+		t.Fatalf("RestoreAt = %d", n)
+	}
+	r.Touch("P", "sent", 1000, 0) // a send at start: its time stays
+	r.Touch("P", "sent", 1200, 0)
+	r.Refine(map[string]int64{qs[0]: 100, qs[1]: 900, qs[2]: 50}, 1000)
+	if lw, _ := r.LastWrite(qs[2]); lw != 1200 {
+		t.Fatalf("a lite topic sent to after start refined to %d", lw)
+	}
+	got := r.Expire(1150, func(string) int64 { return 200 }, 0)
+	if !slices.Equal(got, []string{qs[0], qs[1]}) {
+		t.Fatalf("Expire after Refine = %v, want old then new", got)
+	}
+}
