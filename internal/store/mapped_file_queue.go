@@ -72,8 +72,8 @@ func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mapp
 }
 
 // mkdirQueue creates a queue directory and its parent with the fewest
-// system calls (a new queue's first unit waits for this on the dispatch
-// goroutine): mkdir, and mkdir of the parent only if that fails.
+// system calls (store-cq-create does this for every new queue,
+// cq_create.go): mkdir, and mkdir of the parent only if that fails.
 func mkdirQueue(dir string) error {
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, os.ErrNotExist) {
