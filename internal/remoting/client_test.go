@@ -43,6 +43,7 @@ func TestInvokeSyncTimeout(t *testing.T) {
 	s, entered, release := blockingServer(t, ServerConfig{})
 	defer close(release)
 	c := startClient(t, ClientConfig{})
+	connect(t, c, s.Addr().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -70,10 +71,21 @@ func TestInvokeSyncTimeout(t *testing.T) {
 	}
 }
 
+// connect opens c's connection to addr with an echo under a generous
+// deadline, so a short deadline that follows times the call, not the dial
+// (which a loaded machine can stretch past 100 ms).
+func connect(t *testing.T, c *Client, addr string) {
+	t.Helper()
+	if _, err := c.InvokeSync(ctxFor(t, 10*time.Second), addr, protocol.NewRequest(codeEcho, nil, nil)); err != nil {
+		t.Fatalf("connect to %s: %v", addr, err)
+	}
+}
+
 func TestInvokeAsyncTimeout(t *testing.T) {
 	s, _, release := blockingServer(t, ServerConfig{})
 	defer close(release)
 	c := startClient(t, ClientConfig{})
+	connect(t, c, s.Addr().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
