@@ -117,7 +117,7 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 	nsAddr := ns.Addr().String()
 	port := freePort(t)
 	args := []string{"broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port), "--store-dir", disk.dir,
-		"--broker-name", "broker-disk", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
+		"--grpc-port", "-1", "--set", "metricsPromExporterPort=0", "--broker-name", "broker-disk", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=2097152",
 		"--set", "mappedFileSizeConsumeQueue=60000", "--set", "maxHashSlotNum=1000", "--set", "maxIndexNum=4000",
 		"--set", "cleanFileForciblyEnable=false", "--set", "maxMessageSize=1048576"}
@@ -218,7 +218,7 @@ func TestDiskFullForcedCleaningIsReported(t *testing.T) {
 	nsAddr := ns.Addr().String()
 	port, metricsPort := freePort(t), freePort(t)
 	startApogeeProcess(t, bin, listening, "broker", "--namesrv", nsAddr, "--listen-port", fmt.Sprint(port),
-		"--store-dir", disk.dir, "--broker-name", "broker-forced", "--log-level", "warn",
+		"--store-dir", disk.dir, "--grpc-port", "-1", "--broker-name", "broker-forced", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "mappedFileSizeCommitLog=1048576", "--set", "maxMessageSize=262144",
 		"--set", "mappedFileSizeConsumeQueue=60000", "--set", "maxHashSlotNum=1000", "--set", "maxIndexNum=4000",
 		"--set", "cleanFileForciblyEnable=true", "--set", fmt.Sprintf("metricsPromExporterPort=%d", metricsPort))

@@ -112,7 +112,7 @@ func TestPopSurvivesKill(t *testing.T) {
 	t.Cleanup(func() { ns.Close() })
 
 	port := freePort(t)
-	args := []string{"broker", "--namesrv", ns.Addr().String(), "--listen-port", strconv.Itoa(port), "--store-dir", t.TempDir(),
+	args := []string{"broker", "--namesrv", ns.Addr().String(), "--listen-port", strconv.Itoa(port), "--grpc-port", "-1", "--store-dir", t.TempDir(),
 		"--broker-name", "broker-p", "--log-level", "warn", "--set", "vipChannelEnable=false",
 		"--set", "metricsPromExporterPort=0", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "reviveInterval=100"}
