@@ -208,10 +208,11 @@ func (b *Broker) sampleStats() {
 	}
 	add(statsBrokerPutNums, b.cfg.BrokerClusterName)
 	add(statsBrokerGetNums, b.cfg.BrokerClusterName)
+	groups := b.Offsets.GroupsByTopic()
 	for _, topic := range b.Topics.Names() {
 		add(statsTopicPutNums, topic)
 		add(statsTopicPutSize, topic)
-		for _, g := range b.Offsets.GroupsOfTopic(topic) {
+		for _, g := range groups[topic] {
 			add(statsGroupGetNums, topic+"@"+g)
 			add(statsGroupGetSize, topic+"@"+g)
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 // testConfig is a broker on a free port with small store files in dir.
-func testConfig(t *testing.T, dir string) Config {
+func testConfig(t testing.TB, dir string) Config {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.BrokerName = "broker-a"

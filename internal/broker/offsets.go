@@ -163,6 +163,21 @@ func (m *ConsumerOffsetManager) TopicsOfGroup(group string) []string {
 	return out
 }
 
+// GroupsByTopic lists, per topic, the groups that have offsets on it: one
+// pass over the table, for callers that visit every topic (GroupsOfTopic
+// per topic would be quadratic in the table's size).
+func (m *ConsumerOffsetManager) GroupsByTopic() map[string][]string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[string][]string)
+	for k := range m.offsets {
+		if t, g, ok := splitOffsetKey(k); ok {
+			out[t] = append(out[t], g)
+		}
+	}
+	return out
+}
+
 // GroupsOfTopic lists the groups that have offsets on a topic.
 func (m *ConsumerOffsetManager) GroupsOfTopic(topic string) []string {
 	m.mu.RLock()
