@@ -96,12 +96,77 @@ type task struct {
 }
 
 // pool is a set of workers and their queue.
+//
+// The queue holds at most cap(ready) tasks, as RocketMQ's bounded
+// LinkedBlockingQueue, but costs memory only for the tasks it holds: a
+// channel of tasks would reserve its whole capacity up front (the broker's
+// pools add up to about 800,000 slots of 48 bytes per server, all scanned
+// by the GC). ready carries one token per queued task (zero-size
+// elements: no buffer); a worker takes a token, then the oldest task.
+// Invariant: len(ready) <= queue length <= cap(ready), so the token send
+// after a push never blocks.
 type pool struct {
 	name    string
 	workers int
-	tasks   chan task
+	ready   chan struct{}
+	mu      sync.Mutex // guards queue
+	queue   taskRing
 	maxWait func() time.Duration // nil: no fast failure
 	started atomic.Bool
+}
+
+// offer queues t, or reports false when the queue is full.
+func (p *pool) offer(t task) bool {
+	p.mu.Lock()
+	if p.queue.n >= cap(p.ready) {
+		p.mu.Unlock()
+		return false
+	}
+	p.queue.push(t)
+	p.mu.Unlock()
+	p.ready <- struct{}{}
+	return true
+}
+
+// take returns the oldest task. REQUIRES: a token received from ready.
+func (p *pool) take() task {
+	p.mu.Lock()
+	t := p.queue.pop()
+	p.mu.Unlock()
+	return t
+}
+
+// queued is the number of tasks waiting (for remarks and logs).
+func (p *pool) queued() int { return len(p.ready) }
+
+// taskRing is a FIFO ring that grows by doubling and lets go of a large
+// buffer once it drains, so memory follows the backlog.
+type taskRing struct {
+	buf     []task
+	head, n int
+}
+
+func (r *taskRing) push(t task) {
+	if r.n == len(r.buf) {
+		grown := make([]task, max(16, 2*len(r.buf)))
+		for i := range r.n {
+			grown[i] = r.buf[(r.head+i)%len(r.buf)]
+		}
+		r.buf, r.head = grown, 0
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = t
+	r.n++
+}
+
+func (r *taskRing) pop() task {
+	t := r.buf[r.head]
+	r.buf[r.head] = task{} // drop the references
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	if r.n == 0 && len(r.buf) > 1024 {
+		r.buf, r.head = nil, 0
+	}
+	return t
 }
 
 // route is where requests with one code go: a pool, or the read loop when
@@ -126,7 +191,7 @@ func newPool(name string, cfg PoolConfig) *pool {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = DefaultPoolQueue
 	}
-	return &pool{name: name, workers: cfg.Workers, tasks: make(chan task, cfg.QueueSize), maxWait: cfg.MaxWait}
+	return &pool{name: name, workers: cfg.Workers, ready: make(chan struct{}, cfg.QueueSize), maxWait: cfg.MaxWait}
 }
 
 // dispatcher routes requests to pools. The table is copy-on-write, so the
@@ -207,7 +272,8 @@ func (d *dispatcher) startPool(p *pool) {
 func (d *dispatcher) work(p *pool) {
 	for {
 		select {
-		case t := <-p.tasks:
+		case <-p.ready:
+			t := p.take()
 			if p.maxWait != nil && d.expired(p, t) {
 				continue
 			}
@@ -262,10 +328,9 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 	if r.pool.maxWait != nil {
 		t.enqueued = time.Now()
 	}
-	select {
-	case r.pool.tasks <- t:
+	if r.pool.offer(t) {
 		d.ep.requests.Add(1)
-	default:
+	} else {
 		d.ep.inFlight.Add(-1)
 		d.ep.overloaded.Add(1)
 		c.logger.Debug("remoting: pool full", "pool", r.pool.name, "code", req.Code)
@@ -289,12 +354,12 @@ func (d *dispatcher) expired(p *pool, t task) bool {
 	defer d.ep.inFlight.Add(-1)
 	if n := d.ep.queueTimeouts.Add(1); n == 1 || n%1000 == 0 {
 		t.conn.logger.Warn("remoting: request timed out in queue", "pool", p.name, "code", t.req.Code,
-			"waitedMs", behind.Milliseconds(), "queueSize", len(p.tasks), "timeouts", n)
+			"waitedMs", behind.Milliseconds(), "queueSize", p.queued(), "timeouts", n)
 	}
 	if !t.req.IsOneway() {
 		resp := protocol.NewResponse(t.req, protocol.SystemBusy, fmt.Sprintf(
 			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: %dms, size of queue: %d",
-			behind.Milliseconds(), len(p.tasks)))
+			behind.Milliseconds(), p.queued()))
 		if err := t.conn.writeResponse(resp, writeQueued); err != nil {
 			t.conn.logger.Debug("remoting: response not sent", "code", t.req.Code, "opaque", t.req.Opaque, "err", err)
 		}

@@ -192,9 +192,9 @@ func TestFullPoolSystemBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool {
-		// The queued request is in the channel once the read loop handed it over.
+		// The queued request is in the queue once the read loop handed it over.
 		for _, r := range *s.ep.table.Load() {
-			if len(r.pool.tasks) == 1 {
+			if r.pool != nil && r.pool.queued() == 1 {
 				return true
 			}
 		}
