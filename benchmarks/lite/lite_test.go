@@ -67,10 +67,10 @@ func BenchmarkLiteTopics(b *testing.B) {
 		}
 		after := s.resources(b)
 		b.ReportMetric(float64(n)/el.Seconds(), "creates/s")
-		b.ReportMetric((after.rssMB-before.rssMB)*(1<<20)/float64(n), "rssB/litetopic")
+		b.ReportMetric((after.RSSMB-before.RSSMB)*(1<<20)/float64(n), "rssB/litetopic")
 		b.Logf("%d lite topics created by their first send in %v (%.0f/s); broker busy answers %d",
 			n, el.Round(time.Millisecond), float64(n)/el.Seconds(), snd.busy.Load())
-		after.report(b, "after-")
+		after.Report(b, "after-")
 
 		// Throughput: lite spread over m lite topics vs one plain topic.
 		m := min(n, *spreadFlag)
@@ -111,11 +111,11 @@ func BenchmarkLiteTopics(b *testing.B) {
 			n, restart.Round(time.Millisecond), firstSend.Round(time.Millisecond))
 		logLines(b, dir, "lite topics restored", "recover")
 		r := s2.resources(b)
-		r.report(b, "restarted-")
+		r.Report(b, "restarted-")
 		// After the clean stop every consume queue is flushed: its blocks
 		// (file and directories) are what a lite topic costs on disk.
-		b.ReportMetric((r.cqMB-before.cqMB)*(1<<20)/float64(n), "diskB/litetopic")
-		b.ReportMetric((r.rssMB-before.rssMB)*(1<<20)/float64(n), "restarted-rssB/litetopic")
+		b.ReportMetric((r.CQMB-before.CQMB)*(1<<20)/float64(n), "diskB/litetopic")
+		b.ReportMetric((r.RSSMB-before.RSSMB)*(1<<20)/float64(n), "restarted-rssB/litetopic")
 		s2.stop(b)
 	}
 }

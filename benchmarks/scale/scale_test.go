@@ -5,8 +5,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/apogeemq/apogee/internal/testutil/procstat"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -183,64 +183,10 @@ func (s *server) stop(tb testing.TB) {
 	}
 }
 
-// resources is what the broker process holds, from /proc.
-type resources struct {
-	fds, maps   int
-	rssMB       float64
-	dataMB      float64 // allocated blocks under the data dir
-	cqMB        float64 // of which the consume queues
-	apparentGiB float64 // sum of file sizes (sparse files count whole)
-}
-
-func (s *server) resources(tb testing.TB) resources {
+// resources is what the broker process holds and its data dir occupies.
+func (s *server) resources(tb testing.TB) procstat.Resources {
 	tb.Helper()
-	pid := s.cmd.Process.Pid
-	var r resources
-	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
-		r.fds = len(ents)
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
-		r.maps = strings.Count(string(b), "\n")
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				r.rssMB = kb / 1024
-			}
-		}
-	}
-	var blocks, size, cq int64
-	_ = filepath.WalkDir(s.data, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		var st syscall.Stat_t
-		if syscall.Lstat(p, &st) == nil {
-			blocks += st.Blocks * 512
-			if strings.Contains(p, "/consumequeue/") {
-				cq += st.Blocks * 512
-			}
-			if !d.IsDir() {
-				size += st.Size
-			}
-		}
-		return nil
-	})
-	r.dataMB = float64(blocks) / (1 << 20)
-	r.cqMB = float64(cq) / (1 << 20)
-	r.apparentGiB = float64(size) / (1 << 30)
-	return r
-}
-
-func (r resources) report(b *testing.B, prefix string) {
-	b.ReportMetric(float64(r.fds), prefix+"fds")
-	b.ReportMetric(float64(r.maps), prefix+"maps")
-	b.ReportMetric(r.rssMB, prefix+"rssMB")
-	b.ReportMetric(r.dataMB, prefix+"dataMB")
-	b.ReportMetric(r.cqMB, prefix+"consumequeueMB")
-	b.Logf("%sopen files %d, mappings %d, RSS %.0f MiB, data dir %.1f MiB allocated (consume queues %.1f MiB; %.1f GiB apparent)",
-		prefix, r.fds, r.maps, r.rssMB, r.dataMB, r.cqMB, r.apparentGiB)
+	return procstat.Read(s.cmd.Process.Pid, s.data)
 }
 
 func newAdmin(tb testing.TB, nsAddr string) *admin.Admin {
@@ -319,7 +265,7 @@ func BenchmarkCreateTopics(b *testing.B) {
 				b.ReportMetric(total.Seconds(), "s-total")
 				b.Logf("%d topics x %d queues (%s): %v total, first thousand %v, last %v (x%.2f)",
 					c.n, c.q, c.name, total.Round(time.Millisecond), first.Round(time.Millisecond), last.Round(time.Millisecond), float64(last)/float64(first))
-				s.resources(b).report(b, "")
+				s.resources(b).Report(b, "")
 				s.stop(b)
 			}
 		})
@@ -577,7 +523,7 @@ func BenchmarkPublishQueues(b *testing.B) {
 	}
 	b.ReportMetric(float64(snd.busy.Load()), "busy-resends")
 	b.ReportMetric(float64(snd.retried.Load()), "error-resends")
-	s.resources(b).report(b, "after-publish-")
+	s.resources(b).Report(b, "after-publish-")
 
 	c := remoting.NewClient(remoting.ClientConfig{})
 	if err := c.Start(); err != nil {
@@ -598,7 +544,7 @@ func BenchmarkPublishQueues(b *testing.B) {
 		b.ReportMetric(rate, fmt.Sprintf("consume-msgs/s-%dq", n))
 		b.Logf("%6d queues: consumed %d messages at %.0f msgs/s, x%.2f of %d queue(s)", n, got, rate, rate/crates[0], counts[0])
 	}
-	s.resources(b).report(b, "after-consume-")
+	s.resources(b).Report(b, "after-consume-")
 
 	// Restart with every queue: time from exec to the first acknowledged send.
 	s.stop(b)
@@ -631,7 +577,7 @@ func BenchmarkPublishQueues(b *testing.B) {
 	case <-time.After(5 * time.Minute):
 		b.Fatal("no successful send within 5 minutes of the restart")
 	}
-	s2.resources(b).report(b, "after-restart-")
+	s2.resources(b).Report(b, "after-restart-")
 	s2.stop(b)
 }
 
