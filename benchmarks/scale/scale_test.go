@@ -5,9 +5,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/apogeemq/apogee/internal/testutil"
 	"github.com/apogeemq/apogee/internal/testutil/procstat"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,49 +36,20 @@ var (
 	profileFlag = flag.String("scale.profile", "", "directory for broker CPU profiles of the last queue count's publish round and consume (metricsPprofEnable)")
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// bin is the apogee binary these benchmarks start.
+var bin testutil.ApogeeBinary
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
 // apogeeBin builds cmd/apogee once per test binary.
-func apogeeBin(tb testing.TB) string {
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "scalebench")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "apogee")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/apogeemq/apogee/cmd/apogee").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("build apogee: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		tb.Fatal(binErr)
-	}
-	return binPath
-}
+func apogeeBin(tb testing.TB) string { return bin.Path(tb) }
 
-func freePort(tb testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(tb testing.TB) int { return testutil.FreePort(tb) }
 
 // server is one `apogee standalone` child.
 type server struct {
