@@ -277,6 +277,13 @@ func (b *Broker) processBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, r
 		"bootTimeSeconds":                  strconv.FormatInt(int64(up/time.Second), 10),
 		"earliestMessageTimeStampInMillis": i64(earliest),
 	}
+	// StoreStatsService's put totals (messages and bytes accepted since
+	// boot) and their ratio; the average is absent before the first put.
+	table["putMessageTimesTotal"] = i64(st.MessagesIn)
+	table["putMessageSizeTotal"] = i64(st.BytesIn)
+	if st.MessagesIn > 0 {
+		table["putMessageAverageSize"] = javaDouble(float64(st.BytesIn) / float64(st.MessagesIn))
+	}
 	b.popRuntimeInfo(table)        // pop_repl.go
 	b.addForwardRuntimeInfo(table) // controller_forward.go
 	body, err := (&protocol.KVTable{Table: table}).Encode()

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -119,67 +117,10 @@ func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, r
 	return resp, nil
 }
 
-// fetchAllTopicConfig reads a broker's whole topic table page by page, as
-// RocketMQ 5's slave sync does: from topicSeq 0 with a blank dataVersion,
-// starting over when the version changes under it. An older broker that
-// answers without totalTopicNum sent everything at once.
+// fetchAllTopicConfig reads a broker's whole topic table page by page
+// (protocol.FetchAllTopicConfig), splitMetadataSize topics a page.
 func (b *Broker) fetchAllTopicConfig(ctx context.Context, addr string) (*protocol.TopicConfigSerializeWrapper, error) {
-	page := max(b.cfg.SplitMetadataSize, 1)
-	out := &protocol.TopicConfigSerializeWrapper{TopicConfigTable: map[string]protocol.TopicConfig{}}
-	var version *protocol.DataVersion
-	seq := 0
-	for restarts := 0; ; {
-		h := map[string]string{"topicSeq": strconv.Itoa(seq), "maxTopicNum": strconv.Itoa(page), "dataVersion": ""}
-		if version != nil {
-			dv, err := protocol.MarshalJSON(version)
-			if err != nil {
-				return nil, err
-			}
-			h["dataVersion"] = string(dv)
-		}
-		resp, err := b.nsClient.InvokeSync(ctx, addr, protocol.NewRequest(protocol.GetAllTopicConfig, h, nil))
-		if err != nil {
-			return nil, err
-		}
-		if resp.Code != int32(protocol.Success) {
-			return nil, fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
-		}
-		w, err := protocol.DecodeTopicConfigSerializeWrapper(resp.Body)
-		if err != nil {
-			return nil, err
-		}
-		totalStr, paged := resp.ExtFields["totalTopicNum"]
-		if !paged {
-			return w, nil
-		}
-		if version != nil && *version != w.DataVersion {
-			if restarts++; restarts > 10 {
-				return nil, fmt.Errorf("topic table of %s kept changing while read", addr)
-			}
-			clear(out.TopicConfigTable)
-			seq = 0
-			version = nil
-			continue
-		}
-		if version == nil {
-			v := w.DataVersion
-			version = &v
-			out.DataVersion = v
-			out.MappingDataVersion = w.MappingDataVersion
-		}
-		for k, tc := range w.TopicConfigTable {
-			out.TopicConfigTable[k] = tc
-		}
-		for k, v := range w.TopicQueueMappingDetailMap {
-			if out.TopicQueueMappingDetailMap == nil {
-				out.TopicQueueMappingDetailMap = map[string]json.RawMessage{}
-			}
-			out.TopicQueueMappingDetailMap[k] = v
-		}
-		seq += len(w.TopicConfigTable)
-		total, err := strconv.Atoi(totalStr)
-		if err != nil || seq >= total || len(w.TopicConfigTable) == 0 {
-			return out, nil
-		}
-	}
+	return protocol.FetchAllTopicConfig(ctx, b.cfg.SplitMetadataSize, func(ctx context.Context, req *protocol.Command) (*protocol.Command, error) {
+		return b.nsClient.InvokeSync(ctx, addr, req)
+	})
 }
