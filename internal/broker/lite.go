@@ -3,11 +3,13 @@ package broker
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/lite"
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -78,10 +80,16 @@ type liteService struct {
 	registry *lite.Registry
 	started  time.Time
 	wake     chan struct{} // asks the expiry loop to look now (tests); capacity 1
+	// subs is the remoting clients' lite subscriptions (lite_pop.go:
+	// LITE_SUBSCRIPTION_CTL, POP_LITE_MESSAGE).
+	subs   *lite.Subscriptions
+	connMu sync.Mutex
+	conns  map[string]*remoting.Conn // client id -> its connection, for NOTIFY_UNSUBSCRIBE_LITE; guarded by connMu
 }
 
 func newLiteService(b *Broker) *liteService {
-	return &liteService{b: b, registry: lite.NewRegistry(), wake: make(chan struct{}, 1)}
+	return &liteService{b: b, registry: lite.NewRegistry(), wake: make(chan struct{}, 1),
+		subs: lite.NewSubscriptions(), conns: map[string]*remoting.Conn{}}
 }
 
 // isLiteTopic reports whether the topic is typed message.type=LITE.
@@ -228,6 +236,7 @@ func (l *liteService) expireLoop() {
 		case <-l.wake:
 		}
 		l.expireOnce()
+		l.dropClosedClients()
 	}
 }
 
@@ -245,6 +254,9 @@ func (l *liteService) expireOnce() int {
 			b.logger.Warn("lite: delete expired queue", "queue", q, "err", err)
 		}
 		b.Offsets.RemoveTopic(q)
+		for _, ev := range l.subs.Clean(q) {
+			l.notifyUnsubscribe(ev)
+		}
 		if b.pop != nil {
 			if _, err := b.pop.state.DropTopic(q); err != nil {
 				b.logger.Warn("lite: drop pop state", "queue", q, "err", err)

@@ -29,6 +29,7 @@ type heldKind uint8
 const (
 	heldPopMessage heldKind = iota
 	heldNotification
+	heldPopLite // POP_LITE_MESSAGE (lite_pop.go): topic is the LITE parent
 )
 
 type heldPop struct {
@@ -40,6 +41,7 @@ type heldPop struct {
 	order    bool
 	deadline time.Time
 	kind     heldKind
+	client   string // heldPopLite: the client id whose subscriptions it pops
 }
 
 type parkResult uint8
@@ -193,7 +195,11 @@ func (h *popHold) process(now time.Time) time.Time {
 				continue
 			default:
 			}
-			if hit || !now.Before(r.deadline) || scanDue && h.p.mayHaveMessage(r, now) {
+			rhit := hit
+			if r.kind == heldPopLite {
+				rhit = h.p.liteWoken(r.client, topic, woken)
+			}
+			if rhit || !now.Before(r.deadline) || scanDue && h.p.mayHaveMessage(r, now) {
 				run = append(run, r)
 				h.total--
 				continue
@@ -236,6 +242,8 @@ func (h *popHold) reexecute(r *heldPop) {
 		resp, err = h.p.serve(r.conn, r.req, r.deadline)
 	case heldNotification:
 		resp, err = h.p.notification(r.conn, r.req, r.deadline)
+	case heldPopLite:
+		resp, err = h.p.serveLite(r.conn, r.req, r.deadline)
 	}
 	if err != nil {
 		var pe *protocol.Error
@@ -366,6 +374,9 @@ func (b *Broker) processPollingInfo(_ context.Context, _ *remoting.Conn, req *pr
 // could find something now (FIFO blocks included). REQUIRES: popHold.mu
 // held (it only reads the store and the POP state, which lock their own).
 func (p *popService) mayHaveMessage(r *heldPop, now time.Time) bool {
+	if r.kind == heldPopLite {
+		return p.liteHasMessage(r.client, r.group, r.topic, now.UnixMilli())
+	}
 	tc, ok := p.b.Topics.Get(r.topic)
 	if !ok {
 		return true // answer it: the topic is gone

@@ -67,7 +67,8 @@ func (b *Broker) registerProcessors(s *remoting.Server) {
 	// pop_repl.go: slaves follow the POP state (not a RocketMQ queue: no
 	// fast failure).
 	s.RegisterProcessor(PopReplicateCode, b.processPopReplicate, remoting.PoolConfig{Workers: c.AdminBrokerThreadPoolNums, QueueSize: 10000})
-	b.registerLiteAdmin(s, adminPool) // lite_admin.go: RocketMQ 5.5 lite admin requests
+	b.registerLiteAdmin(s, adminPool)         // lite_admin.go: RocketMQ 5.5 lite admin requests
+	b.registerLitePop(s, pullPool, adminPool) // lite_pop.go: LITE_SUBSCRIPTION_CTL, POP_LITE_MESSAGE
 	s.RegisterProcessor(protocol.RecallMessage, b.processRecallMessage,
 		remoting.PoolConfig{Workers: max(2, c.SendMessageThreadPoolNums), QueueSize: 10000})
 	// Broker-side load balancing (request_mode.go), RocketMQ's

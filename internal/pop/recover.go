@@ -170,7 +170,7 @@ func (s *Store) applyRecordLocked(p []byte) error {
 		}
 	case recDrop:
 		kind, name := d.byte(), d.s()
-		if d.err != nil || kind != dropTopic && kind != dropGroup {
+		if d.err != nil || kind != dropTopic && kind != dropGroup && kind != dropGroupTopic {
 			return ErrCorrupt
 		}
 		s.applyDropLocked(kind, name)

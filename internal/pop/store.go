@@ -738,8 +738,9 @@ func (s *Store) LowWatermarks(fn func(k QueueKey, offset int64)) {
 
 // Drop kinds of the drop record (doc.go). Part of the on-disk format.
 const (
-	dropTopic byte = 1
-	dropGroup byte = 2
+	dropTopic      byte = 1
+	dropGroup      byte = 2
+	dropGroupTopic byte = 3 // name is group + "\x00" + topic
 )
 
 // DropTopic forgets the state of every group on topic (the topic was
@@ -755,6 +756,15 @@ func (s *Store) DropTopic(topic string) ([]string, error) {
 // group was deleted) and returns the topics it had state on.
 func (s *Store) DropGroup(group string) ([]string, error) {
 	return s.drop(dropGroup, group)
+}
+
+// DropGroupTopic forgets one group's state on one topic (pop offsets,
+// checkpoints, FIFO blocks), so its next pop starts from the consumer
+// offset table: a lite subscription's offset reset (OffsetOption) uses it.
+// It reports whether the group had state there.
+func (s *Store) DropGroupTopic(group, topic string) (bool, error) {
+	other, err := s.drop(dropGroupTopic, group+"\x00"+topic)
+	return len(other) > 0, err
 }
 
 func (s *Store) drop(kind byte, name string) (other []string, err error) {
@@ -804,6 +814,9 @@ func dropMatch(kind byte, name string, k QueueKey) (string, bool) {
 	case kind == dropTopic && k.Topic == name:
 		return k.Group, true
 	case kind == dropGroup && k.Group == name:
+		return k.Topic, true
+	case kind == dropGroupTopic && len(name) == len(k.Group)+1+len(k.Topic) &&
+		name[:len(k.Group)] == k.Group && name[len(k.Group)] == 0 && name[len(k.Group)+1:] == k.Topic:
 		return k.Topic, true
 	}
 	return "", false

@@ -475,6 +475,9 @@ func TestDrop(t *testing.T) {
 			keys[:4]},
 		{"unknown topic", func(s *Store) ([]string, error) { return s.DropTopic("T9") }, nil, keys},
 		{"unknown group", func(s *Store) ([]string, error) { return s.DropGroup("G9") }, nil, keys},
+		{"group topic", func(s *Store) ([]string, error) { return dropGT(s, "G1", "T1") }, []string{"T1"},
+			[]QueueKey{keys[2], keys[3], keys[4]}},
+		{"group topic prefix", func(s *Store) ([]string, error) { return dropGT(s, "G", "1\x00T1") }, nil, keys},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -523,4 +526,13 @@ func TestDrop(t *testing.T) {
 			check(s, "after compaction")
 		})
 	}
+}
+
+// dropGT adapts DropGroupTopic to TestDrop's table.
+func dropGT(s *Store, group, topic string) ([]string, error) {
+	ok, err := s.DropGroupTopic(group, topic)
+	if !ok {
+		return nil, err
+	}
+	return []string{topic}, err
 }

@@ -268,6 +268,9 @@ var requestNames = map[RequestCode]string{
 	ChangeMessageInvisibleTime: "CHANGE_MESSAGE_INVISIBLETIME", Notification: "NOTIFICATION",
 	PollingInfo: "POLLING_INFO", PopRollback: "POP_ROLLBACK", BatchAckMessage: "BATCH_ACK_MESSAGE",
 	GetBrokerLiteInfo: "GET_BROKER_LITE_INFO", GetParentTopicInfo: "GET_PARENT_TOPIC_INFO", GetLiteTopicInfo: "GET_LITE_TOPIC_INFO",
+	PopLiteMessage: "POP_LITE_MESSAGE", LiteSubscriptionCtl: "LITE_SUBSCRIPTION_CTL", AckLiteMessage: "ACK_LITE_MESSAGE",
+	NotifyUnsubscribeLite: "NOTIFY_UNSUBSCRIBE_LITE", GetLiteClientInfo: "GET_LITE_CLIENT_INFO",
+	GetLiteGroupInfo: "GET_LITE_GROUP_INFO", TriggerLiteDispatch: "TRIGGER_LITE_DISPATCH",
 }
 
 // String returns RocketMQ's name for the code, e.g. "SEND_MESSAGE", or
@@ -346,6 +349,8 @@ const (
 	ControllerBrokerIDInvalid            ResponseCode = 2014
 	ControllerJRaftInternalError         ResponseCode = 2015
 	ControllerBrokerLiveInfoNotExists    ResponseCode = 2016
+	LmqQuotaExceeded                     ResponseCode = 2017 // RocketMQ 5.5 lite topics
+	LiteSubscriptionQuotaExceeded        ResponseCode = 2018
 	UserNotExist                         ResponseCode = 3001
 	PolicyNotExist                       ResponseCode = 3002
 	// Client-side only; never on the wire.
@@ -425,6 +430,8 @@ var responseTable = map[ResponseCode]responseInfo{
 	ControllerBrokerIDInvalid:            {"CONTROLLER_BROKER_ID_INVALID", false},
 	ControllerJRaftInternalError:         {"CONTROLLER_JRAFT_INTERNAL_ERROR", false},
 	ControllerBrokerLiveInfoNotExists:    {"CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS", false},
+	LmqQuotaExceeded:                     {"LMQ_QUOTA_EXCEEDED", false},
+	LiteSubscriptionQuotaExceeded:        {"LITE_SUBSCRIPTION_QUOTA_EXCEEDED", false},
 	UserNotExist:                         {"USER_NOT_EXIST", false},
 	PolicyNotExist:                       {"POLICY_NOT_EXIST", false},
 	RPCUnknown:                           {"RPC_UNKNOWN", false},
