@@ -10,6 +10,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/apogeemq/apogee/client"
+	"github.com/apogeemq/apogee/internal/auth"
+	"github.com/apogeemq/apogee/internal/testutil/cluster"
 )
 
 // TestAuthAdminCLI: `apogee admin` manages users and ACLs with mqadmin's
@@ -131,5 +133,88 @@ func TestAuthAdminCLI(t *testing.T) {
 	wantRefused(t, sdkSend(), "User:alice is not found.")
 	if _, errOut, code := runApogee(t, bin, append([]string{"admin", "getUser", "-c", cluster, "-u", "alice"}, base...)...); code == 0 {
 		t.Fatalf("getUser of a deleted user exits 0: %s", errOut)
+	}
+}
+
+// TestAuthCopyCLI copies users (with their passwords) and ACLs from one
+// broker to another with mqadmin's copyUser and copyAcl, then signs a send
+// to the second broker as the copied user.
+func TestAuthCopyCLI(t *testing.T) {
+	c := startAuthCluster(t, nil)
+	bcfg := brokerTestConfig(t.TempDir())
+	bcfg.BrokerName = "broker-b"
+	bcfg.NamesrvAddr = []string{c.nsAddr}
+	bcfg.AuthenticationEnabled, bcfg.AuthorizationEnabled = true, true
+	bcfg.InitAuthenticationUser = c.cfg.InitAuthenticationUser
+	bcfg.InnerClientAuthenticationCredentials = c.cfg.InnerClientAuthenticationCredentials
+	b2 := haBroker(t, bcfg)
+	from, to := c.b.Addr(), b2.Addr()
+	bin := buildApogee(t)
+	admin := func(ak, sk string, args ...string) (string, string, int) {
+		return runApogee(t, bin, append(append([]string{"admin"}, args...), "-n", c.nsAddr, "--ak", ak, "--sk", sk)...)
+	}
+	must := func(ak, sk string, args ...string) string {
+		t.Helper()
+		out, errOut, code := admin(ak, sk, args...)
+		if code != 0 {
+			t.Fatalf("apogee admin %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	must(superUser, superPass, "createUser", "-b", from, "-u", "alice", "-p", "alice-secret", "-t", "Normal")
+	must(superUser, superPass, "createUser", "-b", from, "-u", "bob", "-p", "bob-secret", "-t", "Normal")
+	must(superUser, superPass, "createAcl", "-b", from, "-s", "User:alice", "-r", "Topic:orders", "-a", "Pub", "-d", "Allow")
+	must(superUser, superPass, "createAcl", "-b", from, "-s", "User:alice", "-r", "Topic:audit", "-a", "Pub,Sub", "-d", "Deny")
+
+	// A Super user that is not the inner-client user cannot read passwords.
+	if _, errOut, code := admin(superUser, superPass, "copyUser", "-f", from, "-t", to, "-u", "alice"); code == 0 || !strings.Contains(errOut, "inner-client") {
+		t.Fatalf("copyUser signed as %s: exit %d: %s", superUser, code, errOut)
+	}
+	if _, ok := b2.Auth().User("alice"); ok {
+		t.Fatal("a refused copyUser created the user")
+	}
+	out := must("inner", "inner-secret", "copyUser", "-f", from, "-t", to, "-u", "alice")
+	if !strings.Contains(out, "copied 1 users") {
+		t.Fatalf("copyUser: %q", out)
+	}
+	if _, ok := b2.Auth().User("bob"); ok {
+		t.Fatal("copyUser -u alice copied bob too")
+	}
+	out = must(superUser, superPass, "copyAcl", "-f", from, "-t", to, "-s", "User:alice")
+	if !strings.Contains(out, "copied 1 ACLs") {
+		t.Fatalf("copyAcl: %q", out)
+	}
+	copiedACL, ok, err := b2.Auth().GetACL("User:alice")
+	if err != nil || !ok {
+		t.Fatalf("ACL of alice on the target: %v %v", ok, err)
+	}
+	entries := map[string]string{}
+	for _, e := range auth.ACLToInfo(copiedACL).Policies[0].Entries {
+		entries[e.Resource] = strings.Join(e.Actions, ",") + " " + e.Decision
+	}
+	if entries["Topic:orders"] != "Pub Allow" || entries["Topic:audit"] != "Pub,Sub Deny" {
+		t.Fatalf("ACL of alice on the target: %v", entries)
+	}
+
+	// The copied password signs: alice may publish to orders on broker-b.
+	(&cluster.Cluster{T: t, Logger: testLogger(t), NS: c.ns, NSAddr: c.nsAddr, Cfg: bcfg, B: b2}).CreateTopic("orders", 2)
+	sdk, err := client.NewProducer(uniqueName(t, "pg"), client.WithNameServers(c.nsAddr), client.WithCredentials("alice", "alice-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sdk.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sdk.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := sdk.Send(ctx, client.NewMessage("orders", []byte("copied"))); err != nil {
+		t.Fatalf("send to %s signed as the copied alice: %v", to, err)
+	}
+
+	// Everything, without a list.
+	out = must("inner", "inner-secret", "copyUser", "-f", from, "-t", to)
+	if _, ok := b2.Auth().User("bob"); !ok || !strings.Contains(out, "bob") {
+		t.Fatalf("copyUser of every user: %q", out)
 	}
 }

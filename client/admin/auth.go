@@ -316,3 +316,102 @@ func readEach[T any](a *Admin, ctx context.Context, t Target, mk func() *protoco
 	}
 	return out, nil
 }
+
+// CopyUsers copies users, with their passwords, from one broker to another
+// (mqadmin's copyUser): the named ones, or every user when usernames is
+// empty; a user the target has is updated, others are created. Passwords
+// are never returned by getUser, so the source is read with AUTH_EXPORT,
+// which only the brokers' innerClientAuthenticationCredentials user may
+// send: sign with those credentials. It returns the names copied.
+func (a *Admin) CopyUsers(ctx context.Context, from, to string, usernames []string) ([]string, error) {
+	resp, err := a.invokeOK(ctx, from, "", protocol.NewRequest(protocol.AuthExport, nil, nil))
+	if err != nil {
+		return nil, fmt.Errorf("admin: read the users of %s (sign as the inner-client user): %w", from, err)
+	}
+	var st struct {
+		Users []auth.UserInfo `json:"users"`
+	}
+	if err := json.Unmarshal(resp.Body, &st); err != nil {
+		return nil, fmt.Errorf("admin: users of %s: %w", from, err)
+	}
+	byName := make(map[string]auth.UserInfo, len(st.Users))
+	for _, u := range st.Users {
+		byName[u.Username] = u
+	}
+	if len(usernames) == 0 {
+		usernames = slices.Sorted(maps.Keys(byName))
+	}
+	target := Target{BrokerAddr: to}
+	var copied []string
+	for _, name := range usernames {
+		ui, ok := byName[name]
+		if !ok {
+			return copied, fmt.Errorf("admin: user %s not found on %s: %w", name, from, ErrNotFound)
+		}
+		have, err := a.GetUser(ctx, target, name)
+		if err != nil {
+			return copied, err
+		}
+		u := User{Username: ui.Username, Password: ui.Password, UserType: ui.UserType, UserStatus: ui.UserStatus}
+		if len(have) > 0 && have[0].Value != nil {
+			err = a.UpdateUser(ctx, target, u)
+		} else {
+			err = a.CreateUser(ctx, target, u)
+		}
+		if err != nil {
+			return copied, fmt.Errorf("admin: copy user %s to %s: %w", name, to, err)
+		}
+		copied = append(copied, name)
+	}
+	return copied, nil
+}
+
+// CopyACLs copies ACLs, every policy and entry, from one broker to another
+// (mqadmin's copyAcl): the named subjects ("User:alice"), or every ACL
+// when subjects is empty. Entries merge into the target's ACL of the
+// subject (an entry for a resource it has is replaced). It returns the
+// subjects copied.
+func (a *Admin) CopyACLs(ctx context.Context, from, to string, subjects []string) ([]string, error) {
+	src := Target{BrokerAddr: from}
+	var acls []ACL
+	if len(subjects) == 0 {
+		res, err := a.ListACLs(ctx, src, "", "")
+		if err != nil {
+			return nil, err
+		}
+		if len(res) > 0 {
+			acls = res[0].Value
+		}
+	} else {
+		for _, s := range subjects {
+			res, err := a.GetACL(ctx, src, s)
+			if err != nil {
+				return nil, err
+			}
+			if len(res) == 0 || res[0].Value == nil {
+				return nil, fmt.Errorf("admin: ACL of %s not found on %s: %w", s, from, ErrNotFound)
+			}
+			acls = append(acls, *res[0].Value)
+		}
+	}
+	var copied []string
+	for _, acl := range acls {
+		info := auth.ACLInfo{Subject: acl.Subject}
+		for _, p := range acl.Policies {
+			pi := auth.PolicyInfo{PolicyType: p.PolicyType}
+			for _, e := range p.Entries {
+				pi.Entries = append(pi.Entries, auth.EntryInfo{Resource: e.Resource, Actions: e.Actions, SourceIPs: e.SourceIPs, Decision: e.Decision})
+			}
+			info.Policies = append(info.Policies, pi)
+		}
+		body, err := json.Marshal(info)
+		if err != nil {
+			return copied, err
+		}
+		if _, err := a.invokeOK(ctx, to, "", protocol.NewRequest(protocol.AuthCreateACL, map[string]string{"subject": acl.Subject}, body)); err != nil {
+			return copied, fmt.Errorf("admin: copy the ACL of %s to %s: %w", acl.Subject, to, err)
+		}
+		copied = append(copied, acl.Subject)
+	}
+	return copied, nil
+}

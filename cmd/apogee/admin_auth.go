@@ -23,7 +23,7 @@ import (
 // its requests with --ak/--sk and dials TLS with --tls.
 func init() {
 	adminCommands = append(adminCommands, cmdCreateUser, cmdUpdateUser, cmdDeleteUser, cmdGetUser, cmdListUser,
-		cmdCreateACL, cmdUpdateACL, cmdDeleteACL, cmdGetACL, cmdListACL)
+		cmdCreateACL, cmdUpdateACL, cmdDeleteACL, cmdGetACL, cmdListACL, cmdCopyUser, cmdCopyACL)
 }
 
 // secureFlags are the credentials and TLS flags of every admin command.
@@ -391,4 +391,44 @@ func maskedConfig(m map[string]string) map[string]string {
 func tlsEnforcing(mode string) bool {
 	m, err := tlsconf.ParseMode(mode)
 	return err == nil && m == tlsconf.Enforcing
+}
+
+// copyFlags are copyUser's and copyAcl's -f fromBroker, -t toBroker.
+type copyFlags struct{ from, to string }
+
+func (f *copyFlags) register(c *cobra.Command) {
+	c.Flags().StringVarP(&f.from, "fromBroker", "f", "", "source broker address (required)")
+	c.Flags().StringVarP(&f.to, "toBroker", "t", "", "target broker address (required)")
+	c.MarkFlagRequired("fromBroker")
+	c.MarkFlagRequired("toBroker")
+}
+
+func cmdCopyUser(g *globalFlags, af *adminFlags) *cobra.Command {
+	var f copyFlags
+	var users string
+	return adminCommand(g, af, "copyUser", "Copy ACL 2.0 users with their passwords to another broker (sign as the inner-client user)", func(c *cobra.Command) {
+		f.register(c)
+		c.Flags().StringVarP(&users, "usernames", "u", "", "comma-separated user names (default: every user)")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		copied, err := a.CopyUsers(ctx, f.from, f.to, splitList(users))
+		if err != nil {
+			return nil, err
+		}
+		return &result{value: copied, text: fmt.Sprintf("copied %d users from %s to %s: %s", len(copied), f.from, f.to, strings.Join(copied, ", "))}, nil
+	})
+}
+
+func cmdCopyACL(g *globalFlags, af *adminFlags) *cobra.Command {
+	var f copyFlags
+	var subjects string
+	return adminCommand(g, af, "copyAcl", "Copy ACL 2.0 policies to another broker", func(c *cobra.Command) {
+		f.register(c)
+		c.Flags().StringVarP(&subjects, "subjects", "s", "", "comma-separated subjects, User:NAME (default: every ACL)")
+	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		copied, err := a.CopyACLs(ctx, f.from, f.to, splitList(subjects))
+		if err != nil {
+			return nil, err
+		}
+		return &result{value: copied, text: fmt.Sprintf("copied %d ACLs from %s to %s: %s", len(copied), f.from, f.to, strings.Join(copied, ", "))}, nil
+	})
 }

@@ -32,11 +32,12 @@ func (b *Broker) authProcessors() map[protocol.RequestCode]remoting.Processor {
 	}
 }
 
-// AuthExportCode is an Apogee request: a slave asks its master for the
-// whole auth state (users with their secrets, ACLs) in auth.json's format.
-// Only the broker's own inner-client user may ask, whatever
-// authenticationEnabled says, because the answer carries passwords.
-const AuthExportCode protocol.RequestCode = 3100
+// AuthExportCode (protocol.AuthExport) is an Apogee request: a slave asks
+// its master for the whole auth state (users with their secrets, ACLs) in
+// auth.json's format. Only the broker's own inner-client user may ask,
+// whatever authenticationEnabled says, because the answer carries
+// passwords.
+const AuthExportCode = protocol.AuthExport
 
 // authError maps a store refusal to NO_PERMISSION with its text, anything
 // else (a failed write) to SYSTEM_ERROR.

@@ -163,6 +163,11 @@ const (
 	AuthDeleteACL                        RequestCode = 3008
 	AuthGetACL                           RequestCode = 3009
 	AuthListACL                          RequestCode = 3010
+	// AuthExport is Apogee's own: the whole auth state (users with their
+	// passwords, ACLs) in auth.json's format, answered only to the
+	// broker's innerClientAuthenticationCredentials user (a slave's sync,
+	// mqadmin's copyUser).
+	AuthExport RequestCode = 3100
 	// POP codes do not fit int16: only the JSON header carries them.
 	PopMessage                 RequestCode = 200050
 	AckMessage                 RequestCode = 200051
@@ -263,8 +268,8 @@ var requestNames = map[RequestCode]string{
 	AuthCreateUser: "AUTH_CREATE_USER", AuthUpdateUser: "AUTH_UPDATE_USER", AuthDeleteUser: "AUTH_DELETE_USER",
 	AuthGetUser: "AUTH_GET_USER", AuthListUser: "AUTH_LIST_USER", AuthCreateACL: "AUTH_CREATE_ACL",
 	AuthUpdateACL: "AUTH_UPDATE_ACL", AuthDeleteACL: "AUTH_DELETE_ACL", AuthGetACL: "AUTH_GET_ACL",
-	AuthListACL: "AUTH_LIST_ACL",
-	PopMessage:  "POP_MESSAGE", AckMessage: "ACK_MESSAGE", PeekMessage: "PEEK_MESSAGE",
+	AuthListACL: "AUTH_LIST_ACL", AuthExport: "AUTH_EXPORT",
+	PopMessage: "POP_MESSAGE", AckMessage: "ACK_MESSAGE", PeekMessage: "PEEK_MESSAGE",
 	ChangeMessageInvisibleTime: "CHANGE_MESSAGE_INVISIBLETIME", Notification: "NOTIFICATION",
 	PollingInfo: "POLLING_INFO", PopRollback: "POP_ROLLBACK", BatchAckMessage: "BATCH_ACK_MESSAGE",
 	GetBrokerLiteInfo: "GET_BROKER_LITE_INFO", GetParentTopicInfo: "GET_PARENT_TOPIC_INFO", GetLiteTopicInfo: "GET_LITE_TOPIC_INFO",
