@@ -44,6 +44,10 @@ type checkpoint struct {
 
 	mu sync.Mutex // serialises persist
 	f  *os.File
+	// image is the block last read (openCheckpoint) or written (persist);
+	// guarded by mu. The consume-queue snapshot embeds it to recognise the
+	// checkpoint it was written with (cq_snapshot.go).
+	image [checkpointUsedBytes]byte
 }
 
 func openCheckpoint(path string) (*checkpoint, error) {
@@ -58,6 +62,7 @@ func openCheckpoint(path string) (*checkpoint, error) {
 		// A short checkpoint is treated as zeros: recovery then starts early.
 		buf = make([]byte, checkpointUsedBytes)
 	}
+	copy(cp.image[:], buf)
 	be := binary.BigEndian
 	cp.physicMsgTimestamp.Store(int64(be.Uint64(buf[cpPhysicMsgTimestamp:])))
 	cp.logicsMsgTimestamp.Store(int64(be.Uint64(buf[cpLogicsMsgTimestamp:])))
@@ -107,7 +112,15 @@ func (cp *checkpoint) persist() error {
 	if err := cp.f.Sync(); err != nil {
 		return fmt.Errorf("store: sync checkpoint: %w", err)
 	}
+	cp.image = buf
 	return nil
+}
+
+// lastImage is the block last read or written.
+func (cp *checkpoint) lastImage() [checkpointUsedBytes]byte {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.image
 }
 
 func (cp *checkpoint) close() error {

@@ -293,6 +293,11 @@ func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) b
 func (cq *consumeQueue) truncateDirtyLogic(phyOffset int64) int64 {
 	cq.writeMu.Lock()
 	defer cq.writeMu.Unlock()
+	if mp := cq.maxPhysicOffset.Load(); mp >= 0 && mp <= phyOffset && cq.pendEnd.Load() == 0 {
+		// Units ascend in physical offset and the last one ends at mp:
+		// none points at or beyond phyOffset (nothing to map and read).
+		return 0
+	}
 	var removed int64
 	for {
 		f := cq.files.last()

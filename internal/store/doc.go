@@ -19,6 +19,7 @@
 //	consumequeue/<topic>/<queueId>/<20>  consume-queue files (300,000 units each)
 //	index/<yyyyMMddHHmmssSSS>            index files
 //	checkpoint                           4096 bytes, see below
+//	consumequeue.snapshot                queue state at the last clean stop (cq_snapshot.go)
 //	abort                                exists while running (PID); present at start = crash
 //	lock                                 flock'ed while running
 //

@@ -82,6 +82,10 @@ type RecoveryReport struct {
 	TruncatedQueueUnits int64
 	// IndexFilesDropped counts index files discarded after a crash.
 	IndexFilesDropped int
+	// SnapshotQueues is the number of consume queues restored from the
+	// snapshot of the last clean stop (0: every queue directory was
+	// loaded and recovered).
+	SnapshotQueues int
 }
 
 // errUnsupported: the platform or file system lacks a call (sys_*.go); the

@@ -90,9 +90,12 @@ func (s *Store) recover(lastExitOK bool) error {
 	rep.Abnormal = !lastExitOK
 	queues := s.allQueues()
 	dispatchFrom := int64(-1)
+	fromSnapshot := s.snapshotEnd >= 0 && lastExitOK
 	for _, cq := range queues {
-		if err := cq.recover(); err != nil {
-			return err
+		if !fromSnapshot {
+			if err := cq.recover(); err != nil {
+				return err
+			}
 		}
 		dispatchFrom = max(dispatchFrom, cq.maxPhysicOffset.Load())
 	}
@@ -114,7 +117,10 @@ func (s *Store) recover(lastExitOK bool) error {
 	idx := 0
 	if lastExitOK {
 		// Newest file the consume queues already cover (normal recovery
-		// starts from one of the last three files).
+		// starts from one of the last three files). Queues restored from
+		// the snapshot cover everything up to the end it records; the
+		// scan still verifies the same files (a damaged tail found there
+		// cuts the queues below).
 		idx = max(0, len(files)-3)
 		for i := len(files) - 1; i > idx; i-- {
 			if ts, ok := s.firstRecordTime(files[i]); ok && ts > 0 {
@@ -155,7 +161,7 @@ func (s *Store) recover(lastExitOK bool) error {
 		}
 	}
 
-	processOffset := files[idx].fromOffset
+	processOffset := rep.StartOffset
 	var reason string
 scan:
 	for i := idx; i < len(files); i++ {
@@ -219,7 +225,12 @@ scan:
 	minPhy := max(0, s.commitLog.minOffset())
 	for _, cq := range s.allQueues() {
 		s.topicQueueTable[tqKey{cq.topic, cq.queueID}] = cq.maxOffset()
-		cq.correctMinOffset(minPhy) // also skips leading pre-blank units
+		if !fromSnapshot {
+			// A snapshot records the min offsets of the clean stop
+			// (corrected by cleanup while running; a clean stop deletes
+			// no commit-log file after that).
+			cq.correctMinOffset(minPhy) // also skips leading pre-blank units
+		}
 	}
 	s.reputFrom.Store(processOffset)
 	s.cp.confirmPhyOffset.Store(processOffset)

@@ -111,8 +111,8 @@ func TestManyQueuesBoundedResources(t *testing.T) {
 	}
 	s2 := openStore(t, cfg)
 	check(s2, "after restart")
-	if m := s2.mapper.maps.Load(); m <= limit {
-		t.Fatalf("only %d maps for %d queues: files were not mapped lazily", m, topics*queues)
+	if n := s2.Recovery().SnapshotQueues; n != topics*queues {
+		t.Fatalf("%d queues restored from the snapshot, want %d", n, topics*queues)
 	}
 }
 

@@ -110,6 +110,10 @@ type Store struct {
 
 	recovery RecoveryReport
 	stats    statCounters
+	// snapshotEnd is the commit-log end recorded by the consume-queue
+	// snapshot the queues were restored from (cq_snapshot.go), -1 when they
+	// were loaded from their directories. Set by open, read by recover.
+	snapshotEnd int64
 
 	cleanMu sync.Mutex // serialises cleanup runs
 
@@ -160,6 +164,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 	s.mapper = newMapper(limit)
 	s.creator = newQueueCreator(s.log, func(ts int64) { s.cp.logicsHold.Store(ts) }, s.mapper, s.creatorError)
 	s.confirmOffset.Store(-1)
+	s.snapshotEnd = -1
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	if s.totalMemory = totalMemory(); s.totalMemory <= 0 {
 		s.totalMemory = 8 << 30
@@ -251,11 +256,13 @@ func (s *Store) open() error {
 		f.writeThrough = s.cfg.WriteWithoutMmap
 		f.stage = s.stage
 	}
-	if err := s.loadConsumeQueues(); err != nil {
-		return err
-	}
 	if s.cp, err = openCheckpoint(filepath.Join(root, checkpointFileName)); err != nil {
 		return err
+	}
+	if !s.loadFromSnapshot(lastExitOK) {
+		if err := s.loadConsumeQueues(); err != nil {
+			return err
+		}
 	}
 	if s.cfg.MessageIndexEnable {
 		s.index = &indexService{dir: filepath.Join(root, indexDirName), slotNum: s.cfg.MaxHashSlotNum,
@@ -346,6 +353,18 @@ func (s *Store) Close() error {
 	}
 	if s.index != nil {
 		s.index.close()
+	}
+	if clean && err == nil && s.commitLog != nil && s.cp != nil {
+		// The next start restores the queues from this snapshot instead
+		// of loading every queue directory (cq_snapshot.go).
+		t0 := time.Now()
+		queues := s.allQueues()
+		if serr := writeCQSnapshot(s.cfg.StorePathRootDir, s.cfg.MappedFileSizeConsumeQueue,
+			s.reputFrom.Load(), s.cp.lastImage(), queues); serr != nil {
+			s.log.Warn("consume-queue snapshot not written; the next start loads every queue directory", "err", serr)
+		} else {
+			s.log.Info("consume-queue snapshot written", "queues", len(queues), "took", time.Since(t0))
+		}
 	}
 	if clean && err == nil {
 		os.Remove(filepath.Join(s.cfg.StorePathRootDir, abortFileName))
