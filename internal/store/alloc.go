@@ -33,7 +33,7 @@ func (a *allocator) create(off int64) (*mappedFile, error) {
 	}
 	mf, err := openMappedFile(a.dir, off, a.size, true)
 	if err == nil {
-		mf.writeThrough = a.store.cfg.WriteWithoutMmap
+		mf.writeThrough = a.store.stage != nil
 		mf.stage = a.store.stage
 		if a.store.cfg.syncFlush() {
 			mf.adviseAppend(0)

@@ -91,7 +91,10 @@ type Config struct {
 	// fdatasync instead of copying into the mapping and msync (readers
 	// still use the mapping). It disables the transient pool and prefault.
 	// Under SYNC_FLUSH appends are staged in memory and the flusher writes
-	// each group with one pwrite before its fdatasync. Recommended with
+	// each group with one pwrite before its fdatasync. (Under ASYNC_FLUSH
+	// appends are staged and written with pwrite whether or not it is set,
+	// unless transientStorePoolEnable is in effect: see stagedAppends.)
+	// Recommended with
 	// SYNC_FLUSH: no write-protect fault per put and no TLB shootdown per
 	// sync, and about half the CPU per put of the mapped path.
 	WriteWithoutMmap bool `conf:"writeWithoutMmap"`
@@ -314,6 +317,16 @@ func (c *Config) syncFlush() bool { return c.FlushDiskType == SyncFlush }
 // (RocketMQ: enabled, and the broker is a master).
 func (c *Config) poolActive() bool {
 	return c.TransientStorePoolEnable && c.BrokerRole != RoleSlave && !c.WriteWithoutMmap
+}
+
+// stagedAppends reports whether commit-log appends are staged in memory and
+// written to the file with pwrite (mappedFile.stage) rather than copied into
+// the mapping: always with writeWithoutMmap, and under ASYNC_FLUSH unless
+// the transient pool is in effect. A full-page pwrite into a fresh page
+// does not zero it; the first write fault on a fresh page of the mapping
+// does (with readahead, a whole large folio at a time).
+func (c *Config) stagedAppends() bool {
+	return c.WriteWithoutMmap || !c.syncFlush() && !c.poolActive()
 }
 
 // parseDeleteWhen parses "04;16" into hours.

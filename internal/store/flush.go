@@ -11,12 +11,14 @@ import (
 	"github.com/apogeemq/apogee/internal/run"
 )
 
-// flushWaiter is one SYNC_FLUSH put waiting for durability.
+// flushWaiter is one SYNC_FLUSH put waiting for durability, or one
+// ASYNC_FLUSH put waiting for its staged bytes to be written (Store.staged).
 type flushWaiter struct {
-	next     int64 // the put is durable once flushedWhere >= next
-	deadline int64 // unix nanos; FLUSH_DISK_TIMEOUT after it
+	next     int64 // the put is complete once flushedWhere (committed end) >= next
+	deadline int64 // unix nanos; FLUSH_DISK_TIMEOUT after it (SYNC_FLUSH)
 	res      PutResult
 	done     func(PutResult)
+	noWait   bool // WAIT=false: replication is not awaited (staged puts)
 }
 
 // groupCommit holds the waiters of SYNC_FLUSH puts (RocketMQ
@@ -254,6 +256,69 @@ func (s *Store) runFlushWatchdog() {
 			expired[i] = flushWaiter{}
 		}
 	})
+}
+
+// runStagedCommit writes the staged appends of ASYNC_FLUSH (without the
+// transient pool) to the file and completes their puts. Every put wakes it;
+// it writes everything staged so far with one pwrite, wakes dispatch, and
+// completes every put whose bytes are now in the file. Puts that arrive
+// meanwhile join the next write, so under load one pwrite serves many puts
+// (the write a put would otherwise pay alone, or the page faults of the
+// mapping). A failed write is sticky: the puts it covered and every later
+// one fail. At quit it writes what is left and completes every waiter.
+func (s *Store) runStagedCommit() {
+	var ready []flushWaiter
+	for {
+		final := false
+		select {
+		case <-s.quit:
+			final = true
+		case <-s.wakeCommit:
+		}
+		end, err := s.commitStagedOnce()
+		wake(s.wakeDispatch)
+		ready = s.releaseStaged(ready[:0], end, final || err != nil)
+		clear(ready)
+		if final {
+			return
+		}
+	}
+}
+
+// commitStagedOnce writes the staged bytes of the last commit-log file and
+// returns the commit-log offset up to which appends are in the file. An
+// earlier file is complete: its BLANK record wrote out everything staged.
+func (s *Store) commitStagedOnce() (int64, error) {
+	f := s.commitLog.last()
+	if f == nil {
+		return 0, nil
+	}
+	if f.wrote.Load() > f.committed.Load() && f.hold() {
+		err := f.commitStaged()
+		f.release()
+		if err != nil {
+			s.setFlushFailed(err)
+			return f.fromOffset + f.committed.Load(), err
+		}
+	}
+	return f.fromOffset + f.committed.Load(), nil
+}
+
+// releaseStaged completes the staged puts that end at or before end; with
+// failed, the rest too, with UNKNOWN_ERROR (their bytes never reached the
+// file, and readers never see them: they read up to the committed end).
+func (s *Store) releaseStaged(buf []flushWaiter, end int64, failed bool) []flushWaiter {
+	buf = s.staged.take(buf, func(w *flushWaiter) bool { return failed || w.next <= end })
+	for i := range buf {
+		w := &buf[i]
+		if w.next > end {
+			s.stats.putFailures.Add(1)
+			w.res = PutResult{Status: UnknownError, Remark: "commit-log write failed"}
+		}
+		s.replicate(w.res, !w.noWait, w.done)
+		w.done = nil
+	}
+	return buf
 }
 
 // runAsyncFlush is FlushRealTimeService (3.2).

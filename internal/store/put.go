@@ -92,8 +92,10 @@ type recMeta struct {
 
 // PutMessage appends one message asynchronously. It returns at once; done
 // runs exactly once with the outcome: on the caller's goroutine for
-// immediate failures and for ASYNC_FLUSH (or WAIT=false) puts, otherwise on
-// the flush (or replication) goroutine once the record is durable. done must
+// immediate failures, for SYNC_FLUSH puts with WAIT=false and for
+// ASYNC_FLUSH puts with the transient pool; on the staged committer once
+// the record is in the file for other ASYNC_FLUSH puts; otherwise on the
+// flush (or replication) goroutine once the record is durable. done must
 // not block. PutMessage writes into m (StoreHost, StoreTimestamp, offsets,
 // sysflag host bits, the delay rewrite below) and does not retain it after
 // returning; the caller must not use m concurrently.
@@ -523,12 +525,21 @@ func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(P
 			return
 		}
 		wake(s.wakeFlush)
-	} else {
-		wake(s.wakeDispatch)
-		if s.cfg.WakeFlushWhenPutMessage && !s.cfg.FlushCommitLogTimed {
-			wake(s.wakeFlush)
-		}
+		s.replicate(res, wait, done)
+		return
 	}
+	if s.cfg.WakeFlushWhenPutMessage && !s.cfg.FlushCommitLogTimed {
+		wake(s.wakeFlush)
+	}
+	if s.stage != nil {
+		// Staged: acknowledged once the bytes are in the file (page
+		// cache), so a killed process loses nothing it acknowledged, as
+		// with appends into the mapping.
+		s.staged.add(flushWaiter{next: res.WroteOffset + int64(res.WroteBytes), res: res, done: done, noWait: !wait})
+		wake(s.wakeCommit)
+		return
+	}
+	wake(s.wakeDispatch)
 	s.replicate(res, wait, done)
 }
 

@@ -35,6 +35,14 @@ func (s *Store) AppendRawCommitLog(startOffset int64, data []byte) error {
 		s.setFlushFailed(err)
 		return err
 	}
+	if f.stage != nil && !s.cfg.syncFlush() {
+		// A replicated chunk is written out at once (one pwrite): HA
+		// chunks are large, and nothing else completes a slave's appends.
+		if err := f.commitStaged(); err != nil {
+			s.setFlushFailed(err)
+			return err
+		}
+	}
 	// The file's age for expiry: now, as for a file modified now.
 	f.storeTimestamp.Store(s.cfg.now().UnixMilli())
 	if s.pool != nil {

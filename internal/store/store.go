@@ -15,10 +15,10 @@ import (
 	"github.com/apogeemq/apogee/internal/run"
 )
 
-// stageRingSize is the staged-append ring of writeWithoutMmap under
-// SYNC_FLUSH: it only holds puts not yet written out by the flusher (a few
-// group-commit batches), and a put that finds it full writes out the staged
-// bytes itself.
+// stageRingSize is the staged-append ring (Config.stagedAppends): it only
+// holds puts not yet written out by the flusher or the staged committer (a
+// few batches), and a put that finds it full writes out the staged bytes
+// itself.
 const stageRingSize = 2 << 20
 
 const (
@@ -98,9 +98,12 @@ type Store struct {
 	listeners   atomic.Pointer[[]ArrivalListener]
 	notifiers   atomic.Pointer[[]ArrivalNotifier]
 
-	// stage is the staged-append ring of writeWithoutMmap under SYNC_FLUSH
-	// (mappedFile.stage); nil otherwise.
+	// stage is the staged-append ring (Config.stagedAppends,
+	// mappedFile.stage); nil otherwise.
 	stage []byte
+	// staged holds the ASYNC_FLUSH puts whose staged bytes are not yet
+	// written to the file; runStagedCommit completes them.
+	staged groupCommit
 
 	wakeDispatch chan struct{}
 	wakeFlush    chan struct{}
@@ -201,7 +204,7 @@ func (s *Store) Start() error {
 	s.goFunc("store-dispatch", s.runDispatch)
 	s.creator.running.Store(true) // before any put can be dispatched
 	s.goFunc("store-cq-create", func() { s.creator.run(s.quit) })
-	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable && !s.cfg.WriteWithoutMmap {
+	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable && s.stage == nil {
 		s.goFunc("store-prefault", s.runPrefault)
 	}
 	if s.cfg.syncFlush() {
@@ -212,6 +215,8 @@ func (s *Store) Start() error {
 	}
 	if s.pool != nil {
 		s.goFunc("store-commit", s.runCommit)
+	} else if s.stage != nil && !s.cfg.syncFlush() {
+		s.goFunc("store-stage-commit", s.runStagedCommit)
 	}
 	s.goFunc("store-logics-flush", s.runLogicsFlush)
 	s.goFunc("store-cleanup", s.runCleanup)
@@ -249,11 +254,12 @@ func (s *Store) open() error {
 	if err := s.commitLog.load(); err != nil {
 		return err
 	}
-	if s.cfg.WriteWithoutMmap && s.cfg.syncFlush() {
+	if s.cfg.stagedAppends() {
 		s.stage = make([]byte, stageRingSize)
+		s.prefault.ahead = 0 // nothing writes through the mapping
 	}
 	for _, f := range s.commitLog.snapshot() {
-		f.writeThrough = s.cfg.WriteWithoutMmap
+		f.writeThrough = s.stage != nil
 		f.stage = s.stage
 	}
 	if s.cp, err = openCheckpoint(filepath.Join(root, checkpointFileName)); err != nil {
