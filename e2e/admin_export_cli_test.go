@@ -15,6 +15,7 @@ import (
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
 	"github.com/apogeemq/apogee/server/apogeetest"
 )
@@ -274,4 +275,105 @@ func hasTopic(subs []struct{ Topic string }, topic string) bool {
 		}
 	}
 	return false
+}
+
+// TestAdminMqadminValueFlags: mqadmin's switches that take a value
+// (updateTopic -o true, updateSubGroup -s false -d false -o true,
+// resetOffsetByTimeOld -f false) parse as mqadmin's, and
+// resetOffsetByTimeOld rewrites committed offsets, forwards only with
+// -f true.
+func TestAdminMqadminValueFlags(t *testing.T) {
+	srv := apogeetest.Start(t)
+	bin := buildApogee(t)
+	nsAddr, brokerAddr, cluster := srv.NamesrvAddr(), srv.BrokerAddr(), "DefaultCluster"
+	run := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := runApogee(t, bin, append(append([]string{"admin"}, args...), "-n", nsAddr)...)
+		if code != 0 {
+			t.Fatalf("apogee admin %v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	a, err := admin.New(admin.WithNameServers(nsAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx := testutil.Context(t, time.Minute)
+
+	topic, group := uniqueName(t, "T"), uniqueName(t, "G")
+	run("updateTopic", "-t", topic, "-c", cluster, "-r", "1", "-w", "1", "-o", "true")
+	if tc, err := a.BrokerTopicConfig(ctx, brokerAddr, topic); err != nil || !tc.Order {
+		t.Fatalf("updateTopic -o true: %+v %v", tc, err)
+	}
+	if _, errOut, code := runApogee(t, bin, "admin", "updateTopic", "-t", topic, "-c", cluster, "-o", "maybe", "-n", nsAddr); code == 0 || !strings.Contains(errOut, "want true or false") {
+		t.Fatalf("updateTopic -o maybe: exit %d: %s", code, errOut)
+	}
+	run("updateSubGroup", "-g", group, "-c", cluster, "-s", "false", "-d", "false", "-o", "true")
+	cfgs, err := a.GroupConfigTable(ctx, brokerAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gc struct{ ConsumeEnable, ConsumeBroadcastEnable, ConsumeMessageOrderly bool }
+	if err := json.Unmarshal(cfgs[group], &gc); err != nil || gc.ConsumeEnable || gc.ConsumeBroadcastEnable || !gc.ConsumeMessageOrderly {
+		t.Fatalf("updateSubGroup -s false -d false -o true: %s (%v)", cfgs[group], err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := a.TopicRoute(ctx, topic); return err == nil }, "no route for %s", topic)
+
+	// Five messages, then the group's committed offset at 5.
+	p := newSDKProducer(t, nsAddr)
+	before := time.Now().Add(-time.Second)
+	for i := range 5 {
+		if _, err := p.Send(ctx, client.NewMessage(topic, []byte(fmt.Sprint(i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := signedClient(t, "", "")
+	commit := func(off int64) {
+		t.Helper()
+		resp, err := rc.InvokeSync(ctx, brokerAddr, protocol.NewRequest(protocol.UpdateConsumerOffset,
+			map[string]string{"consumerGroup": group, "topic": topic, "queueId": "0", "commitOffset": fmt.Sprint(off)}, nil))
+		if err != nil || resp.Code != int32(protocol.Success) {
+			t.Fatalf("commit %d: %v %+v", off, err, resp)
+		}
+	}
+	committed := func() int64 {
+		t.Helper()
+		cp, err := a.ConsumerProgress(ctx, group, topic)
+		if err != nil || len(cp.Queues) != 1 {
+			t.Fatalf("progress: %+v %v", cp, err)
+		}
+		return cp.Queues[0].ConsumerOffset
+	}
+	commit(5)
+	var stats []admin.RollbackStats
+	reset := func(args ...string) {
+		t.Helper()
+		out := run(append([]string{"resetOffsetByTimeOld", "-g", group, "-t", topic, "--json"}, args...)...)
+		stats = nil
+		if err := json.Unmarshal([]byte(out), &stats); err != nil || len(stats) != 1 {
+			t.Fatalf("resetOffsetByTimeOld %v: %v\n%s", args, err, out)
+		}
+	}
+	// Backwards to the first message after before: allowed without force.
+	reset("-s", fmt.Sprint(before.UnixMilli()), "-f", "false")
+	if s := stats[0]; s.ConsumerOffset != 5 || s.TimestampOffset != 0 || s.RollbackOffset != 0 || s.BrokerOffset != 5 || committed() != 0 {
+		t.Fatalf("reset back: %+v, committed %d", s, committed())
+	}
+	// Forwards to the end: refused without force, done with it.
+	reset("-s", "-1", "-f", "false")
+	if s := stats[0]; s.TimestampOffset != 5 || s.RollbackOffset != 0 || committed() != 0 {
+		t.Fatalf("reset forward without force: %+v, committed %d", s, committed())
+	}
+	reset("-s", "-1", "-f", "true")
+	if s := stats[0]; s.RollbackOffset != 5 || committed() != 5 {
+		t.Fatalf("reset forward with force: %+v, committed %d", s, committed())
+	}
+	// A group that consumed nothing there is an error.
+	if _, errOut, code := runApogee(t, bin, "admin", "resetOffsetByTimeOld", "-g", group+"_none", "-t", topic, "-s", "now", "-n", nsAddr); code == 0 {
+		t.Fatalf("resetOffsetByTimeOld of a group without offsets succeeded: %s", errOut)
+	}
 }

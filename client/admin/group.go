@@ -320,3 +320,64 @@ func (a *Admin) GroupReadForbidden(ctx context.Context, brokerAddr, group, topic
 	}
 	return g.Readable, nil
 }
+
+// RollbackStats is one queue of a client-side offset reset
+// (ResetOffsetByTimeOld): the offsets before, the offset found for the
+// time, and the committed offset after.
+type RollbackStats struct {
+	BrokerName      string `json:"brokerName"`
+	QueueID         int    `json:"queueId"`
+	BrokerOffset    int64  `json:"brokerOffset"`
+	ConsumerOffset  int64  `json:"consumerOffset"`
+	TimestampOffset int64  `json:"timestampOffset"`
+	RollbackOffset  int64  `json:"rollbackOffset"`
+}
+
+// ResetOffsetByTimeOld moves group's committed offsets on topic to the
+// first message at or after ts (to the end of each queue with a zero ts)
+// the way RocketMQ's first reset did, without telling the consumers: it
+// reads the group's consume stats and writes UPDATE_CONSUMER_OFFSET per
+// queue, only forwards unless force. Live consumers keep their in-memory
+// offsets and may commit over the reset (mqadmin resetOffsetByTimeOld).
+// A group with no offsets on topic is an error.
+func (a *Admin) ResetOffsetByTimeOld(ctx context.Context, topic, group string, ts time.Time, force bool) ([]RollbackStats, error) {
+	cp, err := a.ConsumerProgress(ctx, group, topic)
+	if err != nil {
+		return nil, err
+	}
+	masters, err := a.routeMasters(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []RollbackStats
+	for _, qp := range cp.Queues {
+		if qp.Queue.Topic != topic {
+			continue
+		}
+		addr := masters[qp.Queue.BrokerName]
+		if addr == "" {
+			return out, fmt.Errorf("admin: broker %s of %s has no master", qp.Queue.BrokerName, topic)
+		}
+		target := qp.BrokerOffset
+		if !ts.IsZero() {
+			if target, err = a.OffsetByTime(ctx, qp.Queue, ts); err != nil {
+				return out, err
+			}
+		}
+		rs := RollbackStats{BrokerName: qp.Queue.BrokerName, QueueID: qp.Queue.QueueID, BrokerOffset: qp.BrokerOffset,
+			ConsumerOffset: qp.ConsumerOffset, TimestampOffset: target, RollbackOffset: qp.ConsumerOffset}
+		if force || target <= qp.ConsumerOffset {
+			ext := map[string]string{"consumerGroup": group, "topic": topic, "queueId": strconv.Itoa(qp.Queue.QueueID),
+				"commitOffset": strconv.FormatInt(target, 10)}
+			if _, err := a.invokeOK(ctx, addr, topic, protocol.NewRequest(protocol.UpdateConsumerOffset, ext, nil)); err != nil {
+				return out, err
+			}
+			rs.RollbackOffset = target
+		}
+		out = append(out, rs)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("admin: no consume stats of %s on %s: the group has consumed nothing: %w", group, topic, ErrNotFound)
+	}
+	return out, nil
+}

@@ -25,7 +25,7 @@ import (
 
 func init() {
 	adminCommands = append(adminCommands, cmdExportConfigs, cmdExportMetadata, cmdExportMetrics,
-		cmdUpdateSubGroupList, cmdConsumer, cmdConsumerStatus, cmdProducer, cmdDecodeMessageID)
+		cmdUpdateSubGroupList, cmdConsumer, cmdConsumerStatus, cmdProducer, cmdDecodeMessageID, cmdResetOffsetByTimeOld)
 }
 
 // defaultExportDir is mqadmin's default -f of the export commands.
@@ -640,4 +640,40 @@ func cmdDecodeMessageID(_ *globalFlags, af *adminFlags) *cobra.Command {
 	cmd.Flags().StringVarP(&id, "messageId", "i", "", "unique message id (required)")
 	cmd.MarkFlagRequired("messageId")
 	return cmd
+}
+
+func cmdResetOffsetByTimeOld(g *globalFlags, af *adminFlags) *cobra.Command {
+	var group, topic, ts, cluster string
+	var force bool
+	return adminCommand(g, af, "resetOffsetByTimeOld", "Rewrite a group's committed offsets to a time without telling its consumers (RocketMQ's first reset)",
+		func(c *cobra.Command) {
+			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			c.Flags().StringVarP(&topic, "topic", "t", "", "topic (required)")
+			c.Flags().StringVarP(&ts, "timestamp", "s", "", "ms since the epoch, now, yyyy-MM-dd#HH:mm:ss:SSS, or -1 for the end (required)")
+			boolArgVarP(c, &force, "force", "f", true, "also move offsets backwards")
+			c.Flags().StringVarP(&cluster, "cluster", "c", "", "cluster (accepted for mqadmin's flags; the topic's route decides)")
+			c.MarkFlagRequired("group")
+			c.MarkFlagRequired("topic")
+			c.MarkFlagRequired("timestamp")
+		},
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			var t time.Time // zero: the end of each queue
+			if ts != "-1" {
+				var err error
+				if t, err = parseTimestamp(ts); err != nil {
+					return nil, err
+				}
+			}
+			stats, err := a.ResetOffsetByTimeOld(ctx, topic, group, t, force)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{value: stats, header: []string{"#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset", "#resetOffset"}}
+			for _, s := range stats {
+				r.rows = append(r.rows, []string{s.BrokerName, strconv.Itoa(s.QueueID), strconv.FormatInt(s.BrokerOffset, 10),
+					strconv.FormatInt(s.ConsumerOffset, 10), strconv.FormatInt(s.TimestampOffset, 10), strconv.FormatInt(s.RollbackOffset, 10)})
+			}
+			r.text = fmt.Sprintf("reset consumer offset of %s on %s by timestamp %s", group, topic, ts)
+			return r, nil
+		})
 }
