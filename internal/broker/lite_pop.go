@@ -95,15 +95,16 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 			_, wildcard := gc.Attributes[attrLiteWildcard]
 			l.setConn(e.ClientID, conn)
 			if e.Action == protocol.LiteActionCompleteAdd {
-				_, again := l.subs.Replace(e.ClientID, e.Group, e.Topic, queues, wildcard, now)
+				added, again := l.subs.Replace(e.ClientID, e.Group, e.Topic, queues, wildcard, now)
 				tell = append(tell, again...)
+				b.liteWake(e.Topic, added, wildcard)
 				continue
 			}
 			if wildcard {
 				return nil, protocol.Errorf(protocol.IllegalOperation, "subscribe lite operation is not supported for this group")
 			}
 			exclusive := strings.EqualFold(gc.Attributes[attrLiteSubModel], "Exclusive")
-			_, evicted, err := l.subs.Add(e.ClientID, e.Group, e.Topic, queues, exclusive, b.cfg.MaxLiteSubscriptionCount, now)
+			added, evicted, err := l.subs.Add(e.ClientID, e.Group, e.Topic, queues, exclusive, b.cfg.MaxLiteSubscriptionCount, now)
 			if err != nil {
 				return nil, protocol.Errorf(protocol.LiteSubscriptionQuotaExceeded, "lite subscription quota exceeded %d", b.cfg.MaxLiteSubscriptionCount)
 			}
@@ -117,7 +118,9 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 				for _, q := range queues {
 					b.resetLiteOffset(e.Group, q, e.OffsetOption)
 				}
+				added = queues
 			}
+			b.liteWake(e.Topic, added, false)
 		case protocol.LiteActionPartialRemove:
 			removed := l.subs.Remove(e.ClientID, queues, now)
 			if gc, ok := b.Groups.Get(e.Group); ok && gc.Attributes[attrLiteResetOnUnsubscribe] == "true" {
@@ -131,6 +134,22 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 		}
 	}
 	return protocol.NewResponse(req, protocol.Success, ""), nil
+}
+
+// liteWake re-runs held lite pops that newly subscribed queues (or, for a
+// wildcard client, any lite topic of parent) may answer.
+func (b *Broker) liteWake(parent string, queues []string, wildcard bool) {
+	if b.pop == nil {
+		return
+	}
+	if wildcard {
+		for _, t := range b.lite.registry.List(parent, 1) {
+			queues = append(queues, lite.QueueName(parent, t.Name))
+		}
+	}
+	for _, q := range queues {
+		b.pop.hold.notify(q)
+	}
 }
 
 // liteQueues maps lite topic names to their queue names, skipping invalid

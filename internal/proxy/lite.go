@@ -2,29 +2,36 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apogeemq/apogee/internal/lite"
+	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 	pb "github.com/apogeemq/apogee/internal/rmqpb"
 )
 
 // Lite topics on the gRPC endpoint (docs/priority-and-lite.md).
 //
 // A LitePushConsumer binds one LITE parent topic and subscribes lite topics
-// at run time with SyncLiteSubscription; the subscriptions are a session
-// of the client (memory only, dropped when the client goes). Its
-// ReceiveMessage pops each subscribed lite topic's queue on the broker in
-// FIFO mode, starting where the previous receive stopped, until the batch is
-// full; with nothing found it polls again, backing off to
-// liteMaxPollInterval, until the long-polling time ends. Acks, changes and
-// dead-letter forwards name the lite topic (lite_topic fields) and go to its
-// queue. A pop answering TOPIC_NOT_EXIST for a lite topic that existed means
-// the broker expired it: the subscription is dropped and the client is told
-// with NotifyUnsubscribeLiteCommand over its Telemetry stream.
+// at run time with SyncLiteSubscription. As RocketMQ's proxy does, the
+// endpoint forwards each change to the parent's brokers
+// (LITE_SUBSCRIPTION_CTL, under the client's id), which hold the
+// subscriptions, and a ReceiveMessage is one POP_LITE_MESSAGE to the
+// broker the client names: the broker pops every subscribed lite topic in
+// FIFO mode and holds the request until one has a message or the polling
+// time ends. The endpoint keeps its own copy of each client's set (a
+// session: memory, dropped when the client goes, then COMPLETE_REMOVE is
+// forwarded) to enforce the per-client quota. Acks, changes and
+// dead-letter forwards name the lite topic (lite_topic fields) and go to
+// its queue. A broker's NOTIFY_UNSUBSCRIBE_LITE (the lite topic expired, or
+// another client of an exclusive group took it) drops the lite topic from
+// the session and reaches the client as NotifyUnsubscribeLiteCommand on its
+// Telemetry stream.
 
 const (
 	// defaultLiteClientQuota is a client's lite subscription quota when its
@@ -36,17 +43,14 @@ const (
 	defaultMaxLiteSubscriptions = 1000000
 	// maxLiteTopicSize is the Subscription.max_lite_topic_size settings
 	// answer (the reference proxy's maxLiteTopicSize).
-	maxLiteTopicSize    = 64
-	liteMinPollInterval = 20 * time.Millisecond
-	liteMaxPollInterval = 500 * time.Millisecond
+	maxLiteTopicSize = 64
 )
 
 // liteSession is one client's lite subscriptions.
 type liteSession struct {
 	group, parent string
-	topics        map[string]bool // lite topic -> seen (its queue existed at a pop)
-	order         []string        // topics in subscription order, for round robin
-	next          int             // where the next receive starts in order
+	topics        map[string]bool // subscribed lite topics
+	order         []string        // topics in subscription order
 }
 
 func (s *liteSession) add(name string) {
@@ -78,57 +82,31 @@ type liteSessions struct {
 
 func newLiteSessions() *liteSessions { return &liteSessions{sessions: map[string]*liteSession{}} }
 
-// drop forgets a client's session (the client went away).
-func (ls *liteSessions) drop(id string) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if s := ls.sessions[id]; s != nil {
-		ls.total -= len(s.topics)
-		delete(ls.sessions, id)
-	}
-}
-
-// snapshot returns the client's group, parent and topics from its round
-// robin position on, and advances the position.
-func (ls *liteSessions) snapshot(id string) (group, parent string, topics []string, ok bool) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	s := ls.sessions[id]
-	if s == nil || len(s.order) == 0 {
-		return "", "", nil, s != nil
-	}
-	n := len(s.order)
-	start := s.next % n
-	s.next = start + 1
-	topics = make([]string, 0, n)
-	topics = append(topics, s.order[start:]...)
-	topics = append(topics, s.order[:start]...)
-	return s.group, s.parent, topics, true
-}
-
-// observe records what a pop of a subscribed lite topic said: exists marks
-// it seen; !exists for a seen topic removes it and returns true (the broker
-// expired it; the client must be told).
-func (ls *liteSessions) observe(id, name string, exists bool) (expired bool) {
+// drop forgets a client's session (the client went away) and returns what
+// it bound.
+func (ls *liteSessions) drop(id string) (group, parent string, ok bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	s := ls.sessions[id]
 	if s == nil {
-		return false
+		return "", "", false
 	}
-	seen, ok := s.topics[name]
-	switch {
-	case !ok:
-		return false
-	case exists:
-		s.topics[name] = true
-		return false
-	case seen:
-		s.remove(name)
-		ls.total--
-		return true
+	ls.total -= len(s.topics)
+	delete(ls.sessions, id)
+	return s.group, s.parent, true
+}
+
+// forget removes one lite topic from the client's session (the broker
+// said the client lost it).
+func (ls *liteSessions) forget(id, name string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if s := ls.sessions[id]; s != nil {
+		if _, ok := s.topics[name]; ok {
+			s.remove(name)
+			ls.total--
+		}
 	}
-	return false
 }
 
 // SyncLiteSubscription changes the client's lite subscriptions (v2.1.0):
@@ -176,57 +154,88 @@ func (svc *service) SyncLiteSubscription(ctx context.Context, req *pb.SyncLiteSu
 		maxTotal = defaultMaxLiteSubscriptions
 	}
 
-	ls := svc.lite
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	s := ls.sessions[id]
-	if s == nil || s.group != group || s.parent != topic {
-		if s != nil {
-			ls.total -= len(s.topics)
-		}
-		s = &liteSession{group: group, parent: topic, topics: map[string]bool{}}
-		ls.sessions[id] = s
-	}
 	names := req.GetLiteTopicSet()
-	switch req.GetAction() {
-	case pb.LiteSubscriptionAction_PARTIAL_ADD, pb.LiteSubscriptionAction_COMPLETE_ADD:
-		want := map[string]bool{}
-		if req.GetAction() == pb.LiteSubscriptionAction_PARTIAL_ADD {
-			for n := range s.topics {
+	action := req.GetAction()
+	ls := svc.lite
+	// apply checks the quotas and, with commit, changes the session; it
+	// runs once before the brokers are told (nothing changes on a refusal)
+	// and once after.
+	apply := func(commit bool) error {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		s := ls.sessions[id]
+		if s == nil || s.group != group || s.parent != topic {
+			if !commit {
+				s = &liteSession{group: group, parent: topic, topics: map[string]bool{}}
+			} else {
+				if s != nil {
+					ls.total -= len(s.topics)
+				}
+				s = &liteSession{group: group, parent: topic, topics: map[string]bool{}}
+				ls.sessions[id] = s
+			}
+		}
+		switch action {
+		case pb.LiteSubscriptionAction_PARTIAL_ADD, pb.LiteSubscriptionAction_COMPLETE_ADD:
+			want := map[string]bool{}
+			if action == pb.LiteSubscriptionAction_PARTIAL_ADD {
+				for n := range s.topics {
+					want[n] = true
+				}
+			}
+			for _, n := range names {
 				want[n] = true
 			}
-		}
-		for _, n := range names {
-			want[n] = true
-		}
-		if quota >= 0 && int64(len(want)) > quota {
-			return fail(errStatus(pb.Code_LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "%d lite subscriptions exceed the client quota %d of group %s", len(want), quota, group))
-		}
-		if ls.total-len(s.topics)+len(want) > maxTotal {
-			return fail(errStatus(pb.Code_LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "lite subscriptions exceed maxLiteSubscriptionCount %d", maxTotal))
-		}
-		ls.total -= len(s.topics)
-		for n := range s.topics {
-			if !want[n] {
-				s.remove(n)
+			if quota >= 0 && int64(len(want)) > quota {
+				return errStatus(pb.Code_LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "%d lite subscriptions exceed the client quota %d of group %s", len(want), quota, group)
 			}
-		}
-		for _, n := range names {
-			s.add(n)
-		}
-		ls.total += len(s.topics)
-	case pb.LiteSubscriptionAction_PARTIAL_REMOVE:
-		for _, n := range names {
-			if _, ok := s.topics[n]; ok {
-				s.remove(n)
-				ls.total--
+			if ls.total-len(s.topics)+len(want) > maxTotal {
+				return errStatus(pb.Code_LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "lite subscriptions exceed maxLiteSubscriptionCount %d", maxTotal)
 			}
+			if !commit {
+				return nil
+			}
+			ls.total -= len(s.topics)
+			for n := range s.topics {
+				if !want[n] {
+					s.remove(n)
+				}
+			}
+			for _, n := range names {
+				s.add(n)
+			}
+			ls.total += len(s.topics)
+		case pb.LiteSubscriptionAction_PARTIAL_REMOVE:
+			if !commit {
+				return nil
+			}
+			for _, n := range names {
+				if _, ok := s.topics[n]; ok {
+					s.remove(n)
+					ls.total--
+				}
+			}
+		case pb.LiteSubscriptionAction_COMPLETE_REMOVE:
+			if !commit {
+				return nil
+			}
+			ls.total -= len(s.topics)
+			s.topics, s.order = map[string]bool{}, nil
+		default:
+			return errStatus(pb.Code_BAD_REQUEST, "unknown lite subscription action %d", action)
 		}
-	case pb.LiteSubscriptionAction_COMPLETE_REMOVE:
-		ls.total -= len(s.topics)
-		s.topics, s.order = map[string]bool{}, nil
-	default:
-		return fail(errStatus(pb.Code_BAD_REQUEST, "unknown lite subscription action %d", req.GetAction()))
+		return nil
+	}
+	if err := apply(false); err != nil {
+		return fail(err)
+	}
+	dto := protocol.LiteSubscriptionDTO{Action: action.String(), ClientID: id, Group: group, Topic: topic,
+		LiteTopicSet: names, OffsetOption: liteOffsetOption(req.GetOffsetOption()), Version: req.GetVersion()}
+	if err := svc.liteCtl(cctx, r, dto); err != nil {
+		return fail(err)
+	}
+	if err := apply(true); err != nil {
+		return fail(err)
 	}
 	return &pb.SyncLiteSubscriptionResponse{Status: okStatus()}, nil
 }
@@ -238,73 +247,130 @@ func (svc *service) isLiteConsumer(id string) bool {
 	return t == pb.ClientType_LITE_PUSH_CONSUMER || t == pb.ClientType_LITE_SIMPLE_CONSUMER
 }
 
-// liteReceive is ReceiveMessage for a lite consumer: pops of its subscribed
-// lite topics' queues (FIFO), polling until pr.poll ends when none has a
-// message.
+// liteReceive is ReceiveMessage for a lite consumer: one POP_LITE_MESSAGE
+// on the receive's broker, which pops the client's subscribed lite topics
+// in FIFO mode and long-polls up to pr.poll.
 func (svc *service) liteReceive(ctx context.Context, id string, pr *receive) ([]*pb.Message, *pb.Status) {
-	deadline := time.Now().Add(pr.poll)
-	wait := liteMinPollInterval
-	for {
-		msgs, st := svc.liteRound(ctx, id, pr)
-		if st.Code != pb.Code_OK || len(msgs) > 0 {
-			return msgs, st
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, statusf(pb.Code_MESSAGE_NOT_FOUND, "no new message")
-		}
-		t := time.NewTimer(min(wait, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+	h := protocol.PopLiteMessageRequestHeader{ClientID: id, ConsumerGroup: pr.group, Topic: pr.topic, MaxMsgNum: pr.batch,
+		InvisibleTime: pr.invisible.Milliseconds(), PollTime: pr.poll.Milliseconds(), BornTime: time.Now().UnixMilli(),
+		AttemptID: pr.attemptID}
+	resp, err := svc.srv.rc.InvokeSync(ctx, pr.broker.addr, protocol.NewRequest(protocol.PopLiteMessage, protocol.EncodeHeader(&h, false), nil))
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, statusf(pb.Code_MESSAGE_NOT_FOUND, "client is gone")
-		case <-t.C:
 		}
-		wait = min(wait*2, liteMaxPollInterval)
+		return nil, toStatus(err)
 	}
-}
-
-// liteRound pops each subscribed lite topic once (no polling) until the
-// batch is full.
-func (svc *service) liteRound(ctx context.Context, id string, pr *receive) ([]*pb.Message, *pb.Status) {
-	group, parent, topics, ok := svc.lite.snapshot(id)
-	if !ok || group != pr.group || parent != pr.topic {
-		return nil, okStatus() // nothing subscribed (yet): poll
+	switch protocol.ResponseCode(resp.Code) {
+	case protocol.Success:
+	case protocol.PollingTimeout, protocol.NoMessage, protocol.PullNotFound:
+		return nil, statusf(pb.Code_MESSAGE_NOT_FOUND, "no new message")
+	case protocol.PollingFull:
+		return nil, statusf(pb.Code_TOO_MANY_REQUESTS, "polling full")
+	default:
+		return nil, brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
 	}
-	var out []*pb.Message
-	for _, name := range topics {
-		if int32(len(out)) >= pr.batch {
-			break
-		}
-		one := *pr
-		one.topic = lite.QueueName(parent, name)
-		one.fifo = true
-		one.poll = 0
-		one.batch = pr.batch - int32(len(out))
-		msgs, st := svc.pop(ctx, &one)
-		switch st.Code {
-		case pb.Code_OK, pb.Code_MESSAGE_NOT_FOUND:
-			svc.lite.observe(id, name, true)
-		case pb.Code_TOPIC_NOT_FOUND:
-			if svc.lite.observe(id, name, false) {
-				svc.notifyUnsubscribeLite(id, name)
-			}
+	var rh protocol.PopLiteMessageResponseHeader
+	if err := protocol.DecodeHeader(resp.ExtFields, &rh, false); err != nil {
+		return nil, statusf(pb.Code_INTERNAL_SERVER_ERROR, "pop lite response header: %v", err)
+	}
+	exts, err := message.DecodeStoredAll(resp.Body, message.DecodeOptions{Decompress: true})
+	if err != nil {
+		return nil, statusf(pb.Code_INTERNAL_SERVER_ERROR, "pop lite response body: %v", err)
+	}
+	out := make([]*pb.Message, 0, len(exts))
+	for _, m := range exts {
+		parent, name, ok := lite.SplitQueueName(m.Topic)
+		if !ok || parent != pr.topic {
+			svc.srv.logger.Warn("grpc: lite pop returned a message of another topic", "topic", m.Topic, "parent", pr.topic)
 			continue
-		default:
-			if len(out) > 0 {
-				return out, okStatus()
-			}
-			return nil, st
 		}
-		for _, m := range msgs {
-			m.Topic = &pb.Resource{Name: parent, ResourceNamespace: m.GetTopic().GetResourceNamespace()}
-			n := name
-			m.SystemProperties.LiteTopic = &n
-			m.SystemProperties.MessageType = pb.MessageType_LITE
-		}
-		out = append(out, msgs...)
+		// One pop reads many queues: each message's handle is its own
+		// queue and offset with the pop's time (an orderly handle).
+		handle := protocol.ReceiptHandle{CkQueueOffset: m.QueueOffset, PopTime: rh.PopTime, InvisibleTime: rh.InvisibleTime,
+			ReviveQueueID: rh.ReviveQid, TopicType: protocol.PopTopicTypeOf(m.Topic), BrokerName: pr.broker.name,
+			QueueID: m.QueueID, QueueOffset: m.QueueOffset, CommitLogOffset: m.CommitLogOffset}
+		pm := deliveredMessage(m, handle.String())
+		pm.Topic = &pb.Resource{Name: parent, ResourceNamespace: pm.GetTopic().GetResourceNamespace()}
+		pm.SystemProperties.LiteTopic = &name
+		pm.SystemProperties.MessageType = pb.MessageType_LITE
+		out = append(out, pm)
 	}
 	return out, okStatus()
+}
+
+// liteCtl forwards one subscription change to every readable broker of the
+// parent (LITE_SUBSCRIPTION_CTL). The first refusal is returned.
+func (svc *service) liteCtl(ctx context.Context, r *topicRoute, dto protocol.LiteSubscriptionDTO) error {
+	body, err := protocol.MarshalJSON(protocol.LiteSubscriptionCtlRequestBody{SubscriptionSet: []protocol.LiteSubscriptionDTO{dto}})
+	if err != nil {
+		return err
+	}
+	for _, b := range r.brokers {
+		if !protocol.PermReadable(b.perm) {
+			continue
+		}
+		resp, err := svc.srv.rc.InvokeSync(ctx, b.addr, protocol.NewRequest(protocol.LiteSubscriptionCtl, nil, body))
+		if err != nil {
+			return err
+		}
+		switch protocol.ResponseCode(resp.Code) {
+		case protocol.Success:
+		case protocol.LiteSubscriptionQuotaExceeded:
+			return errStatus(pb.Code_LITE_SUBSCRIPTION_QUOTA_EXCEEDED, "%s", resp.Remark)
+		case protocol.IllegalOperation:
+			return errStatus(pb.Code_FORBIDDEN, "%s", resp.Remark)
+		default:
+			st := brokerStatus(protocol.ResponseCode(resp.Code), resp.Remark)
+			return errStatus(st.Code, "%s", st.Message)
+		}
+	}
+	return nil
+}
+
+// liteOffsetOption converts the request's offset option (nil: none).
+func liteOffsetOption(o *pb.OffsetOption) *protocol.LiteOffsetOption {
+	switch v := o.GetOffsetType().(type) {
+	case *pb.OffsetOption_Policy_:
+		return &protocol.LiteOffsetOption{Type: protocol.LiteOffsetPolicy, Value: int64(v.Policy)}
+	case *pb.OffsetOption_Offset:
+		return &protocol.LiteOffsetOption{Type: protocol.LiteOffsetOffset, Value: v.Offset}
+	case *pb.OffsetOption_TailN:
+		return &protocol.LiteOffsetOption{Type: protocol.LiteOffsetTailN, Value: v.TailN}
+	case *pb.OffsetOption_Timestamp:
+		return &protocol.LiteOffsetOption{Type: protocol.LiteOffsetTimestamp, Value: v.Timestamp}
+	}
+	return nil
+}
+
+// processNotifyUnsubscribeLite serves a broker's NOTIFY_UNSUBSCRIBE_LITE
+// (200073, oneway): the client lost the lite topic; it leaves the session
+// and the client is told.
+func (svc *service) processNotifyUnsubscribeLite(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	var h protocol.NotifyUnsubscribeLiteRequestHeader
+	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+		return nil, err
+	}
+	svc.lite.forget(h.ClientID, h.LiteTopic)
+	svc.notifyUnsubscribeLite(h.ClientID, h.LiteTopic)
+	return nil, nil
+}
+
+// liteGone forwards COMPLETE_REMOVE for a client that went away, in the
+// background (bounded by brokerCallTimeout).
+func (svc *service) liteGone(id, group, parent string) {
+	svc.srv.group.Go("lite-gone", func(ctx context.Context) {
+		cctx, cancel := context.WithTimeout(ctx, brokerCallTimeout)
+		defer cancel()
+		r, err := svc.srv.backend.route(cctx, parent)
+		if err != nil {
+			return
+		}
+		dto := protocol.LiteSubscriptionDTO{Action: protocol.LiteActionCompleteRemove, ClientID: id, Group: group, Topic: parent}
+		if err := svc.liteCtl(cctx, r, dto); err != nil {
+			svc.srv.logger.Debug("grpc: lite complete remove", "clientId", id, "err", err)
+		}
+	})
 }
 
 // notifyUnsubscribeLite tells the client its lite topic is gone.

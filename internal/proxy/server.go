@@ -120,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
 	s.svc = newService(s)
 	s.rc.RegisterProcessor(protocol.CheckTransactionState, s.svc.orphans.processCheck)
+	s.rc.RegisterProcessor(protocol.NotifyUnsubscribeLite, s.svc.processNotifyUnsubscribeLite) // lite.go
 	return s, nil
 }
 

@@ -65,7 +65,9 @@ func (svc *service) close() {}
 // clientGone runs when a client expires or terminates: the local broker
 // forgets it, and so do its lite subscriptions (lite.go).
 func (svc *service) clientGone(id string) {
-	svc.lite.drop(id)
+	if group, parent, ok := svc.lite.drop(id); ok {
+		svc.liteGone(id, group, parent) // lite.go: the brokers forget its subscriptions
+	}
 	if lb := svc.srv.cfg.Local; lb != nil {
 		lb.UnregisterLocal(id)
 	}
