@@ -477,7 +477,7 @@ func TestControllerFailoverSIGKILL(t *testing.T) {
 			b1ID = r.BrokerID
 		}
 	}
-	out, _, code = runApogee(t, e.bin, "admin", "electMaster", "-a", e.ctl.rpc[0], "-b", name, "-n", cluster, "-i", strconv.FormatInt(b1ID, 10))
+	out, _, code = runApogee(t, e.bin, "admin", "electMaster", "-n", e.nsAddr, "-a", e.ctl.rpc[0], "-bn", name, "-c", cluster, "-b", strconv.FormatInt(b1ID, 10))
 	if code != 0 || !strings.Contains(out, b1.addr) {
 		t.Fatalf("electMaster %d (%d): %s", b1ID, code, out)
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/names"
 )
 
 func init() { register(newAdminCmd) }
@@ -77,12 +80,17 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 		Short: "Administer a cluster with mqadmin's commands (updateTopic, topicList, consumerProgress, ...)",
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVarP(&af.namesrv, "namesrv", "n", defaultNamesrv(), "name server address(es), host:port;host:port")
+	pf.StringVarP(&af.namesrv, "namesrvAddr", "n", defaultNamesrv(), "name server address(es), host:port;host:port (also --namesrv)")
 	pf.BoolVar(&af.json, "json", false, "print JSON instead of tables")
 	pf.DurationVar(&af.timeout, "timeout", 10*time.Second, "timeout of each request")
 	af.secure.register(pf)
 	for _, add := range adminCommands {
-		cmd.AddCommand(add(g, af))
+		sub := add(g, af)
+		if sub.GlobalNormalizationFunc() == nil {
+			flagAliases(sub) // admin_compat.go: --namesrv for -n
+		}
+		showMultiLetterShorts(sub)
+		cmd.AddCommand(sub)
 	}
 	return cmd
 }
@@ -96,6 +104,10 @@ func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			period, err := repeatInterval(cmd)
+			if err != nil {
+				return err
+			}
 			logger, err := g.logger(os.Stderr)
 			if err != nil {
 				return err
@@ -112,11 +124,17 @@ func adminCommand(g *globalFlags, af *adminFlags, use, short string, flags func(
 				return err
 			}
 			defer a.Close()
-			res, err := run(cmd.Context(), a)
-			if err != nil {
-				return oneLine(err)
+			once := func() error {
+				res, err := run(cmd.Context(), a)
+				if err != nil {
+					return oneLine(err)
+				}
+				return res.print(cmd.OutOrStdout(), af.json)
 			}
-			return res.print(cmd.OutOrStdout(), af.json)
+			if period > 0 {
+				return repeat(cmd.Context(), period, once)
+			}
+			return once()
 		},
 	}
 	if flags != nil {
@@ -263,10 +281,14 @@ func cmdDeleteTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 	})
 }
 
+// cmdTopicList is mqadmin's topicList; -c (clusterModel) prints each
+// topic's cluster and consuming groups instead of the bare names.
 func cmdTopicList(g *globalFlags, af *adminFlags) *cobra.Command {
 	var cluster string
-	return adminCommand(g, af, "topicList", "List every topic the name server knows (or a cluster's with -c)", func(c *cobra.Command) {
-		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "only topics of this cluster")
+	var clusterModel bool
+	return adminCommand(g, af, "topicList", "List every topic the name server knows (-c: with its cluster and consumer groups)", func(c *cobra.Command) {
+		c.Flags().BoolVarP(&clusterModel, "clusterModel", "c", false, "print cluster, topic and consumer group of each topic")
+		c.Flags().StringVar(&cluster, "clusterName", "", "only topics of this cluster")
 	},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
 			var topics []string
@@ -279,12 +301,61 @@ func cmdTopicList(g *globalFlags, af *adminFlags) *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
+			if clusterModel {
+				return topicClusterRows(ctx, a, topics)
+			}
 			r := &result{value: map[string]any{"topics": topics}, header: []string{"#TOPIC"}}
 			for _, t := range topics {
 				r.rows = append(r.rows, []string{t})
 			}
 			return r, nil
 		})
+}
+
+// topicClusterRow is one line of topicList -c.
+type topicClusterRow struct {
+	Cluster string `json:"clusterName"`
+	Topic   string `json:"topic"`
+	Group   string `json:"consumerGroup"`
+}
+
+// topicClusterRows is topicList -c: retry and dead-letter topics are left
+// out; a topic's cluster is the one holding the first broker of its route;
+// a topic without consumers gets one line with an empty group.
+func topicClusterRows(ctx context.Context, a *admin.Admin, topics []string) (*result, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	clusterOf := map[string]string{}
+	for c, names := range ci.Clusters {
+		for _, n := range names {
+			clusterOf[n] = c
+		}
+	}
+	rows := []topicClusterRow{}
+	for _, t := range topics {
+		if names.IsRetryTopic(t) || names.IsDLQTopic(t) {
+			continue
+		}
+		cluster := ""
+		var groups []string
+		if rt, err := a.TopicRoute(ctx, t); err == nil && len(rt.Brokers) > 0 {
+			cluster = clusterOf[rt.Brokers[0].Name]
+			groups, _ = a.TopicConsumers(ctx, t) // none is shown as one empty group
+		}
+		if len(groups) == 0 {
+			groups = []string{""}
+		}
+		for _, grp := range groups {
+			rows = append(rows, topicClusterRow{cluster, t, grp})
+		}
+	}
+	r := &result{value: rows, header: []string{"#Cluster Name", "#Topic", "#Consumer Group"}}
+	for _, x := range rows {
+		r.rows = append(r.rows, []string{x.Cluster, x.Topic, x.Group})
+	}
+	return r, nil
 }
 
 func cmdTopicRoute(g *globalFlags, af *adminFlags) *cobra.Command {
@@ -375,26 +446,108 @@ func cmdClusterList(g *globalFlags, af *adminFlags) *cobra.Command {
 		})
 }
 
+// cmdConsumerProgress is mqadmin's consumerProgress for one group:
+// -s true adds the client each queue is assigned to (from the clients'
+// running info), -c keeps the queues of one cluster's brokers.
 func cmdConsumerProgress(g *globalFlags, af *adminFlags) *cobra.Command {
-	var group, topic string
+	var group, topic, cluster string
+	var showClientIP bool
 	return adminCommand(g, af, "consumerProgress", "Show a consumer group's offsets and lag per queue", func(c *cobra.Command) {
 		c.Flags().StringVarP(&group, "groupName", "g", "", "consumer group (required)")
 		c.Flags().StringVarP(&topic, "topic", "t", "", "only this topic")
+		boolArgVarP(c, &showClientIP, "showClientIP", "s", false, "show the client IP each queue is assigned to")
+		c.Flags().StringVarP(&cluster, "cluster", "c", "", "only queues on this cluster's brokers")
 		c.MarkFlagRequired("groupName")
+		flagAliases(c, "topic", "topicName")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		cp, err := a.ConsumerProgress(ctx, group, topic)
 		if err != nil {
 			return nil, err
 		}
-		r := &result{value: cp, header: []string{"#TOPIC", "#BROKER_NAME", "#QID", "#BROKER_OFFSET", "#CONSUMER_OFFSET", "#DIFF", "#LAST_TIME"}}
-		for _, q := range cp.Queues {
-			r.rows = append(r.rows, []string{q.Queue.Topic, q.Queue.BrokerName, strconv.Itoa(q.Queue.QueueID),
-				strconv.FormatInt(q.BrokerOffset, 10), strconv.FormatInt(q.ConsumerOffset, 10), strconv.FormatInt(q.Lag, 10), fmtTime(q.LastTimestamp)})
+		if cluster != "" {
+			if cp, err = progressInCluster(ctx, a, cp, cluster); err != nil {
+				return nil, err
+			}
 		}
-		r.rows = append(r.rows, []string{"", "", "", "", "Consume TPS:", strconv.FormatFloat(cp.ConsumeTPS, 'f', 2, 64), ""},
-			[]string{"", "", "", "", "Diff Total:", strconv.FormatInt(cp.TotalLag, 10), ""})
+		var owner map[client.MessageQueue]string
+		if showClientIP {
+			owner = queueOwners(ctx, a, group)
+		}
+		type row struct {
+			admin.QueueProgress
+			ClientIP string `json:"clientIP,omitempty"`
+		}
+		rows := make([]row, 0, len(cp.Queues))
+		r := &result{header: []string{"#TOPIC", "#BROKER_NAME", "#QID", "#BROKER_OFFSET", "#CONSUMER_OFFSET", "#DIFF", "#LAST_TIME"}}
+		if showClientIP {
+			r.header = []string{"#TOPIC", "#BROKER_NAME", "#QID", "#BROKER_OFFSET", "#CONSUMER_OFFSET", "#CLIENT_IP", "#DIFF", "#LAST_TIME"}
+		}
+		for _, q := range cp.Queues {
+			line := []string{q.Queue.Topic, q.Queue.BrokerName, strconv.Itoa(q.Queue.QueueID),
+				strconv.FormatInt(q.BrokerOffset, 10), strconv.FormatInt(q.ConsumerOffset, 10)}
+			ip := ""
+			if showClientIP {
+				ip = owner[q.Queue]
+				line = append(line, cmp.Or(ip, "N/A"))
+			}
+			rows = append(rows, row{q, ip})
+			r.rows = append(r.rows, append(line, strconv.FormatInt(q.Lag, 10), fmtTime(q.LastTimestamp)))
+		}
+		pad := make([]string, len(r.header)-3)
+		r.rows = append(r.rows, append(append([]string{}, pad...), "Consume TPS:", strconv.FormatFloat(cp.ConsumeTPS, 'f', 2, 64), ""),
+			append(append([]string{}, pad...), "Diff Total:", strconv.FormatInt(cp.TotalLag, 10), ""))
+		if showClientIP {
+			r.value = map[string]any{"Group": cp.Group, "Queues": rows, "TotalLag": cp.TotalLag, "ConsumeTPS": cp.ConsumeTPS}
+		} else {
+			r.value = cp
+		}
 		return r, nil
 	})
+}
+
+// progressInCluster keeps the queues of cp on brokers of cluster.
+func progressInCluster(ctx context.Context, a *admin.Admin, cp *admin.ConsumerProgress, cluster string) (*admin.ConsumerProgress, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := map[string]bool{}
+	for _, n := range ci.Clusters[cluster] {
+		in[n] = true
+	}
+	if len(in) == 0 {
+		return nil, fmt.Errorf("cluster %s not found on the name server", cluster)
+	}
+	out := &admin.ConsumerProgress{Group: cp.Group, ConsumeTPS: cp.ConsumeTPS}
+	for _, q := range cp.Queues {
+		if in[q.Queue.BrokerName] {
+			out.Queues = append(out.Queues, q)
+			out.TotalLag += q.Lag
+		}
+	}
+	return out, nil
+}
+
+// queueOwners maps each queue a live client of group holds to that
+// client's IP (the client id before its '@'), from every client's running
+// info. A client that does not answer owns nothing (shown N/A).
+func queueOwners(ctx context.Context, a *admin.Admin, group string) map[client.MessageQueue]string {
+	owner := map[client.MessageQueue]string{}
+	cc, err := a.ConsumerConnections(ctx, group)
+	if err != nil {
+		return owner
+	}
+	for _, c := range cc.Connections {
+		ri, err := a.ConsumerRunningInfo(ctx, group, c.ClientID, false)
+		if err != nil {
+			continue
+		}
+		ip, _, _ := strings.Cut(c.ClientID, "@")
+		for _, q := range ri.Queues {
+			owner[q.Queue] = ip
+		}
+	}
+	return owner
 }
 
 func cmdConsumerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
@@ -545,22 +698,55 @@ func cmdQueryMsgByID(g *globalFlags, af *adminFlags) *cobra.Command {
 	})
 }
 
+// cmdQueryMsgByKey is mqadmin's queryMsgByKey: -m at most this many,
+// -b / -e the store-time range, -c the cluster.
 func cmdQueryMsgByKey(g *globalFlags, af *adminFlags) *cobra.Command {
-	var topic, key string
+	var topic, key, cluster, b, e string
 	var maxNum int
 	return adminCommand(g, af, "queryMsgByKey", "Find messages of a topic by key", func(c *cobra.Command) {
 		c.Flags().StringVarP(&topic, "topic", "t", "", "topic (required)")
 		c.Flags().StringVarP(&key, "msgKey", "k", "", "key (required)")
-		c.Flags().IntVarP(&maxNum, "maxNum", "c", 64, "at most this many messages")
+		c.Flags().IntVarP(&maxNum, "maxNum", "m", 64, "at most this many messages")
+		c.Flags().StringVarP(&b, "beginTimestamp", "b", "", "stored at or after: ms since the epoch (default 0), now or yyyy-MM-dd#HH:mm:ss:SSS")
+		c.Flags().StringVarP(&e, "endTimestamp", "e", "", "stored at or before: ms since the epoch (default: no end)")
+		c.Flags().StringVarP(&cluster, "cluster", "c", "", "only brokers of this cluster (LMQ parent topics are not served)")
 		c.MarkFlagRequired("topic")
 		c.MarkFlagRequired("msgKey")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		msgs, err := a.QueryMessageByKey(ctx, topic, key, maxNum, time.Time{}, time.Time{})
+		begin, end, err := timeRange(b, e) // admin_ops.go
 		if err != nil {
 			return nil, err
 		}
+		msgs, err := a.QueryMessageByKey(ctx, topic, key, maxNum, begin, end)
+		if err != nil {
+			return nil, err
+		}
+		if cluster != "" {
+			if msgs, err = messagesInCluster(ctx, a, msgs, cluster); err != nil {
+				return nil, err
+			}
+		}
 		return messageRows(msgs), nil
 	})
+}
+
+// messagesInCluster keeps the messages stored on brokers of cluster.
+func messagesInCluster(ctx context.Context, a *admin.Admin, msgs []*client.MessageExt, cluster string) ([]*client.MessageExt, error) {
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	brokers, ok := ci.Clusters[cluster]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s not found on the name server", cluster)
+	}
+	var out []*client.MessageExt
+	for _, m := range msgs {
+		if slices.Contains(brokers, m.BrokerName) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // parseTimestamp accepts ms since the epoch, "now", or mqadmin's

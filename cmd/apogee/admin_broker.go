@@ -90,18 +90,25 @@ func cmdGetBrokerConfig(g *globalFlags, af *adminFlags) *cobra.Command {
 		})
 }
 
+// cmdUpdateBrokerConfig is mqadmin's updateBrokerConfig: one broker (-b),
+// or a cluster's masters (-c), slaves too when -a is given (any value, as
+// mqadmin only checks that -a is present).
 func cmdUpdateBrokerConfig(g *globalFlags, af *adminFlags) *cobra.Command {
-	var broker, cluster, key, value string
+	var broker, cluster, key, value, all string
+	var self *cobra.Command
 	return adminCommand(g, af, "updateBrokerConfig", "Change a broker.conf key at run time (written back to the broker's -c file)",
 		func(c *cobra.Command) {
+			self = c
 			brokerTargetFlags(c, &broker, &cluster)
+			c.Flags().StringVarP(&all, "updateAllBroker", "a", "", "with -c: update the slaves too (any value)")
 			c.Flags().StringVarP(&key, "key", "k", "", "config key (required)")
 			c.Flags().StringVarP(&value, "value", "v", "", "config value (required)")
 			c.MarkFlagRequired("key")
 			c.MarkFlagRequired("value")
 		},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
-			addrs, err := brokerAddrs(ctx, a, broker, cluster, false)
+			withSlaves := self.Flags().Changed("updateAllBroker")
+			addrs, err := brokerAddrs(ctx, a, broker, cluster, !withSlaves)
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/protocol"
 )
 
 func init() {
@@ -70,44 +71,96 @@ func cmdGetSyncStateSet(g *globalFlags, af *adminFlags) *cobra.Command {
 	})
 }
 
+// cmdGetBrokerEpoch is mqadmin's getBrokerEpoch: the epoch entries of
+// every broker of a set (-b brokerName) or of a cluster (-c), resolved
+// through the name server. A -b value holding a colon is taken as one
+// broker's address (Apogee's earlier -b brokerAddr).
 func cmdGetBrokerEpoch(g *globalFlags, af *adminFlags) *cobra.Command {
-	var addr string
-	return adminCommand(g, af, "getBrokerEpoch", "Show a broker's epoch entries (controller mode)", func(c *cobra.Command) {
-		c.Flags().StringVarP(&addr, "brokerAddr", "b", "", "broker address (required)")
-		c.MarkFlagRequired("brokerAddr")
+	var name, cluster string
+	return adminCommand(g, af, "getBrokerEpoch", "Show the epoch entries of a broker set (-b brokerName) or cluster (-c) in controller mode", func(c *cobra.Command) {
+		c.Flags().StringVarP(&name, "brokerName", "b", "", "broker name: every broker of the set (a host:port is one broker)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker of this cluster")
+		intervalFlag(c, 3)
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		ec, err := a.BrokerEpoch(ctx, addr)
+		addrs, err := setOrClusterAddrs(ctx, a, strings.TrimSpace(name), strings.TrimSpace(cluster))
 		if err != nil {
 			return nil, err
 		}
-		r := &result{value: ec, header: []string{"#ClusterName", "#BrokerName", "#BrokerAddr", "#BrokerId", "#Epoch", "#StartOffset", "#EndOffset"}}
-		for _, e := range ec.EpochList {
-			r.rows = append(r.rows, []string{ec.ClusterName, ec.BrokerName, addr, strconv.FormatInt(ec.BrokerID, 10),
-				strconv.Itoa(int(e.Epoch)), strconv.FormatInt(e.StartOffset, 10), strconv.FormatInt(e.EndOffset, 10)})
+		all := []*protocol.EpochEntryCache{}
+		r := &result{header: []string{"#ClusterName", "#BrokerName", "#BrokerAddr", "#BrokerId", "#Epoch", "#StartOffset", "#EndOffset"}}
+		for _, addr := range addrs {
+			ec, err := a.BrokerEpoch(ctx, addr)
+			if err != nil {
+				return nil, fmt.Errorf("broker %s: %w", addr, err)
+			}
+			// As mqadmin: the newest epoch ends at the commit log's max offset.
+			if n := len(ec.EpochList); n > 0 {
+				ec.EpochList[n-1].EndOffset = ec.MaxOffset
+			}
+			all = append(all, ec)
+			for _, e := range ec.EpochList {
+				r.rows = append(r.rows, []string{ec.ClusterName, ec.BrokerName, addr, strconv.FormatInt(ec.BrokerID, 10),
+					strconv.Itoa(int(e.Epoch)), strconv.FormatInt(e.StartOffset, 10), strconv.FormatInt(e.EndOffset, 10)})
+			}
+		}
+		r.value = all
+		if len(all) == 1 {
+			r.value = all[0] // one broker: the cache itself, as before
 		}
 		return r, nil
 	})
 }
 
+// setOrClusterAddrs is mqadmin's CommandUtil fetchMasterAndSlaveAddrBy...:
+// the addresses of every broker of the set name (or, with a colon in name,
+// that one address), else of every broker of cluster, sorted.
+func setOrClusterAddrs(ctx context.Context, a *admin.Admin, name, cluster string) ([]string, error) {
+	if strings.Contains(name, ":") {
+		return []string{name}, nil
+	}
+	if name == "" && cluster == "" {
+		return nil, fmt.Errorf("give -b brokerName or -c clusterName")
+	}
+	ci, err := a.ClusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sets := []string{name}
+	if name == "" {
+		sets = ci.Clusters[cluster]
+	}
+	var addrs []string
+	for _, set := range sets {
+		for _, addr := range ci.Brokers[set].Addrs {
+			addrs = append(addrs, addr)
+		}
+	}
+	if len(addrs) == 0 {
+		if name != "" {
+			return nil, fmt.Errorf("broker %s not found on the name server", name)
+		}
+		return nil, fmt.Errorf("cluster %s has no broker", cluster)
+	}
+	slices.Sort(addrs)
+	return addrs, nil
+}
+
+// cmdElectMaster is mqadmin's electMaster: -a controller, -b brokerId,
+// -bn brokerName (rewritten to --brokerName, admin_compat.go), -c cluster.
 func cmdElectMaster(g *globalFlags, af *adminFlags) *cobra.Command {
 	var ctl, name, cluster string
 	var id int64
-	var cmd *cobra.Command
-	cmd = adminCommand(g, af, "electMaster", "Make a broker the master of its set (-a controller -b brokerName -n cluster -i brokerId)", func(c *cobra.Command) {
+	return adminCommand(g, af, "electMaster", "Make a broker the master of its set (-a controller -b brokerId -bn brokerName -c clusterName)", func(c *cobra.Command) {
 		c.Flags().StringVarP(&ctl, "controllerAddress", "a", "", "controller address (required)")
-		c.Flags().StringVarP(&name, "brokerName", "b", "", "broker name (required)")
-		c.Flags().StringVar(&cluster, "clusterName", "", "cluster name (or -n)")
-		c.Flags().Int64VarP(&id, "brokerId", "i", 0, "controller-assigned broker id (required)")
+		c.Flags().Int64VarP(&id, "brokerId", "b", 0, "controller-assigned id of the broker to make master (required)")
+		c.Flags().StringVar(&name, "brokerName", "", "broker name, mqadmin's -bn (required)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "cluster name (required)")
 		c.MarkFlagRequired("controllerAddress")
 		c.MarkFlagRequired("brokerName")
 		c.MarkFlagRequired("brokerId")
+		c.MarkFlagRequired("clusterName")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		// mqadmin's electMaster takes the cluster as -n; here -n is the
-		// shared name-server flag, which electMaster does not use.
-		if cluster == "" && cmd.Flags().Changed("namesrv") {
-			cluster = af.namesrv
-		}
-		h, err := a.ElectMaster(ctx, ctl, cluster, name, id)
+		h, err := a.ElectMaster(ctx, strings.TrimSpace(ctl), strings.TrimSpace(cluster), strings.TrimSpace(name), id)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +175,6 @@ func cmdElectMaster(g *globalFlags, af *adminFlags) *cobra.Command {
 		return &result{value: h, header: []string{"#ClusterName", "#BrokerName", "#BrokerMasterAddr", "#MasterId", "#MasterEpoch"},
 			rows: [][]string{{cluster, name, h.MasterAddress, strconv.FormatInt(mid, 10), strconv.Itoa(int(ep))}}}, nil
 	})
-	return cmd
 }
 
 func cmdGetControllerConfig(g *globalFlags, af *adminFlags) *cobra.Command {
@@ -178,14 +230,16 @@ func cmdUpdateControllerConfig(g *globalFlags, af *adminFlags) *cobra.Command {
 	})
 }
 
+// cmdCleanBrokerMetadata is mqadmin's cleanBrokerMetadata: -a controller,
+// -bn brokerName, -b ids to clean, -c cluster, -l living brokers too.
 func cmdCleanBrokerMetadata(g *globalFlags, af *adminFlags) *cobra.Command {
 	var ctl, name, cluster, ids string
 	var living bool
-	return adminCommand(g, af, "cleanBrokerMetadata", "Remove brokers from a controller's metadata", func(c *cobra.Command) {
+	return adminCommand(g, af, "cleanBrokerMetadata", "Remove brokers from a controller's metadata (-a controller -bn brokerName [-b ids] [-c cluster] [-l])", func(c *cobra.Command) {
 		c.Flags().StringVarP(&ctl, "controllerAddress", "a", "", "controller address (required)")
-		c.Flags().StringVarP(&name, "brokerName", "b", "", "broker name (required)")
-		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "cluster name")
-		c.Flags().StringVarP(&ids, "brokerControllerIdsToClean", "i", "", "broker ids, ';'-separated (default: the whole set)")
+		c.Flags().StringVar(&name, "brokerName", "", "broker name, mqadmin's -bn (required)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "cluster name (required without -l)")
+		c.Flags().StringVarP(&ids, "brokerControllerIdsToClean", "b", "", "broker ids, ';'-separated, e.g. 1;2;3 (default: the whole set)")
 		c.Flags().BoolVarP(&living, "cleanLivingBroker", "l", false, "also clean brokers that are alive")
 		c.MarkFlagRequired("controllerAddress")
 		c.MarkFlagRequired("brokerName")
@@ -197,14 +251,18 @@ func cmdCleanBrokerMetadata(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 			id, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("-i %q: %w", ids, err)
+				return nil, fmt.Errorf("-b %q: want broker ids like 1;2;3", ids)
 			}
 			list = append(list, id)
 		}
-		if err := a.CleanBrokerMetadata(ctx, ctl, cluster, name, list, living); err != nil {
+		cluster = strings.TrimSpace(cluster)
+		if !living && cluster == "" {
+			return nil, fmt.Errorf("cleanLivingBroker option is false, clusterName option can not be empty")
+		}
+		if err := a.CleanBrokerMetadata(ctx, strings.TrimSpace(ctl), cluster, strings.TrimSpace(name), list, living); err != nil {
 			return nil, err
 		}
-		return &result{text: fmt.Sprintf("cleaned broker metadata of %s", name)}, nil
+		return okText("clear broker %s metadata from controller success!", name), nil
 	})
 }
 

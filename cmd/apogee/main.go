@@ -20,7 +20,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+	root := newRootCmd()
+	root.SetArgs(rewriteAdminArgs(os.Args[1:])) // admin_compat.go: mqadmin's -bn
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "apogee:", err)
 		os.Exit(1)
 	}
