@@ -348,6 +348,12 @@ func TestAdminMqadminValueFlags(t *testing.T) {
 		}
 		return cp.Queues[0].ConsumerOffset
 	}
+	// Sends are acknowledged once stored; the consume queue that the
+	// offsets are read from is written just after.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		cp, err := a.ConsumerProgress(ctx, group, topic)
+		return err == nil && len(cp.Queues) == 1 && cp.Queues[0].BrokerOffset == 5
+	}, "the queue never reached 5 messages")
 	commit(5)
 	var stats []admin.RollbackStats
 	reset := func(args ...string) {

@@ -228,7 +228,18 @@ func TestSyncFlushTimeout(t *testing.T) {
 		t.Fatalf("status %v after %v", r.Status, time.Since(start))
 	}
 	s.commitLog.syncFault.Store(nil)
-	mustPut(t, s, newMsg("T", 0, "fast", nil))
+	// Flushing works again: a put is acknowledged. One fdatasync can itself
+	// take longer than the 100 ms bound on a loaded machine, so a timeout
+	// here is retried (a bounded number of times), not taken for a fault.
+	for i := 0; ; i++ {
+		r := put(t, s, newMsg("T", 0, "fast", nil))
+		if r.Status == PutOK {
+			break
+		}
+		if r.Status != FlushDiskTimeout || i == 20 {
+			t.Fatalf("put after the fault: status %v (%s) on attempt %d", r.Status, r.Remark, i+1)
+		}
+	}
 }
 
 // TestOffsetByTime covers SEARCH_OFFSET_BY_TIMESTAMP (4.1) and the store
