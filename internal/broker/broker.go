@@ -47,6 +47,7 @@ type Broker struct {
 	nsClient  *remoting.Client // to name servers
 	pullHold  *pullHoldService
 	pop       *popService  // POP consumption (pop.go); nil until Start
+	acting    actingState  // slave acting master (acting_master.go)
 	lite      *liteService // lite topics (lite.go); created in New
 	sendQueue *sendQueue
 	schedule  *scheduleService
@@ -283,6 +284,7 @@ func (b *Broker) start() error {
 			b.vipServer = nil
 		}
 	}
+	b.startActingMaster() // acting_master.go: a returning master's pre-online
 	if len(b.cfg.NamesrvAddr) > 0 {
 		ctx, cancel := context.WithTimeout(b.baseCtx, b.cfg.RegisterBrokerTimeoutMills)
 		b.registerAll(ctx)

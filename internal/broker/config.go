@@ -142,6 +142,7 @@ type Config struct {
 	LiteConfig           // maxLmqConsumeQueueNum, liteTtlCheckInterval, ... (lite.go)
 	GRPCConfig           // grpcServerPort, tlsServerCertPath, ... (config_grpc.go)
 	ControllerModeConfig // enableControllerMode, controllerAddr, ... (controller_config.go)
+	ActingMasterConfig   // enableSlaveActingMaster, ... (acting_master.go)
 
 	// Store is the store's configuration; broker.conf keys reach it through
 	// ApplyProperties. Its StoreHost is set by the broker at start.
@@ -231,6 +232,7 @@ func DefaultConfig() Config {
 		LiteConfig:           DefaultLiteConfig(),
 		GRPCConfig:           DefaultGRPCConfig(),
 		ControllerModeConfig: DefaultControllerModeConfig(),
+		ActingMasterConfig:   DefaultActingMasterConfig(),
 
 		Store: store.DefaultConfig(),
 	}

@@ -55,6 +55,7 @@ func (b *Broker) startPop() error {
 	p := &popService{b: b, state: st, group: run.NewGroup("broker-pop"), reviveWake: make(chan struct{}, 1)}
 	p.hold = newPopHold(p)
 	b.pop = p
+	b.initActingMaster(st) // acting_master.go
 	b.Store.AddArrivalNotifier(p.hold.onArrival)
 	p.group.Go("pop-hold", p.hold.run)
 	p.group.Go("pop-revive", p.reviveLoop)
@@ -102,10 +103,10 @@ func (b *Broker) newPopFilter(topic, expType, exp string) (*popFilter, *protocol
 // permission, the topic and queue, the group. It returns the topic's
 // config.
 func (b *Broker) popCheck(group, topic string, queueID int32) (protocol.TopicConfig, *protocol.Error) {
-	if b.cfg.Store.BrokerRole == store.RoleSlave {
-		// POP state lives on the master (a slave could not write checkpoints'
-		// retry copies); RocketMQ's proxies pop from masters only.
-		return protocol.TopicConfig{}, protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: pop from the master", b.cfg.BrokerIP1)
+	if !b.popServes() {
+		// POP state lives on the master; a slave serves it only while it
+		// acts as master (acting_master.go).
+		return protocol.TopicConfig{}, b.popRefusal("pop")
 	}
 	if b.dyn.brokerPermission.Load()&protocol.PermRead == 0 {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission, "the broker[%s] pop message is forbidden", b.cfg.BrokerIP1)

@@ -40,10 +40,11 @@ func (b *Broker) ackTarget(topic string, queueID int32, offset int64, extraInfo 
 
 // popStateWritable refuses acks and changes on a slave: its POP state is
 // its master's copy (pop_repl.go), and RocketMQ's slave store refuses the
-// revive-topic writes an ack makes.
+// revive-topic writes an ack makes; a slave acting as master
+// (acting_master.go) accepts them.
 func (b *Broker) popStateWritable() *protocol.Error {
-	if b.cfg.isSlave() {
-		return protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: ack on the master", b.cfg.BrokerIP1)
+	if !b.popServes() {
+		return b.popRefusal("ack")
 	}
 	return nil
 }

@@ -46,13 +46,10 @@ type popReplica struct {
 	upToDate atomic.Bool  // the last answer was empty: caught up then
 }
 
-// processPopReplicate serves PopReplicateCode on a master.
+// processPopReplicate serves PopReplicateCode on a master, and on a slave
+// acting master the takeover by its returning master (acting_master.go).
 func (b *Broker) processPopReplicate(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	if b.cfg.isSlave() {
-		return nil, protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: replicate POP state from the master", b.cfg.BrokerIP1)
-	}
 	var rr pop.ReplRequest
-	var err error
 	for _, f := range []struct {
 		key string
 		set func(string) error
@@ -67,6 +64,17 @@ func (b *Broker) processPopReplicate(_ context.Context, _ *remoting.Conn, req *p
 			}
 		}
 	}
+	if req.Ext("takeover") == "true" && b.cfg.isSlave() && b.actingEnabled() {
+		return b.serveTakeover(req, rr)
+	}
+	if b.cfg.isSlave() {
+		return nil, protocol.Errorf(protocol.SlaveNotAvailable, "the broker[%s] is a slave: replicate POP state from the master", b.cfg.BrokerIP1)
+	}
+	return b.replAnswer(req, rr)
+}
+
+// replAnswer reads the POP state stream at rr (pop.Store.ReadReplication).
+func (b *Broker) replAnswer(req *protocol.Command, rr pop.ReplRequest) (*protocol.Command, error) {
 	c, err := b.pop.state.ReadReplication(rr, popReplicaMaxBytes)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
@@ -86,6 +94,37 @@ func (b *Broker) processPopReplicate(_ context.Context, _ *remoting.Conn, req *p
 	return resp, nil
 }
 
+// replRequest is the PopReplicateCode request for position next.
+func replRequest(next pop.ReplRequest) *protocol.Command {
+	req := protocol.NewRequest(PopReplicateCode, nil, nil)
+	req.ExtFields = map[string]string{
+		"session":        strconv.FormatUint(next.Session, 10),
+		"position":       strconv.FormatInt(next.Pos, 10),
+		"snapshotOffset": strconv.FormatInt(next.SnapshotOffset, 10),
+	}
+	return req
+}
+
+// parseReplChunk reads a PopReplicateCode answer.
+func parseReplChunk(resp *protocol.Command) (pop.ReplChunk, error) {
+	var c pop.ReplChunk
+	var err error
+	c.Snapshot, c.Data = resp.Ext("snapshot") == "true", resp.Body
+	c.Session, err = strconv.ParseUint(resp.Ext("session"), 10, 64)
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"from", &c.From}, {"next", &c.Next}, {"snapshotOffset", &c.SnapshotOffset}, {"snapshotSize", &c.SnapshotSize}} {
+		if err == nil && (c.Snapshot || f.key == "from" || f.key == "next") {
+			*f.dst, err = strconv.ParseInt(resp.Ext(f.key), 10, 64)
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("broker: pop replication answer: %w", err)
+	}
+	return c, nil
+}
+
 // replicaLoop runs on a slave: it follows the master's POP state.
 func (p *popService) replicaLoop(ctx context.Context) {
 	t := time.NewTimer(0)
@@ -97,7 +136,10 @@ func (p *popService) replicaLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		more := false
-		if addr := p.b.MasterAddr(); addr != "" {
+		// While this slave acts as master, or holds changes its master has
+		// not taken back yet, the master's stream must not replace them
+		// (acting_master.go).
+		if addr := p.b.MasterAddr(); addr != "" && !p.b.acting.on.Load() && !p.b.acting.acted.Load() {
 			var err error
 			more, err = p.replicateOnce(ctx, addr)
 			if err != nil {
@@ -117,13 +159,7 @@ func (p *popService) replicaLoop(ctx context.Context) {
 // apply resets the session: the next answer is a snapshot.
 func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool, err error) {
 	r := &p.replica
-	next := p.state.ReplicaRequest()
-	req := protocol.NewRequest(PopReplicateCode, nil, nil)
-	req.ExtFields = map[string]string{
-		"session":        strconv.FormatUint(next.Session, 10),
-		"position":       strconv.FormatInt(next.Pos, 10),
-		"snapshotOffset": strconv.FormatInt(next.SnapshotOffset, 10),
-	}
+	req := replRequest(p.state.ReplicaRequest())
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	resp, err := p.b.nsClient.InvokeSync(cctx, addr, req)
@@ -133,19 +169,9 @@ func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool,
 	if resp.Code != int32(protocol.Success) {
 		return false, protocol.Errorf(protocol.ResponseCode(resp.Code), "%s", resp.Remark)
 	}
-	var c pop.ReplChunk
-	c.Snapshot, c.Data = resp.Ext("snapshot") == "true", resp.Body
-	c.Session, err = strconv.ParseUint(resp.Ext("session"), 10, 64)
-	for _, f := range []struct {
-		key string
-		dst *int64
-	}{{"from", &c.From}, {"next", &c.Next}, {"snapshotOffset", &c.SnapshotOffset}, {"snapshotSize", &c.SnapshotSize}} {
-		if err == nil && (c.Snapshot || f.key == "from" || f.key == "next") {
-			*f.dst, err = strconv.ParseInt(resp.Ext(f.key), 10, 64)
-		}
-	}
+	c, err := parseReplChunk(resp)
 	if err != nil {
-		return false, fmt.Errorf("broker: pop replication answer: %w", err)
+		return false, err
 	}
 	if err := p.state.ApplyReplicated(c); err != nil {
 		r.upToDate.Store(false)

@@ -51,7 +51,10 @@ func (p *popService) reviveLoop(ctx context.Context) {
 		case <-t.C:
 		case <-p.reviveWake:
 		}
-		if p.b.cfg.Store.BrokerRole != store.RoleSlave { // a slave's store refuses the retry puts
+		// A slave's store refuses the retry puts (an acting slave leaves
+		// expired checkpoints to its returning master: acting_master.go);
+		// a master in pre-online may be about to take another state.
+		if p.b.cfg.Store.BrokerRole != store.RoleSlave && p.b.popServes() {
 			p.reviveDue(ctx, p.b.now().UnixMilli())
 		}
 		if time.Since(lastSync) >= time.Second {

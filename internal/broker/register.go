@@ -187,7 +187,7 @@ func (b *Broker) register(ctx context.Context, w *protocol.TopicConfigSerializeW
 		b.logger.Error("encode registration", "err", err)
 		return
 	}
-	enableActingMaster := false
+	enableActingMaster := b.cfg.EnableSlaveActingMaster
 	h := protocol.RegisterBrokerRequestHeader{
 		BrokerName:         b.cfg.BrokerName,
 		BrokerAddr:         b.addr,

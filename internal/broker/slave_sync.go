@@ -91,9 +91,9 @@ func (b *Broker) MasterAddr() string {
 // its address is known or changes, then every slaveSyncPeriod.
 func (b *Broker) slaveSyncLoop() {
 	period := b.cfg.SlaveSyncPeriod
-	if b.cfg.EnableControllerMode {
-		// A slave may become master at any time: topics and groups created
-		// on the master must reach it promptly.
+	if b.cfg.EnableControllerMode || b.cfg.EnableSlaveActingMaster {
+		// A slave may become (or act as) master at any time: topics and
+		// groups created on the master must reach it promptly.
 		period = min(period, time.Second)
 	}
 	t := time.NewTicker(period)

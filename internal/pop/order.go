@@ -98,6 +98,9 @@ func (s *Store) OrderPop(b OrderBatch) (_ []int32, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.readOnly { // before queueLocked: a refused change leaves no trace
+		return nil, ErrReadOnly
+	}
 	q := s.queueLocked(b.Key)
 	deliveries := make([]int32, len(b.Offsets))
 	var prev []orderMsg

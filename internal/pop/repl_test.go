@@ -1,6 +1,7 @@
 package pop
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -304,5 +305,74 @@ func TestReplicationSnapshotInParts(t *testing.T) {
 	follow(t, master, r2, 100)
 	if dump(r2) != dump(master) {
 		t.Fatal("replica whose snapshot was replaced did not converge")
+	}
+}
+
+// TestReadOnlyReplicaAndTakeover: a read-only store refuses every local
+// change and changes nothing, but still follows its master; made writable
+// (a slave acting as master) it changes its copy, and a store that follows
+// it back (the returning master) ends with exactly that state.
+func TestReadOnlyReplicaAndTakeover(t *testing.T) {
+	master, replica := open(t, t.TempDir()), open(t, t.TempDir())
+	k := QueueKey{Group: "g", Topic: "t", QueueID: 0}
+	must(t, master.AddCheckpoint(Checkpoint{Key: k, StartOffset: 0, PopTime: 1000, InvisibleTime: 5000, Offsets: []int64{0, 1, 2}, NextOffset: 3}))
+	replica.SetReadOnly(true)
+	follow(t, master, replica, 1<<20)
+	before := dump(replica)
+	if before != dump(master) {
+		t.Fatalf("replica %s\nmaster %s", before, dump(master))
+	}
+	changes := []struct {
+		name string
+		do   func() error
+	}{
+		{"checkpoint", func() error {
+			return replica.AddCheckpoint(Checkpoint{Key: k, StartOffset: 3, PopTime: 2000, InvisibleTime: 5000, Offsets: []int64{3}, NextOffset: 4})
+		}},
+		{"ack", func() error { _, err := replica.Ack(k, 0, 1000, 1); return err }},
+		{"batch ack", func() error { _, err := replica.AckBatch(k, 0, 1000, []int64{0, 2}); return err }},
+		{"change", func() error { _, _, err := replica.ChangeInvisible(k, 0, 1000, 1, 3000, 100); return err }},
+		{"pop offset", func() error { return replica.SetPopOffset(k, 9) }},
+		{"order pop", func() error {
+			_, err := replica.OrderPop(OrderBatch{Key: QueueKey{Group: "g", Topic: "o"}, PopTime: 1, InvisibleTime: 10, Offsets: []int64{0}, NextOffset: 1})
+			return err
+		}},
+		{"drop", func() error { _, err := replica.DropGroup("g"); return err }},
+	}
+	for _, c := range changes {
+		if err := c.do(); !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s on a read-only store: %v", c.name, err)
+		}
+	}
+	if got := dump(replica); got != before {
+		t.Fatalf("a refused change changed the state:\n%s\nwant\n%s", got, before)
+	}
+	// The master's later changes still apply.
+	if _, err := master.Ack(k, 0, 1000, 0); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, master, replica, 1<<20)
+	if dump(replica) != dump(master) {
+		t.Fatal("read-only replica did not follow its master")
+	}
+	// Acting: the replica changes its copy; the master (restarted, a fresh
+	// Store on its directory) takes it back.
+	replica.SetReadOnly(false)
+	if _, err := replica.Ack(k, 0, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	must(t, replica.AddCheckpoint(Checkpoint{Key: k, StartOffset: 3, PopTime: 2000, InvisibleTime: 5000, Offsets: []int64{3, 4}, NextOffset: 5}))
+	replica.SetReadOnly(true)
+	want := dump(replica)
+	dir := master.opts.Dir
+	must(t, master.Close())
+	back := open(t, dir)
+	follow(t, replica, back, 64)
+	if got := dump(back); got != want {
+		t.Fatalf("returning master:\n%s\nwant\n%s", got, want)
+	}
+	must(t, back.Close())
+	if got := dump(open(t, dir)); got != want {
+		t.Fatalf("returning master after a reopen:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -26,6 +26,10 @@ const MaxBatch = 32
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("pop: store closed")
 
+// ErrReadOnly is returned by a state-changing method while the store is
+// read-only (SetReadOnly): a slave's copy of its master's state.
+var ErrReadOnly = errors.New("pop: store is read-only")
+
 // Options configure a Store.
 type Options struct {
 	// Dir holds the log files (created if missing).
@@ -64,6 +68,7 @@ type Store struct {
 	queues   map[QueueKey]*queue // guarded by mu
 	deadline ckHeap              // unrevived checkpoints by deadline; guarded by mu
 	sticky   error               // first append error; refuses writes after; guarded by mu
+	readOnly bool                // local changes refused (SetReadOnly); guarded by mu
 	inFlight int64               // unacked messages in checkpoints; guarded by mu
 	repl     replState           // frames kept for replicas (repl.go); guarded by mu
 	replica  replicaState        // following a master (repl.go); guarded by mu
@@ -205,6 +210,18 @@ func (s *Store) Sync() error {
 	return nil
 }
 
+// SetReadOnly refuses (on) or allows local state changes: while on, every
+// state-changing method fails with ErrReadOnly and changes nothing, and
+// only ApplyReplicated changes the state. A slave keeps its copy of the
+// master's state read-only unless it acts as master; because the flag is
+// read under mu, like every change, a snapshot taken after SetReadOnly(true)
+// returned holds every local change there will be.
+func (s *Store) SetReadOnly(on bool) {
+	s.mu.Lock()
+	s.readOnly = on
+	s.mu.Unlock()
+}
+
 // TryLockQueue takes k's pop lock; false means another pop holds it.
 func (s *Store) TryLockQueue(k QueueKey) bool {
 	v, ok := s.popLocks.Load(k)
@@ -237,6 +254,9 @@ func (s *Store) queueLocked(k QueueKey) *queue {
 func (s *Store) appendLocked(e *enc, seq *uint64) error {
 	if s.closed {
 		return ErrClosed
+	}
+	if s.readOnly {
+		return ErrReadOnly
 	}
 	if s.sticky != nil {
 		return s.sticky
@@ -357,6 +377,9 @@ func (s *Store) AddCheckpoint(ck Checkpoint) (err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.readOnly { // before queueLocked: a refused change leaves no trace
+		return ErrReadOnly
+	}
 	q := s.queueLocked(ck.Key)
 	if len(ck.Offsets) > 0 {
 		if _, dup := q.cks[ckKey{ck.StartOffset, ck.PopTime}]; dup {
