@@ -100,7 +100,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	const invisible = 4 * time.Second
 	acked, unacked := map[string]bool{}, map[string]bool{}
 	var keep []poppedMsg // unacked handles from the master, acked later on the slave
-	seen := 0 // of the n messages m-i
+	seen := 0            // of the n messages m-i
 	take := func(got []poppedMsg, ackEvery int) {
 		for i, m := range got {
 			if strings.HasPrefix(m.body, "probe-") {
