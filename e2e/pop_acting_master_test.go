@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -136,8 +137,13 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		defer cancel()
 		m, err1 := brokerRuntime(ctx, rc, maddr)
 		s, err2 := brokerRuntime(ctx, rc, saddr)
-		return err1 == nil && err2 == nil && m["popInFlightMessages"] == s["popInFlightMessages"] && s["popReplicaCaughtUp"] == "true"
-	}, "the slave's POP state never caught up")
+		if err1 != nil || err2 != nil || m["popInFlightMessages"] != s["popInFlightMessages"] || s["popReplicaCaughtUp"] != "true" {
+			return false
+		}
+		// The topic reached the slave too (metadata sync, every second).
+		resp, err := rc.InvokeSync(ctx, saddr, protocol.NewRequest(protocol.GetTopicConfig, map[string]string{"topic": topic}, nil))
+		return err == nil && resp.Code == int32(protocol.Success)
+	}, "the slave's POP state or topic never caught up")
 
 	if err := master.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -149,14 +155,16 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	}, "the route never named the slave as a read-only id 0")
 	pc.addr = saddr
 	first := keep[0]
+	var lastErr error
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		got, err := pc.pop(topic, invisible)
 		if err != nil {
-			return false // acting starts within a member-group period
+			lastErr = err // acting starts within a member-group period
+			return false
 		}
 		take(got, 4)
 		return seen >= n
-	}, "the acting slave popped %d of %d", lazy(func() string { return itoa(seen) }), n)
+	}, "the acting slave popped %s of %d (last error %v)", lazy(func() string { return itoa(seen) }), n, lazy(func() string { return fmt.Sprint(lastErr) }))
 	// A handle the master issued acks on the slave.
 	if err := pc.ack(first); err != nil {
 		t.Fatal(err)
@@ -191,7 +199,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 			}
 		}
 		return true
-	}, "redelivered %d of %d unacked", lazy(func() string { return itoa(len(again)) }), len(unacked))
+	}, "redelivered %s of %d unacked", lazy(func() string { return itoa(len(again)) }), len(unacked))
 	for b, k := range again {
 		if k != 1 {
 			t.Errorf("%s redelivered %d times", b, k)
