@@ -3,6 +3,8 @@ package grpce2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +86,118 @@ func brokerOfHandle(h string) string {
 		return ""
 	}
 	return f[5]
+}
+
+// TestClusterModeProxyRegistersClients: behind `apogee proxy -n`, each
+// official v5 SimpleConsumer and PushConsumer is registered with the
+// brokers under its own client id (not the proxy's): the brokers'
+// consumerConnection and `apogee admin consumerConnection` list every one
+// with its address, language and subscription, consumerProgress shows the
+// POP group's offsets, and when the proxy goes its clients leave the
+// brokers' views.
+func TestClusterModeProxyRegistersClients(t *testing.T) {
+	_, ns := startProcess(t, "namesrv listening on ", "namesrv", "--listen", "127.0.0.1:0", "--log-level", "warn")
+	for _, name := range []string{"broker-rx", "broker-ry"} {
+		startProcess(t, "broker "+name+" listening on ", "broker", "-n", ns, "--listen-port", "0", "--grpc-port", "-1",
+			"--broker-name", name, "--store-dir", t.TempDir(), "--log-level", "warn",
+			"--set", "vipChannelEnable=false", "--set", "metricsPromExporterPort=0")
+	}
+	proxy, endpoint := startProcess(t, "grpc endpoint listening on ", "proxy", "-n", ns, "--grpc-port", "0", "--min-invisible", "1s", "--log-level", "warn")
+
+	const topic, group, pushGroup = "GrpcClusterRegTopic", "GrpcClusterRegGroup", "GrpcClusterRegPush"
+	a, err := admin.New(admin.WithNameServers(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	eventually(t, 20*time.Second, "both brokers in the cluster", func() bool {
+		err := a.CreateTopic(ctx, admin.TopicConfig{Topic: topic, ReadQueues: 2, WriteQueues: 2}, admin.Target{Cluster: "DefaultCluster"})
+		if err != nil {
+			return false
+		}
+		r, err := a.TopicRoute(ctx, topic)
+		return err == nil && len(r.Queues) == 2
+	})
+	withSSL(t, false)
+	c1 := newSimpleConsumer(t, endpoint, group, topic, rmq.NewFilterExpression("TagA"))
+	newSimpleConsumer(t, endpoint, group, topic, rmq.NewFilterExpression("TagA")) // a second member
+	pc, err := rmq.NewPushConsumer(clientConfig(endpoint, pushGroup), rmq.WithPushAwaitDuration(5*time.Second),
+		rmq.WithPushSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}),
+		rmq.WithPushMessageListener(&rmq.FuncMessageListener{Consume: func(*rmq.MessageView) rmq.ConsumerResult { return rmq.SUCCESS }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatalf("push consumer start: %v", err)
+	}
+	defer pc.GracefulStop()
+
+	prefix := clientIDPrefix(t)
+	var cc *admin.ConsumerConnections
+	eventually(t, 30*time.Second, "both simple consumers on the brokers", func() bool {
+		cc, err = a.ConsumerConnections(ctx, group)
+		return err == nil && len(cc.Connections) == 2
+	})
+	seen := map[string]bool{}
+	for _, c := range cc.Connections {
+		seen[c.ClientID] = true
+		if !strings.HasPrefix(c.ClientID, prefix) || c.Language != "GO" || !strings.HasPrefix(c.ClientAddr, "127.0.0.1:") {
+			t.Errorf("connection %+v", c)
+		}
+	}
+	if len(seen) != 2 || cc.ConsumeType != "CONSUME_ACTIVELY" || cc.MessageModel != "CLUSTERING" ||
+		len(cc.Subscriptions) != 1 || cc.Subscriptions[0].Topic != topic || cc.Subscriptions[0].Expression != "TagA" {
+		t.Errorf("group view %+v", cc)
+	}
+	eventually(t, 30*time.Second, "the push consumer on the brokers", func() bool {
+		pcc, err := a.ConsumerConnections(ctx, pushGroup)
+		return err == nil && len(pcc.Connections) == 1 && pcc.ConsumeType == "CONSUME_PASSIVELY" && !seen[pcc.Connections[0].ClientID]
+	})
+	out, err := exec.CommandContext(ctx, apogeeBin, "admin", "consumerConnection", "-n", ns, "-g", group).CombinedOutput()
+	for id := range seen {
+		if err != nil || !strings.Contains(string(out), id) {
+			t.Errorf("apogee admin consumerConnection (want %s): %v\n%s", id, err, out)
+		}
+	}
+
+	// consumerProgress of the POP group, across both brokers.
+	p := newProducer(t, endpoint, rmq.WithTopics(topic))
+	for i := range 6 {
+		m := &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("reg %d", i))}
+		m.SetTag("TagA")
+		if _, err := p.Send(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mv := range receiveAll(t, c1, 6, 20*time.Second, 40*time.Second) {
+		if err := c1.Ack(ctx, mv); err != nil {
+			t.Fatalf("ack: %v", err)
+		}
+	}
+	eventually(t, 30*time.Second, "consumer progress without lag", func() bool {
+		cp, err := a.ConsumerProgress(ctx, group, "")
+		if err != nil {
+			return false
+		}
+		var sum int64
+		for _, q := range cp.Queues {
+			if q.Queue.Topic == topic {
+				sum += q.ConsumerOffset
+			}
+		}
+		return cp.TotalLag == 0 && sum == 6
+	})
+
+	// The proxy goes: its clients leave the brokers' views.
+	proxy.cmd.Process.Kill()
+	<-proxy.done
+	eventually(t, 30*time.Second, "the proxy's clients left the brokers", func() bool {
+		cc, err := a.ConsumerConnections(ctx, group)
+		return err != nil || len(cc.Connections) == 0
+	})
 }

@@ -2,8 +2,10 @@ package broker
 
 import (
 	"hash/fnv"
+	"net"
 
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 )
 
 // Clients of the in-process gRPC endpoint (local mode) in the client
@@ -49,4 +51,36 @@ func (b *Broker) HeartbeatLocal(hb *protocol.HeartbeatData, addr string, lang pr
 func (b *Broker) UnregisterLocal(clientID string) {
 	key := localKey(clientID)
 	b.Clients.removeConns(func(c *ClientChannel) bool { return c.Conn == nil && c.key == key })
+}
+
+// Clients of a cluster-mode endpoint (`apogee proxy -n`) are registered the
+// same way, one channel per gRPC client: the endpoint sends HEART_BEAT and
+// UNREGISTER_CLIENT for each of them on its own remoting connection with
+// the ext field ProxiedClientExt=true and the client's address in
+// ProxiedClientAddrExt (Apogee fields). Without them the broker would see
+// one client, the endpoint, in every group. The channels also leave when
+// the endpoint's connection closes.
+const (
+	ProxiedClientExt     = "apogeeGrpcClient"
+	ProxiedClientAddrExt = "apogeeGrpcClientAddr"
+)
+
+func proxiedClient(req *protocol.Command) bool { return req.Ext(ProxiedClientExt) == "true" }
+
+// heartbeatProxied registers hb's client, a gRPC client of the endpoint at
+// conn.
+func (b *Broker) heartbeatProxied(hb *protocol.HeartbeatData, conn *remoting.Conn, req *protocol.Command) {
+	addr := req.Ext(ProxiedClientAddrExt)
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = conn.RemoteAddr()
+	}
+	b.heartbeat(hb, ClientChannel{
+		Addr:       addr,
+		key:        localKey(hb.ClientID),
+		via:        conn.ID(),
+		ClientID:   hb.ClientID,
+		Language:   req.Language,
+		Version:    req.Version,
+		LastUpdate: b.now(),
+	})
 }

@@ -23,7 +23,10 @@ type ClientChannel struct {
 	Addr string
 	// key stands for Conn.ID() when Conn is nil: localKey(ClientID), in a
 	// range connection ids never reach.
-	key      uint64
+	key uint64
+	// via is the connection a cluster-mode endpoint registers this gRPC
+	// client on (proxied heartbeats, client_local.go); 0 otherwise.
+	via      uint64
 	ClientID string
 	Language protocol.LanguageCode
 	Version  int32
@@ -232,7 +235,9 @@ func (m *ClientManager) UnregisterProducer(group string, connID uint64) {
 
 // ConnClosed removes a connection from every group.
 func (m *ClientManager) ConnClosed(connID uint64) {
-	m.removeConns(func(c *ClientChannel) bool { return c.Conn != nil && c.Conn.ID() == connID })
+	m.removeConns(func(c *ClientChannel) bool {
+		return c.Conn != nil && c.Conn.ID() == connID || c.Conn == nil && c.via == connID
+	})
 }
 
 // ScanExpired drops channels without a heartbeat for longer than timeout and

@@ -22,6 +22,10 @@ func (b *Broker) processHeartbeat(_ context.Context, conn *remoting.Conn, req *p
 	if err != nil {
 		return nil, protocol.Errorf(protocol.SystemError, "%v", err)
 	}
+	if proxiedClient(req) {
+		b.heartbeatProxied(hb, conn, req) // client_local.go
+		return protocol.NewResponse(req, protocol.Success, ""), nil
+	}
 	b.heartbeat(hb, ClientChannel{
 		Conn:       conn,
 		ClientID:   hb.ClientID,
@@ -72,6 +76,10 @@ func (b *Broker) processUnregisterClient(_ context.Context, conn *remoting.Conn,
 	var h protocol.UnregisterClientRequestHeader
 	if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
 		return nil, err
+	}
+	if proxiedClient(req) {
+		b.UnregisterLocal(h.ClientID) // client_local.go: a gRPC client behind an endpoint
+		return protocol.NewResponse(req, protocol.Success, ""), nil
 	}
 	if h.ProducerGroup != "" {
 		b.Clients.UnregisterProducer(h.ProducerGroup, conn.ID())

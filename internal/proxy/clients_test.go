@@ -79,7 +79,17 @@ func TestListenerSurvivesBadClients(t *testing.T) {
 // remoting clients do (client id, the client's address, language, the
 // consumer's subscription), and leave them when they terminate or expire.
 func TestLocalClientsInAdminViews(t *testing.T) {
-	e := startEnv(t)
+	for _, local := range []bool{true, false} {
+		t.Run(map[bool]string{true: "local", false: "cluster"}[local], func(t *testing.T) { testClientsInAdminViews(t, local) })
+	}
+}
+
+// testClientsInAdminViews: local mode registers the clients in-process;
+// cluster mode registers each consumer over remoting under its own client
+// id (cluster_clients.go) and leaves producers to the endpoint's own
+// registration (orphan.go).
+func testClientsInAdminViews(t *testing.T, local bool) {
+	e := startEnvWith(t, local)
 	e.createTopic(t, "AdminViewTopic", 2, "")
 	c := e.dial(t, false)
 	ctx := testutil.Context(t, 20*time.Second)
@@ -125,9 +135,10 @@ func TestLocalClientsInAdminViews(t *testing.T) {
 		return protocol.ResponseCode(resp.Code)
 	}
 	var cc protocol.ConsumerConnection
-	if code := admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc); code != protocol.Success {
-		t.Fatalf("consumer connections: code %v", code)
-	}
+	// Cluster mode registers in the background.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc) == protocol.Success
+	}, "consumer connections of GAdminView")
 	if len(cc.ConnectionSet) != 1 || cc.ConnectionSet[0].ClientID != "cons-admin" || cc.ConnectionSet[0].Language != "GO" ||
 		!strings.HasPrefix(cc.ConnectionSet[0].ClientAddr, "127.0.0.1:") || cc.ConsumeType != protocol.ConsumeActively ||
 		cc.MessageModel != protocol.MessageModelClustering {
@@ -137,17 +148,18 @@ func TestLocalClientsInAdminViews(t *testing.T) {
 		t.Errorf("subscription table: %+v", cc.SubscriptionTable)
 	}
 	var pc protocol.ProducerConnection
-	if code := admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc); code != protocol.Success {
-		t.Fatalf("producer connections: code %v", code)
+	if local { // cluster mode: the endpoint is the producer (orphan.go)
+		if code := admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc); code != protocol.Success {
+			t.Fatalf("producer connections: code %v", code)
+		}
+		found := false
+		for _, conn := range pc.ConnectionSet {
+			found = found || conn.ClientID == "prod-admin" && strings.HasPrefix(conn.ClientAddr, "127.0.0.1:")
+		}
+		if !found {
+			t.Errorf("producer connection of prod-admin missing: %+v", pc)
+		}
 	}
-	found := false
-	for _, conn := range pc.ConnectionSet {
-		found = found || conn.ClientID == "prod-admin" && strings.HasPrefix(conn.ClientAddr, "127.0.0.1:")
-	}
-	if !found {
-		t.Errorf("producer connection of prod-admin missing: %+v", pc)
-	}
-
 	// The producer says goodbye (NotifyClientTermination, as Node does);
 	// the consumer, as the Go client, only closes its Telemetry stream and
 	// expires clientExpiry later.
@@ -168,9 +180,9 @@ func TestLocalClientsInAdminViews(t *testing.T) {
 	e.proxy.clients.now = func() time.Time { return time.Now().Add(clientExpiry) }
 	e.proxy.clients.mu.Unlock()
 	e.proxy.expireClients()
-	if code := admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc); code != protocol.ConsumerNotOnline {
-		t.Errorf("consumer connections after termination: code %v, want CONSUMER_NOT_ONLINE", code)
-	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc) == protocol.ConsumerNotOnline
+	}, "consumer connections after expiry, want CONSUMER_NOT_ONLINE")
 	pc = protocol.ProducerConnection{}
 	admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc)
 	for _, conn := range pc.ConnectionSet {

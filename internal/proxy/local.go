@@ -37,16 +37,31 @@ type LocalBroker interface {
 // local broker's groups (consumer: group and subscriptions; producer: one
 // group per published topic, the group gRPC producers send as). It runs on
 // every settings command and heartbeat, which keeps the registration
-// fresh; clientGone removes it. Cluster mode registers nothing: the
-// brokers see the endpoint, not its clients.
+// fresh; clientGone removes it. In cluster mode the consumers are
+// registered with the brokers of their topics instead (cluster_clients.go).
 func (svc *service) registerLocal(ctx context.Context, id string) {
-	lb := svc.srv.cfg.Local
-	if lb == nil {
+	hb := svc.heartbeatData(id)
+	if hb == nil {
 		return
 	}
+	lb := svc.srv.cfg.Local
+	if lb == nil {
+		svc.registerCluster(ctx, hb)
+		return
+	}
+	addr := ""
+	if ap := peerAddr(ctx); ap.IsValid() {
+		addr = ap.String()
+	}
+	lb.HeartbeatLocal(hb, addr, clientLanguage(ctx), protocol.CurrentVersion)
+}
+
+// heartbeatData is client id's registration from its stored settings; nil
+// before settings, or for a consumer without a group.
+func (svc *service) heartbeatData(id string) *protocol.HeartbeatData {
 	st := svc.srv.clients.settings(id)
 	if st == nil {
-		return
+		return nil
 	}
 	hb := &protocol.HeartbeatData{ClientID: id, ProducerDataSet: []protocol.ProducerData{}, ConsumerDataSet: []protocol.ConsumerData{}}
 	switch st.GetClientType() {
@@ -57,7 +72,7 @@ func (svc *service) registerLocal(ctx context.Context, id string) {
 	case pb.ClientType_SIMPLE_CONSUMER, pb.ClientType_PUSH_CONSUMER, pb.ClientType_LITE_SIMPLE_CONSUMER, pb.ClientType_LITE_PUSH_CONSUMER:
 		sub := st.GetSubscription()
 		if sub.GetGroup().GetName() == "" {
-			return
+			return nil
 		}
 		cd := protocol.ConsumerData{GroupName: sub.GetGroup().GetName(), ConsumeType: consumeType(st.GetClientType()),
 			MessageModel: protocol.MessageModelClustering, ConsumeFromWhere: protocol.ConsumeFromLastOffset,
@@ -76,13 +91,9 @@ func (svc *service) registerLocal(ctx context.Context, id string) {
 		}
 		hb.ConsumerDataSet = append(hb.ConsumerDataSet, cd)
 	default:
-		return
+		return nil
 	}
-	addr := ""
-	if ap := peerAddr(ctx); ap.IsValid() {
-		addr = ap.String()
-	}
-	lb.HeartbeatLocal(hb, addr, clientLanguage(ctx), protocol.CurrentVersion)
+	return hb
 }
 
 // consumeType is how a consumer of client type t is registered, as the

@@ -49,6 +49,7 @@ type service struct {
 	groups    *groupCache
 	renewer   *renewer
 	orphans   *orphans
+	regs      clusterRegs // cluster_clients.go: brokers each client is registered at
 }
 
 func newService(s *Server) *service {
@@ -70,6 +71,8 @@ func (svc *service) clientGone(id string) {
 	}
 	if lb := svc.srv.cfg.Local; lb != nil {
 		lb.UnregisterLocal(id)
+	} else {
+		svc.unregisterCluster(id) // cluster_clients.go
 	}
 }
 
