@@ -38,7 +38,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 		data := filepath.Join(dir, "data")
 		nsPort, brPort := freePort(b), freePort(b)
 		quota := fmt.Sprintf("maxLmqConsumeQueueNum=%d", n+1000)
-		s := startServer(b, data, nsPort, brPort, "--set", quota)
+		s := startServer(b, data, nsPort, brPort, "--set", quota, "--log-level", "info")
 		a := newAdmin(b, s.nsAddr)
 		ctx := context.Background()
 		for _, tc := range []admin.TopicConfig{
@@ -109,7 +109,7 @@ func BenchmarkLiteTopics(b *testing.B) {
 		b.ReportMetric(restart.Seconds(), "restart-s")
 		b.Logf("restart with %d lite topics: listening after %v, first send answered after %v",
 			n, restart.Round(time.Millisecond), firstSend.Round(time.Millisecond))
-		logLines(b, dir, "lite topics restored", "recover")
+		logLines(b, dir, "lite topics restored", "recover", "snapshot", "store stopped", "broker stopped", "store started")
 		r := s2.resources(b)
 		r.Report(b, "restarted-")
 		// After the clean stop every consume queue is flushed: its blocks

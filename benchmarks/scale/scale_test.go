@@ -518,7 +518,10 @@ func BenchmarkPublishQueues(b *testing.B) {
 	s.resources(b).Report(b, "after-consume-")
 
 	// Restart with every queue: time from exec to the first acknowledged send.
+	t1 := time.Now()
 	s.stop(b)
+	b.ReportMetric(time.Since(t1).Seconds(), "stop-s")
+	b.Logf("clean stop with %d queues: %v", sum(counts), time.Since(t1).Round(time.Millisecond))
 	t0 := time.Now()
 	firstSend := make(chan time.Duration, 1)
 	go func() {

@@ -42,18 +42,15 @@ func (s *Store) CleanExpiredConsumeQueues() int {
 		if names.IsSystemTopic(cq.topic) {
 			continue
 		}
-		if cq.maxPhysicOffset.Load() < 0 || cq.maxPhysicOffset.Load() > minPhy {
+		if cq.deleted.Load() || cq.maxPhysicOffset.Load() < 0 || cq.maxPhysicOffset.Load() > minPhy {
 			continue
 		}
 		s.queuesMu.Lock()
-		if m := s.queues[cq.topic]; m != nil && m[cq.queueID] == cq {
-			delete(m, cq.queueID)
-			if len(m) == 0 {
-				delete(s.queues, cq.topic)
-			}
-			s.queueList = nil
-		}
+		ok := s.removeQueueLocked(cq)
 		s.queuesMu.Unlock()
+		if !ok {
+			continue
+		}
 		cq.writeMu.Lock()
 		cq.deleted.Store(true)
 		cq.files.destroyAll()

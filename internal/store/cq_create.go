@@ -246,9 +246,7 @@ func (c *queueCreator) create(cq *consumeQueue) error {
 		}
 		buf = append(buf, b...)
 	}
-	mf := &mappedFile{path: path, fromOffset: fileFrom, size: size, lazy: &lazyState{m: c.m, slot: -1}}
-	mf.refs.Store(1)
-	mf.available.Store(true)
+	mf := newLazyFileIn(dir, fileFrom, size, c.m)
 	mf.lastModified.Store(time.Now().UnixMilli())
 	mf.wrote.Store(int64(len(buf)))
 	mf.committed.Store(int64(len(buf)))

@@ -237,10 +237,7 @@ func (s *Store) restoreQueue(e cqSnapshotEntry, now int64) *consumeQueue {
 	files := make([]*mappedFile, e.files)
 	for i := range files {
 		from := e.firstFrom + int64(i)*size
-		mf := &mappedFile{path: filepath.Join(cq.files.dir, fileName(from)), fromOffset: from, size: size,
-			lazy: &lazyState{m: s.mapper, slot: -1}}
-		mf.refs.Store(1)
-		mf.available.Store(true)
+		mf := newLazyFileIn(cq.files.dir, from, size, s.mapper)
 		mf.lastModified.Store(now)
 		pos := size
 		if i == len(files)-1 {

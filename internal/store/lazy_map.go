@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +27,11 @@ import (
 
 // lazyState is the mapping state of one lazily mapped file.
 type lazyState struct {
-	m       *mapper
+	m *mapper
+	// dir is the file's directory, shared with its queue (the path is
+	// built when a system call needs it: a string per file cost ~100 bytes
+	// per queue).
+	dir     string
 	mapping atomic.Pointer[[]byte] // nil while unmapped
 	mapMu   sync.Mutex             // serialises mapping and unmapping of this file
 	used    atomic.Bool            // CLOCK reference bit, set by every access
@@ -69,11 +74,40 @@ func openLazyPath(path string, fromOffset, size int64, create bool, m *mapper) (
 	default:
 		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size(), size, ErrBadFileSize)
 	}
-	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, lazy: &lazyState{m: m, slot: -1}}
-	mf.refs.Store(1)
-	mf.available.Store(true)
+	mf := newLazyFile(path, fromOffset, size, m)
 	mf.lastModified.Store(st.ModTime().UnixMilli())
 	return mf, nil
+}
+
+// newLazyFile is the mappedFile of a lazily mapped file at path (nothing
+// is opened or mapped). A file named by its offset in its queue's
+// directory keeps no path string (filePath builds it).
+func newLazyFile(path string, fromOffset, size int64, m *mapper) *mappedFile {
+	dir, name := filepath.Split(path)
+	mf := &mappedFile{fromOffset: fromOffset, size: size, lazy: &lazyState{m: m, slot: -1, dir: strings.TrimSuffix(dir, "/")}}
+	if name != fileName(fromOffset) || dir == "" {
+		mf.path = path
+	}
+	mf.refs.Store(1)
+	mf.available.Store(true)
+	return mf
+}
+
+// newLazyFileIn is newLazyFile for the file of fromOffset in dir, sharing
+// the dir string.
+func newLazyFileIn(dir string, fromOffset, size int64, m *mapper) *mappedFile {
+	mf := &mappedFile{fromOffset: fromOffset, size: size, lazy: &lazyState{m: m, slot: -1, dir: dir}}
+	mf.refs.Store(1)
+	mf.available.Store(true)
+	return mf
+}
+
+// filePath is the file's path.
+func (mf *mappedFile) filePath() string {
+	if mf.path != "" || mf.lazy == nil {
+		return mf.path
+	}
+	return mf.lazy.dir + string(filepath.Separator) + fileName(mf.fromOffset)
 }
 
 // createLazyFile is openLazyPath(create) for a file its writer is about
@@ -92,9 +126,7 @@ func createLazyFile(path string, fromOffset, size int64, m *mapper) (*mappedFile
 	if st.Size() != 0 && st.Size() != size {
 		return nil, fmt.Errorf("store: %s has size %d, want %d: %w", path, st.Size(), size, ErrBadFileSize)
 	}
-	mf := &mappedFile{path: path, fromOffset: fromOffset, size: size, lazy: &lazyState{m: m, slot: -1}}
-	mf.refs.Store(1)
-	mf.available.Store(true)
+	mf := newLazyFile(path, fromOffset, size, m)
 	mf.lastModified.Store(time.Now().UnixMilli())
 	if st.Size() == 0 {
 		if err := f.Truncate(size); err != nil {
@@ -152,14 +184,14 @@ func (mf *mappedFile) mappedNow() []byte {
 // hole allocates its block or fails with ENOSPC, so it needs no
 // reservation; the page cache keeps it coherent with any mapping.
 func (mf *mappedFile) writeAtLazy(b []byte, off int64) error {
-	f, err := os.OpenFile(mf.path, os.O_RDWR, 0)
+	f, err := os.OpenFile(mf.filePath(), os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+		return fmt.Errorf("store: open %s: %w", mf.filePath(), openErr(err))
 	}
 	_, err = f.WriteAt(b, off)
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("store: write %s: %w", mf.path, diskErr(err))
+		return fmt.Errorf("store: write %s: %w", mf.filePath(), diskErr(err))
 	}
 	return nil
 }
@@ -167,14 +199,14 @@ func (mf *mappedFile) writeAtLazy(b []byte, off int64) error {
 // readAtLazy fills b from off through a brief descriptor (a reader of a
 // file that is not mapped while the mapping limit is reached).
 func (mf *mappedFile) readAtLazy(b []byte, off int64) error {
-	f, err := os.Open(mf.path)
+	f, err := os.Open(mf.filePath())
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+		return fmt.Errorf("store: open %s: %w", mf.filePath(), openErr(err))
 	}
 	_, err = f.ReadAt(b, off)
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("store: read %s: %w", mf.path, err)
+		return fmt.Errorf("store: read %s: %w", mf.filePath(), err)
 	}
 	return nil
 }
@@ -215,7 +247,7 @@ func (mf *mappedFile) mapLazy() ([]byte, error) {
 		} else {
 			err = openErr(err)
 		}
-		return nil, fmt.Errorf("store: map %s: %w", mf.path, err)
+		return nil, fmt.Errorf("store: map %s: %w", mf.filePath(), err)
 	}
 	l.random = false
 	if !mf.isFull() && adviseRandom(data) {
@@ -230,7 +262,7 @@ func (mf *mappedFile) mapLazy() ([]byte, error) {
 // mmapOnce opens, maps and closes the file (the mapping needs no
 // descriptor).
 func (mf *mappedFile) mmapOnce() ([]byte, error) {
-	f, err := os.OpenFile(mf.path, os.O_RDWR, 0)
+	f, err := os.OpenFile(mf.filePath(), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -286,17 +318,17 @@ func (mf *mappedFile) unmapLazy() {
 func (mf *mappedFile) syncLazy(from, to int64) error {
 	if p := mf.lazy.mapping.Load(); p != nil {
 		if err := msync((*p)[from&^(pageSize-1) : to]); err != nil {
-			return fmt.Errorf("store: msync %s: %w", mf.path, err)
+			return fmt.Errorf("store: msync %s: %w", mf.filePath(), err)
 		}
 		return nil
 	}
-	f, err := os.OpenFile(mf.path, os.O_RDWR, 0)
+	f, err := os.OpenFile(mf.filePath(), os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+		return fmt.Errorf("store: open %s: %w", mf.filePath(), openErr(err))
 	}
 	defer f.Close()
 	if err := fdatasync(f); err != nil {
-		return fmt.Errorf("store: fdatasync %s: %w", mf.path, err)
+		return fmt.Errorf("store: fdatasync %s: %w", mf.filePath(), err)
 	}
 	return nil
 }
@@ -333,14 +365,14 @@ func (mf *mappedFile) reserve(end int64) error {
 	start := l.reserved.Load()
 	step := min(max(start, reserveMinStep), reserveMaxStep)
 	to := min(mf.size, max(start+step, (end+pageSize-1)&^(pageSize-1)))
-	f, err := os.OpenFile(mf.path, os.O_RDWR, 0)
+	f, err := os.OpenFile(mf.filePath(), os.O_RDWR, 0)
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", mf.path, openErr(err))
+		return fmt.Errorf("store: open %s: %w", mf.filePath(), openErr(err))
 	}
 	err = fallocate(f, start, to-start)
 	f.Close()
 	if err != nil && !errors.Is(err, errUnsupported) {
-		return fmt.Errorf("store: reserve %s [%d, %d): %w", mf.path, start, to, diskErr(err))
+		return fmt.Errorf("store: reserve %s [%d, %d): %w", mf.filePath(), start, to, diskErr(err))
 	}
 	l.reserved.Store(to)
 	return nil

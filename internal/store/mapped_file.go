@@ -457,7 +457,7 @@ func (mf *mappedFile) destroy(now time.Time, forceAfter time.Duration) bool {
 	if !mf.cleaned.Load() {
 		return false
 	}
-	if err := os.Remove(mf.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(mf.filePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false
 	}
 	return true

@@ -53,7 +53,11 @@ func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mapp
 			if err := mkdirQueue(dir); err != nil {
 				return nil, fmt.Errorf("store: create %s: %w", dir, openErr(err))
 			}
-			return createLazyFile(filepath.Join(dir, fileName(off)), off, fileSize, m)
+			mf, err := createLazyFile(filepath.Join(dir, fileName(off)), off, fileSize, m)
+			if err == nil {
+				mf.lazy.dir = dir
+			}
+			return mf, err
 		}
 	}
 	if q.alloc == nil {
@@ -125,6 +129,9 @@ func (q *mappedFileQueue) load() error {
 		var mf *mappedFile
 		if q.lazy != nil {
 			mf, err = openLazyPath(filepath.Join(q.dir, n.name), n.off, q.fileSize, false, q.lazy)
+			if err == nil {
+				mf.lazy.dir = q.dir // shared, not one string per file
+			}
 		} else {
 			mf, err = openMappedFile(q.dir, n.off, q.fileSize, false)
 		}
@@ -408,7 +415,7 @@ func (q *mappedFileQueue) truncateDirty(offset int64) {
 	q.mu.Unlock()
 	for _, f := range drop {
 		if !f.destroy(time.Now(), 0) {
-			os.Remove(f.path) // a reader unmaps it on release
+			os.Remove(f.filePath()) // a reader unmaps it on release
 		}
 	}
 	if q.flushedWhere.Load() > offset {
@@ -452,7 +459,7 @@ func (q *mappedFileQueue) destroyAll() {
 		// Never forced: a reader still holding the file unmaps it on
 		// release; the name is unlinked now either way.
 		if !f.destroy(time.Now(), 0) {
-			os.Remove(f.path)
+			os.Remove(f.filePath())
 		}
 	}
 	q.flushedWhere.Store(0)
@@ -468,7 +475,7 @@ func (q *mappedFileQueue) removeLastIfEmpty(f *mappedFile) {
 		q.files = q.files[:n-1]
 		q.mu.Unlock()
 		if !f.destroy(time.Now(), 0) {
-			os.Remove(f.path)
+			os.Remove(f.filePath())
 		}
 		return
 	}

@@ -105,8 +105,8 @@ func (s *Store) recover(lastExitOK bool) error {
 			cq.files.destroyAll()
 		}
 		s.queuesMu.Lock()
-		s.queues = make(map[string]map[int32]*consumeQueue)
-		s.queueList = nil
+		s.queues = make(map[string]topicQueues)
+		s.queueList, s.queueDead, s.queueCount = nil, 0, 0
 		s.queuesMu.Unlock()
 		s.commitLog.flushedWhere.Store(0)
 		s.commitLog.committedWhere.Store(0)

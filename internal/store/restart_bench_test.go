@@ -84,6 +84,11 @@ func BenchmarkRestartManyQueues(b *testing.B) {
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
 	heap := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	if prof != "" {
+		f, _ := os.Create(prof + "-heap")
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 	if got := s2.MaxOffsetInQueue(fmt.Sprintf("RQ-%07d", n-1), 0); got != 1 {
 		b.Fatalf("max offset after restart %d, want 1", got)
 	}

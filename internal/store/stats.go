@@ -122,7 +122,9 @@ func (s *Store) Stats() Stats {
 	}
 	st.ForcedDeletedMessages = c.forcedMessages.Load()
 	st.ForcedDeletedBytes = c.forcedBytes.Load()
-	st.ConsumeQueues = len(s.allQueues())
+	s.queuesMu.RLock()
+	st.ConsumeQueues = s.queueCount
+	s.queuesMu.RUnlock()
 	return st
 }
 

@@ -64,13 +64,19 @@ type Store struct {
 	encodePool      sync.Pool
 
 	queuesMu sync.RWMutex
-	queues   map[string]map[int32]*consumeQueue // guarded by queuesMu
+	queues   map[string]topicQueues // guarded by queuesMu
 	// queueList is every queue of queues as one slice (nil: rebuild it);
 	// guarded by queuesMu. Additions append (readers hold a prefix, never
 	// an element that changes); removals drop it. The per-second
 	// consume-queue flush walks it: walking the nested maps of 100,000
 	// topics cost ~60 ms a pass.
 	queueList []*consumeQueue
+	// queueDead counts the queues of queueList removed since it was built
+	// (they stay in it, deleted and without files, until more than half
+	// are: removing a topic must not copy the list); guarded by queuesMu.
+	queueDead int
+	// queueCount is the number of queues in queues; guarded by queuesMu.
+	queueCount int
 	// mapper bounds the consume-queue mappings (lazy_map.go).
 	mapper *mapper
 	// creator makes new queues' first files off dispatch (cq_create.go).
@@ -152,7 +158,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 		delayLevels:     levels,
 		routines:        run.NewGroup("store"),
 		topicQueueTable: make(map[tqKey]int64),
-		queues:          make(map[string]map[int32]*consumeQueue),
+		queues:          make(map[string]topicQueues),
 		wakeDispatch:    make(chan struct{}, 1),
 		wakeFlush:       make(chan struct{}, 1),
 		wakeCommit:      make(chan struct{}, 1),
@@ -329,6 +335,7 @@ func (s *Store) Close() error {
 		}
 	}
 	// New puts now fail; wait for those already past the state check.
+	t0 := time.Now()
 	for deadline := time.Now().Add(10 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
@@ -343,6 +350,7 @@ func (s *Store) Close() error {
 	}
 	s.routines.Close()
 	s.creator.drain() // after dispatch stopped: every pending unit to its file
+	tServices := time.Now()
 	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load() && s.creator.pendingQueues() == 0
 	if !s.flushFailed.Load() {
 		for i := 0; i < 10; i++ {
@@ -351,7 +359,9 @@ func (s *Store) Close() error {
 			}
 		}
 	}
+	tLog := time.Now()
 	s.flushConsumeQueues(0)
+	tQueues := time.Now()
 	var err error
 	if s.cp != nil {
 		s.cp.confirmPhyOffset.Store(s.ConfirmOffset())
@@ -375,8 +385,12 @@ func (s *Store) Close() error {
 	if clean && err == nil {
 		os.Remove(filepath.Join(s.cfg.StorePathRootDir, abortFileName))
 	}
+	tSnap := time.Now()
 	s.releaseResources()
 	s.state.Store(stateClosed)
+	s.log.Info("store stopped", "clean", clean && err == nil, "took", time.Since(t0),
+		"services", tServices.Sub(t0), "commitLogFlush", tLog.Sub(tServices),
+		"consumeQueueFlush", tQueues.Sub(tLog), "snapshot", tSnap.Sub(tQueues), "unmap", time.Since(tSnap))
 	return err
 }
 
@@ -476,31 +490,32 @@ func (s *Store) loadConsumeQueues() error {
 func (s *Store) putQueue(cq *consumeQueue) {
 	s.queuesMu.Lock()
 	defer s.queuesMu.Unlock()
-	m := s.queues[cq.topic]
-	if m == nil {
-		m = make(map[int32]*consumeQueue)
-		s.queues[cq.topic] = m
-	}
-	if old := m[cq.queueID]; old != nil {
+	tq := s.queues[cq.topic]
+	if old := tq.get(cq.queueID); old != nil {
 		s.queueList = nil
-	} else if s.queueList != nil {
-		s.queueList = append(s.queueList, cq)
+	} else {
+		s.queueCount++
+		if s.queueList != nil {
+			s.queueList = append(s.queueList, cq)
+		}
 	}
-	m[cq.queueID] = cq
+	s.queues[cq.topic] = tq.set(cq)
 }
 
 // getQueue returns an existing consume queue or nil.
 func (s *Store) getQueue(topic string, queueID int32) *consumeQueue {
 	s.queuesMu.RLock()
 	defer s.queuesMu.RUnlock()
-	return s.queues[topic][queueID]
+	tq := s.queues[topic]
+	return tq.get(queueID)
 }
 
 // findOrCreateQueueBytes is findOrCreateQueue for a topic held in bytes;
 // it allocates only when the queue is new.
 func (s *Store) findOrCreateQueueBytes(topic []byte, queueID int32) *consumeQueue {
 	s.queuesMu.RLock()
-	cq := s.queues[string(topic)][queueID]
+	tq := s.queues[string(topic)]
+	cq := tq.get(queueID)
 	s.queuesMu.RUnlock()
 	if cq != nil {
 		return cq
@@ -515,25 +530,46 @@ func (s *Store) findOrCreateQueue(topic string, queueID int32) *consumeQueue {
 	}
 	s.queuesMu.Lock()
 	defer s.queuesMu.Unlock()
-	m := s.queues[topic]
-	if m == nil {
-		m = make(map[int32]*consumeQueue)
-		s.queues[topic] = m
-	}
-	if cq := m[queueID]; cq != nil {
+	tq := s.queues[topic]
+	if cq := tq.get(queueID); cq != nil {
 		return cq
 	}
 	cq := newConsumeQueue(s.cfg.StorePathRootDir, topic, queueID, s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
 	cq.bg = s.creator
-	m[queueID] = cq
+	s.queues[topic] = tq.set(cq)
+	s.queueCount++
 	if s.queueList != nil {
 		s.queueList = append(s.queueList, cq)
 	}
 	return cq
 }
 
-// allQueues returns every consume queue. The slice is shared: callers
-// must not modify it.
+// removeQueueLocked drops cq from the table (its topic's entry when it was
+// the last). queueList keeps it until more than half of the list is
+// removed queues: callers of allQueues see removed queues (deleted, no
+// files) and skip them or find nothing to do. REQUIRES: queuesMu held.
+func (s *Store) removeQueueLocked(cq *consumeQueue) bool {
+	tq, ok := s.queues[cq.topic]
+	if !ok || tq.get(cq.queueID) != cq {
+		return false
+	}
+	if tq = tq.del(cq.queueID); tq.empty() {
+		delete(s.queues, cq.topic)
+	} else {
+		s.queues[cq.topic] = tq
+	}
+	s.queueCount--
+	if s.queueList != nil {
+		if s.queueDead++; s.queueDead > len(s.queueList)/2 {
+			s.queueList, s.queueDead = nil, 0
+		}
+	}
+	return true
+}
+
+// allQueues returns every consume queue, and possibly queues removed
+// since the list was built (deleted, without files). The slice is shared:
+// callers must not modify it.
 func (s *Store) allQueues() []*consumeQueue {
 	s.queuesMu.RLock()
 	out := s.queueList
@@ -544,15 +580,82 @@ func (s *Store) allQueues() []*consumeQueue {
 	s.queuesMu.Lock()
 	defer s.queuesMu.Unlock()
 	if s.queueList == nil {
-		out := make([]*consumeQueue, 0, len(s.queues))
-		for _, m := range s.queues {
-			for _, cq := range m {
-				out = append(out, cq)
-			}
+		out := make([]*consumeQueue, 0, s.queueCount)
+		for _, tq := range s.queues {
+			tq.each(func(cq *consumeQueue) { out = append(out, cq) })
 		}
-		s.queueList = out
+		s.queueList, s.queueDead = out, 0
 	}
 	return s.queueList
+}
+
+// topicQueues is the consume queues of one topic, in the queue table by
+// value: by queue id below denseQueueIDs (a topic has a few queues, a lite
+// topic one), in a map above it. A map per topic cost ~200 bytes per
+// single-queue topic.
+type topicQueues struct {
+	dense  []*consumeQueue // index = queue id; nil where absent
+	sparse map[int32]*consumeQueue
+}
+
+const denseQueueIDs = 1024
+
+func (t topicQueues) get(id int32) *consumeQueue {
+	if id >= 0 && int(id) < len(t.dense) {
+		return t.dense[id]
+	}
+	return t.sparse[id]
+}
+
+// set returns t with cq as the queue of its id.
+func (t topicQueues) set(cq *consumeQueue) topicQueues {
+	id := cq.queueID
+	if id < 0 || id >= denseQueueIDs {
+		if t.sparse == nil {
+			t.sparse = make(map[int32]*consumeQueue)
+		}
+		t.sparse[id] = cq
+		return t
+	}
+	if int(id) >= len(t.dense) {
+		// Copy: readers of the old value (under queuesMu shared) keep
+		// theirs unchanged.
+		grown := make([]*consumeQueue, id+1)
+		copy(grown, t.dense)
+		t.dense = grown
+	}
+	t.dense[id] = cq
+	return t
+}
+
+// del returns t without the queue of id.
+func (t topicQueues) del(id int32) topicQueues {
+	if id >= 0 && int(id) < len(t.dense) {
+		t.dense[id] = nil
+	} else {
+		delete(t.sparse, id)
+	}
+	return t
+}
+
+func (t topicQueues) empty() bool {
+	for _, cq := range t.dense {
+		if cq != nil {
+			return false
+		}
+	}
+	return len(t.sparse) == 0
+}
+
+func (t topicQueues) each(fn func(*consumeQueue)) {
+	for _, cq := range t.dense {
+		if cq != nil {
+			fn(cq)
+		}
+	}
+	for _, cq := range t.sparse {
+		fn(cq)
+	}
 }
 
 // AddArrivalListener registers a listener for dispatched messages.
@@ -584,23 +687,27 @@ func (s *Store) AddArrivalNotifier(n ArrivalNotifier) {
 // records expire with the files) and forgets their queue offsets.
 func (s *Store) DeleteTopics(topics []string) error {
 	for _, t := range topics {
+		var qs []*consumeQueue
 		s.queuesMu.Lock()
-		m := s.queues[t]
-		delete(s.queues, t)
-		s.queueList = nil
+		if tq, ok := s.queues[t]; ok {
+			tq.each(func(cq *consumeQueue) { qs = append(qs, cq) })
+			for _, cq := range qs {
+				s.removeQueueLocked(cq)
+			}
+		}
 		s.queuesMu.Unlock()
-		for _, cq := range m {
+		for _, cq := range qs {
 			cq.writeMu.Lock()
 			cq.deleted.Store(true)
 			cq.files.destroyAll()
 			cq.writeMu.Unlock()
 		}
 		os.RemoveAll(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName, t))
+		// The offsets of the topic's queues (RocketMQ removes those of
+		// its consume queues too): no scan of the table per topic.
 		s.putMu.Lock()
-		for k := range s.topicQueueTable {
-			if k.topic == t {
-				delete(s.topicQueueTable, k)
-			}
+		for _, cq := range qs {
+			delete(s.topicQueueTable, tqKey{t, cq.queueID})
 		}
 		s.putMu.Unlock()
 	}
