@@ -299,6 +299,27 @@ func (cq *consumeQueue) truncateDirtyLogic(phyOffset int64) int64 {
 		return 0
 	}
 	var removed int64
+	if cq.pendEnd.Load() > 0 {
+		// Units in memory (restored from the snapshot, no file yet) come
+		// after every unit in the files.
+		cq.pendMu.Lock()
+		keep := len(cq.pending)
+		for keep > 0 && cq.pending[keep-1].PhyOffset >= phyOffset {
+			keep--
+		}
+		removed = int64(len(cq.pending) - keep)
+		if keep > 0 {
+			cq.pending = cq.pending[:keep]
+			cq.pendEnd.Store(cq.pendFrom + int64(keep))
+			u := cq.pending[keep-1]
+			cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
+			cq.pendMu.Unlock()
+			return removed
+		}
+		cq.pending, cq.pendFrom = nil, 0
+		cq.pendEnd.Store(0)
+		cq.pendMu.Unlock()
+	}
 	for {
 		f := cq.files.last()
 		if f == nil {

@@ -84,15 +84,13 @@ func (c *queueCreator) pendingQueues() int {
 	return len(c.jobs)
 }
 
-// run serves jobs until quit, then stops taking new ones (running false)
-// and drains what is queued.
+// run serves jobs until quit; Close then drains what is queued.
 func (c *queueCreator) run(quit <-chan struct{}) {
 	c.running.Store(true)
 	for {
 		select {
 		case <-quit:
-			c.drain()
-			return
+			return // Close drains what is left (drainFor), after dispatch stopped
 		case <-c.wake:
 		}
 		if !c.serve(quit) {
@@ -109,18 +107,45 @@ func (c *queueCreator) run(quit <-chan struct{}) {
 
 // drain stops routing new queues through the creator and creates the
 // files of every queue still waiting (Close, after dispatch stopped).
-func (c *queueCreator) drain() {
+func (c *queueCreator) drain() { c.drainFor(0) }
+
+// drainFor is drain that gives up after d (0: no limit); the queues left
+// keep their units pending (Close writes them into the consume-queue
+// snapshot, cq_snapshot.go).
+func (c *queueCreator) drainFor(d time.Duration) {
 	if c == nil {
 		return
 	}
 	c.running.Store(false)
-	for i := 0; i < 3 && !c.serve(nil); i++ {
+	var deadline time.Time
+	if d > 0 {
+		deadline = time.Now().Add(d)
 	}
+	for i := 0; i < 3 && !c.serveUntil(nil, deadline); i++ {
+	}
+}
+
+// jobTimes returns the store time of the first pending unit of every
+// queue waiting for its file.
+func (c *queueCreator) jobTimes() map[*consumeQueue]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[*consumeQueue]int64, len(c.jobs))
+	for _, j := range c.jobs {
+		if _, ok := out[j.cq]; !ok {
+			out[j.cq] = j.ts
+		}
+	}
+	return out
 }
 
 // serve creates files for the queued jobs in order; false if one failed
 // (it stays first in the queue).
-func (c *queueCreator) serve(quit <-chan struct{}) bool {
+func (c *queueCreator) serve(quit <-chan struct{}) bool { return c.serveUntil(quit, time.Time{}) }
+
+// serveUntil is serve that also returns (true) once deadline passed (zero:
+// never).
+func (c *queueCreator) serveUntil(quit <-chan struct{}, deadline time.Time) bool {
 	for {
 		c.mu.Lock()
 		if len(c.jobs) == 0 {
@@ -148,6 +173,9 @@ func (c *queueCreator) serve(quit <-chan struct{}) bool {
 			c.jobs = nil
 		}
 		c.mu.Unlock()
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return true
+		}
 		if quit != nil {
 			select {
 			case <-quit:

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 )
 
@@ -25,20 +27,36 @@ import (
 // directory as before. It is removed at every start before the abort file
 // is written, so a snapshot never outlives the run that follows it.
 //
-// Layout (big endian, docs/storage.md):
+// Queues still waiting for their first file at the stop (cq_create.go: a
+// new queue's file costs three journaled namespace operations, ~1 ms each
+// on a busy disk, so 100,000 new queues take minutes to get theirs) are not
+// waited for beyond a few seconds: their units in memory go into the
+// snapshot, and the abort file is left in place with abortSnapshotMark as
+// its content instead of being removed. The next start restores them as
+// pending (the creator makes their files in the background); if the
+// snapshot cannot be used, the abort file makes the start an abnormal
+// recovery, which re-dispatches from the checkpoint, held below the oldest
+// pending unit, so nothing is lost either way (RocketMQ, too, sees an
+// abnormal exit).
 //
-//	header   magic "APGCQS01" | cqFileSize int64 | commitLogEnd int64 |
+// Layout (big endian, docs/storage.md §6.7):
+//
+//	header   magic "APGCQS02" | cqFileSize int64 | commitLogEnd int64 |
 //	         checkpoint image [40]byte
 //	entry    topicLen uint16 | topic | queueId int32 | firstFrom int64 |
 //	         files uint32 | lastWrote int64 | maxPhysicOffset int64 |
-//	         minLogicOffset int64
+//	         minLogicOffset int64 | pendFrom int64 | pendTs int64 |
+//	         pendCount uint32 | pendCount consume-queue units (20 bytes)
 //	trailer  count int64 | crc32c(every preceding byte) uint32
 const (
 	cqSnapshotFileName   = "consumequeue.snapshot"
-	cqSnapshotMagic      = "APGCQS01"
+	cqSnapshotMagic      = "APGCQS02"
 	cqSnapshotHeaderLen  = 8 + 8 + 8 + checkpointUsedBytes
 	cqSnapshotTrailerLen = 8 + 4
-	cqSnapshotEntryLen   = 2 + 4 + 8 + 4 + 8 + 8 + 8 // without the topic
+	cqSnapshotEntryLen   = 2 + 4 + 8 + 4 + 8 + 8 + 8 + 8 + 8 + 4 // without the topic and units
+	// abortSnapshotMark is the abort file's content after a clean stop
+	// that left units pending in the snapshot.
+	abortSnapshotMark = "clean stop; pending consume-queue units in " + cqSnapshotFileName + "\n"
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -52,13 +70,19 @@ type cqSnapshotEntry struct {
 	lastWrote int64 // write position in the last file
 	maxPhy    int64
 	minLogic  int64
+	// Units kept in memory (no file yet): queue offsets pendFrom.. , the
+	// first stored at pendTs.
+	pendFrom int64
+	pendTs   int64
+	pending  []cqUnit
 }
 
 // writeCQSnapshot writes the snapshot of queues (tmp file, fsync, rename,
 // directory fsync). It returns an error, and writes nothing, if a queue
-// has units not flushed or still pending: the snapshot describes durable
-// state only.
-func writeCQSnapshot(root string, fileSize, commitLogEnd int64, cp [checkpointUsedBytes]byte, queues []*consumeQueue) error {
+// has units in its files that are not flushed: the snapshot describes
+// durable state only. pendTs gives the store time of the first pending
+// unit of the queues that have some.
+func writeCQSnapshot(root string, fileSize, commitLogEnd int64, cp [checkpointUsedBytes]byte, queues []*consumeQueue, pendTs map[*consumeQueue]int64) error {
 	path := filepath.Join(root, cqSnapshotFileName)
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -81,7 +105,7 @@ func writeCQSnapshot(root string, fileSize, commitLogEnd int64, cp [checkpointUs
 	w.Write(buf)
 	var count int64
 	for _, cq := range queues {
-		e, ok, err := cq.snapshotEntry()
+		e, ok, err := cq.snapshotEntry(pendTs[cq])
 		if err != nil {
 			return fail(err)
 		}
@@ -99,6 +123,14 @@ func writeCQSnapshot(root string, fileSize, commitLogEnd int64, cp [checkpointUs
 		buf = be.AppendUint64(buf, uint64(e.lastWrote))
 		buf = be.AppendUint64(buf, uint64(e.maxPhy))
 		buf = be.AppendUint64(buf, uint64(e.minLogic))
+		buf = be.AppendUint64(buf, uint64(e.pendFrom))
+		buf = be.AppendUint64(buf, uint64(e.pendTs))
+		buf = be.AppendUint32(buf, uint32(len(e.pending)))
+		for _, u := range e.pending {
+			var b [CQUnitSize]byte
+			encodeCQUnit(b[:], u)
+			buf = append(buf, b[:]...)
+		}
 		w.Write(buf)
 		count++
 	}
@@ -185,10 +217,26 @@ func parseCQSnapshot(b []byte, fileSize int64, cp [checkpointUsedBytes]byte) (in
 		e.lastWrote = int64(be.Uint64(q[16:]))
 		e.maxPhy = int64(be.Uint64(q[24:]))
 		e.minLogic = int64(be.Uint64(q[32:]))
-		p = q[40:]
-		if e.topic == "" || e.queueID < 0 || e.files == 0 || e.files > 1<<20 || e.firstFrom < 0 || e.firstFrom%fileSize != 0 ||
+		e.pendFrom = int64(be.Uint64(q[40:]))
+		e.pendTs = int64(be.Uint64(q[48:]))
+		units := int64(be.Uint32(q[56:]))
+		p = q[60:]
+		if units > int64(len(p))/CQUnitSize {
+			return bad("truncated entry")
+		}
+		if units > 0 {
+			e.pending = make([]cqUnit, units)
+			for i := range e.pending {
+				e.pending[i] = decodeCQUnit(p[i*CQUnitSize:])
+			}
+			p = p[units*CQUnitSize:]
+		}
+		end := e.firstFrom + int64(e.files)*fileSize
+		if e.topic == "" || e.queueID < 0 || (e.files == 0 && units == 0) || e.files > 1<<20 || e.firstFrom < 0 ||
+			e.firstFrom%fileSize != 0 || e.firstFrom > math.MaxInt64/2 ||
 			e.lastWrote < 0 || e.lastWrote > fileSize || e.lastWrote%CQUnitSize != 0 ||
-			e.minLogic < 0 || e.minLogic > e.firstFrom+int64(e.files)*fileSize {
+			e.minLogic < 0 || (e.files > 0 && e.minLogic > end) ||
+			e.pendFrom < 0 || e.pendFrom > math.MaxInt64/CQUnitSize/2 {
 			return bad("entry out of range")
 		}
 		entries = append(entries, e)
@@ -200,31 +248,29 @@ func parseCQSnapshot(b []byte, fileSize int64, cp [checkpointUsedBytes]byte) (in
 }
 
 // snapshotEntry describes the queue for a snapshot; ok is false for a
-// queue without files (nothing to restore). An error means the queue has
-// units that are not durable.
-func (cq *consumeQueue) snapshotEntry() (cqSnapshotEntry, bool, error) {
+// queue with neither files nor pending units (nothing to restore). An
+// error means units in its files are not durable. pendTs is the store
+// time of its first pending unit.
+func (cq *consumeQueue) snapshotEntry(pendTs int64) (cqSnapshotEntry, bool, error) {
 	cq.writeMu.Lock()
 	defer cq.writeMu.Unlock()
-	if cq.pendEnd.Load() > 0 {
-		return cqSnapshotEntry{}, false, fmt.Errorf("store: snapshot: %s has units in memory", cq)
+	e := cqSnapshotEntry{topic: cq.topic, queueID: cq.queueID, maxPhy: cq.maxPhysicOffset.Load(),
+		minLogic: cq.minLogicOffset.Load(), pendTs: pendTs}
+	cq.pendMu.Lock()
+	if len(cq.pending) > 0 {
+		e.pendFrom = cq.pendFrom
+		e.pending = append([]cqUnit(nil), cq.pending...)
 	}
+	cq.pendMu.Unlock()
 	files := cq.files.snapshot()
-	if len(files) == 0 {
-		return cqSnapshotEntry{}, false, nil
+	if len(files) > 0 {
+		last := files[len(files)-1]
+		if w := last.fromOffset + last.wrote.Load(); w > cq.files.flushedWhere.Load() {
+			return cqSnapshotEntry{}, false, fmt.Errorf("store: snapshot: %s is not flushed", cq)
+		}
+		e.firstFrom, e.files, e.lastWrote = files[0].fromOffset, uint32(len(files)), last.wrote.Load()
 	}
-	last := files[len(files)-1]
-	if w := last.fromOffset + last.wrote.Load(); w > cq.files.flushedWhere.Load() {
-		return cqSnapshotEntry{}, false, fmt.Errorf("store: snapshot: %s is not flushed", cq)
-	}
-	return cqSnapshotEntry{
-		topic:     cq.topic,
-		queueID:   cq.queueID,
-		firstFrom: files[0].fromOffset,
-		files:     uint32(len(files)),
-		lastWrote: last.wrote.Load(),
-		maxPhy:    cq.maxPhysicOffset.Load(),
-		minLogic:  cq.minLogicOffset.Load(),
-	}, true, nil
+	return e, len(files) > 0 || len(e.pending) > 0, nil
 }
 
 // restoreQueue builds a consume queue from its snapshot entry without a
@@ -234,6 +280,15 @@ func (s *Store) restoreQueue(e cqSnapshotEntry, now int64) *consumeQueue {
 	size := s.cfg.MappedFileSizeConsumeQueue
 	cq := newConsumeQueue(s.cfg.StorePathRootDir, e.topic, e.queueID, size, s.log, s.mapper)
 	cq.bg = s.creator
+	if len(e.pending) > 0 {
+		cq.pending, cq.pendFrom = e.pending, e.pendFrom
+		cq.pendEnd.Store(e.pendFrom + int64(len(e.pending)))
+	}
+	cq.maxPhysicOffset.Store(e.maxPhy)
+	cq.minLogicOffset.Store(e.minLogic)
+	if e.files == 0 {
+		return cq
+	}
 	files := make([]*mappedFile, e.files)
 	for i := range files {
 		from := e.firstFrom + int64(i)*size
@@ -250,23 +305,22 @@ func (s *Store) restoreQueue(e cqSnapshotEntry, now int64) *consumeQueue {
 	end := files[len(files)-1].fromOffset + e.lastWrote
 	cq.files.flushedWhere.Store(end)
 	cq.files.committedWhere.Store(end)
-	cq.maxPhysicOffset.Store(e.maxPhy)
-	cq.minLogicOffset.Store(e.minLogic)
 	return cq
 }
 
 // loadFromSnapshot builds every consume queue from the snapshot when it is
-// usable (see the top of this file) and reports whether it did. The
-// snapshot file is removed either way. REQUIRES: the commit log and the
-// checkpoint loaded, nothing started.
-func (s *Store) loadFromSnapshot(lastExitOK bool) bool {
+// usable (see the top of this file) and reports whether it did. marked: the
+// abort file holds abortSnapshotMark (a clean stop that left pending units
+// in the snapshot). The snapshot file is removed either way. REQUIRES: the
+// commit log and the checkpoint loaded, nothing started.
+func (s *Store) loadFromSnapshot(lastExitOK, marked bool) bool {
 	root := s.cfg.StorePathRootDir
 	path := filepath.Join(root, cqSnapshotFileName)
 	defer func() {
 		os.Remove(path)
 		os.Remove(path + ".tmp")
 	}()
-	if !lastExitOK {
+	if !lastExitOK && !marked {
 		return false
 	}
 	t0 := time.Now()
@@ -281,12 +335,26 @@ func (s *Store) loadFromSnapshot(lastExitOK bool) bool {
 		return false
 	}
 	now := time.Now().UnixMilli()
+	var pend []*consumeQueue
+	pendTs := make(map[*consumeQueue]int64)
 	for _, e := range entries {
-		s.putQueue(s.restoreQueue(e, now))
+		cq := s.restoreQueue(e, now)
+		s.putQueue(cq)
+		if len(e.pending) > 0 {
+			pend = append(pend, cq)
+			pendTs[cq] = e.pendTs
+		}
+	}
+	// The creator makes their files once it runs, oldest first (the
+	// checkpoint hold follows its queue's head).
+	sort.SliceStable(pend, func(i, j int) bool { return pendTs[pend[i]] < pendTs[pend[j]] })
+	for _, cq := range pend {
+		s.creator.enqueue(cq, pendTs[cq])
 	}
 	s.snapshotEnd = clEnd
 	s.recovery.SnapshotQueues = len(entries)
-	s.log.Info("consume queues restored from the snapshot", "queues", len(entries), "took", time.Since(t0))
+	s.log.Info("consume queues restored from the snapshot", "queues", len(entries),
+		"queuesWithoutFile", len(pend), "took", time.Since(t0))
 	return true
 }
 

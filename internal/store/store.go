@@ -119,6 +119,8 @@ type Store struct {
 
 	recovery RecoveryReport
 	stats    statCounters
+	// createBudget is closeCreateBudget (tests shorten it).
+	createBudget time.Duration
 	// snapshotEnd is the commit-log end recorded by the consume-queue
 	// snapshot the queues were restored from (cq_snapshot.go), -1 when they
 	// were loaded from their directories. Set by open, read by recover.
@@ -174,6 +176,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 	s.creator = newQueueCreator(s.log, func(ts int64) { s.cp.logicsHold.Store(ts) }, s.mapper, s.creatorError)
 	s.confirmOffset.Store(-1)
 	s.snapshotEnd = -1
+	s.createBudget = closeCreateBudget
 	s.encodePool.New = func() any { b := make([]byte, 0, 4096); return &b }
 	if s.totalMemory = totalMemory(); s.totalMemory <= 0 {
 		s.totalMemory = 8 << 30
@@ -249,8 +252,12 @@ func (s *Store) open() error {
 	_, _ = lf.WriteAt([]byte("lock"), 0)
 
 	abortPath := filepath.Join(root, abortFileName)
-	_, statErr := os.Stat(abortPath)
+	abort, statErr := os.ReadFile(abortPath)
 	lastExitOK := errors.Is(statErr, os.ErrNotExist)
+	// A clean stop that left units pending in the consume-queue snapshot
+	// keeps the abort file with this mark (cq_snapshot.go): clean if the
+	// snapshot is usable, abnormal recovery otherwise.
+	marked := statErr == nil && string(abort) == abortSnapshotMark
 
 	if s.cfg.poolActive() {
 		s.pool = newTransientPool(s.cfg.TransientStorePoolSize, s.cfg.MappedFileSizeCommitLog)
@@ -271,10 +278,10 @@ func (s *Store) open() error {
 	if s.cp, err = openCheckpoint(filepath.Join(root, checkpointFileName)); err != nil {
 		return err
 	}
-	if !s.loadFromSnapshot(lastExitOK) {
-		if err := s.loadConsumeQueues(); err != nil {
-			return err
-		}
+	if s.loadFromSnapshot(lastExitOK, marked) {
+		lastExitOK = true
+	} else if err := s.loadConsumeQueues(); err != nil {
+		return err
 	}
 	if s.cfg.MessageIndexEnable {
 		s.index = &indexService{dir: filepath.Join(root, indexDirName), slotNum: s.cfg.MaxHashSlotNum,
@@ -336,6 +343,7 @@ func (s *Store) Close() error {
 	}
 	// New puts now fail; wait for those already past the state check.
 	t0 := time.Now()
+	pending := s.creator.pendingQueues()
 	for deadline := time.Now().Add(10 * time.Second); s.inflight.Load() > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
@@ -348,10 +356,15 @@ func (s *Store) Close() error {
 		wake(s.wakeDispatch)
 		time.Sleep(time.Millisecond)
 	}
+	tDispatch := time.Now()
 	s.routines.Close()
-	s.creator.drain() // after dispatch stopped: every pending unit to its file
+	tRoutines := time.Now()
+	// After dispatch stopped: pending units to their files, for a few
+	// seconds at most; the units of the queues left go into the snapshot.
+	s.creator.drainFor(s.createBudget)
 	tServices := time.Now()
-	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load() && s.creator.pendingQueues() == 0
+	left := s.creator.pendingQueues()
+	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load()
 	if !s.flushFailed.Load() {
 		for i := 0; i < 10; i++ {
 			if unchanged, err := s.commitLog.flush(0); err != nil || unchanged {
@@ -370,27 +383,60 @@ func (s *Store) Close() error {
 	if s.index != nil {
 		s.index.close()
 	}
+	snapshot := false
 	if clean && err == nil && s.commitLog != nil && s.cp != nil {
 		// The next start restores the queues from this snapshot instead
 		// of loading every queue directory (cq_snapshot.go).
 		t0 := time.Now()
 		queues := s.allQueues()
 		if serr := writeCQSnapshot(s.cfg.StorePathRootDir, s.cfg.MappedFileSizeConsumeQueue,
-			s.reputFrom.Load(), s.cp.lastImage(), queues); serr != nil {
+			s.reputFrom.Load(), s.cp.lastImage(), queues, s.creator.jobTimes()); serr != nil {
 			s.log.Warn("consume-queue snapshot not written; the next start loads every queue directory", "err", serr)
 		} else {
-			s.log.Info("consume-queue snapshot written", "queues", len(queues), "took", time.Since(t0))
+			snapshot = true
+			s.log.Info("consume-queue snapshot written", "queues", len(queues), "queuesWithoutFile", left, "took", time.Since(t0))
 		}
 	}
-	if clean && err == nil {
-		os.Remove(filepath.Join(s.cfg.StorePathRootDir, abortFileName))
+	abortPath := filepath.Join(s.cfg.StorePathRootDir, abortFileName)
+	switch {
+	case clean && err == nil && left == 0:
+		os.Remove(abortPath)
+	case clean && err == nil && snapshot:
+		// Units pending in the snapshot only: without it the next start
+		// must re-dispatch them (abnormal recovery), so the abort file
+		// stays, marked.
+		if merr := writeFileSync(abortPath, []byte(abortSnapshotMark)); merr != nil {
+			s.log.Warn("abort file not marked; the next start recovers as after a crash", "err", merr)
+		}
+	default:
+		clean = false
 	}
 	tSnap := time.Now()
 	s.releaseResources()
 	s.state.Store(stateClosed)
-	s.log.Info("store stopped", "clean", clean && err == nil, "took", time.Since(t0),
-		"services", tServices.Sub(t0), "commitLogFlush", tLog.Sub(tServices),
+	s.log.Info("store stopped", "clean", clean && err == nil, "queuesLeftPending", left, "took", time.Since(t0),
+		"dispatch", tDispatch.Sub(t0), "services", tRoutines.Sub(tDispatch),
+		"queueFiles", tServices.Sub(tRoutines), "queuesWithoutFile", pending, "commitLogFlush", tLog.Sub(tServices),
 		"consumeQueueFlush", tQueues.Sub(tLog), "snapshot", tSnap.Sub(tQueues), "unmap", time.Since(tSnap))
+	return err
+}
+
+// closeCreateBudget bounds how long Close makes the first files of queues
+// still waiting for theirs (the rest stay pending in the snapshot).
+const closeCreateBudget = 3 * time.Second
+
+// writeFileSync replaces path's content and fsyncs it.
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 
