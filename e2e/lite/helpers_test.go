@@ -58,6 +58,7 @@ type server struct {
 	namesrv string // name server address
 	broker  string // broker remoting address
 	grpc    string // gRPC endpoint address
+	metrics string // http://host:port/metrics (set before grpc)
 	data    string
 	stderr  *os.File
 	done    chan struct{}
@@ -73,7 +74,7 @@ func startServer(t *testing.T, data string, extra ...string) *server {
 		data = t.TempDir()
 	}
 	args := append([]string{"standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0",
-		"--grpc-port", "0", "--log-level", "warn", "--set", "metricsPromExporterPort=0",
+		"--grpc-port", "0", "--console-port", "-1", "--log-level", "warn", "--set", "metricsPromExporterPort=0",
 		// Short invisible times keep the redelivery tests short.
 		"--set", "minInvisibleTimeMillsForRecv=1000"}, extra...)
 	cmd := exec.Command(apogeeBin, args...)
@@ -100,6 +101,8 @@ func startServer(t *testing.T, data string, extra ...string) *server {
 				s.namesrv = strings.TrimPrefix(line, "name server listening on ")
 			case strings.HasPrefix(line, "broker ") && strings.Contains(line, " listening on "):
 				s.broker = line[strings.LastIndex(line, " ")+1:]
+			case strings.HasPrefix(line, "metrics listening on "):
+				s.metrics = strings.TrimPrefix(line, "metrics listening on ")
 			case strings.HasPrefix(line, "grpc endpoint listening on "):
 				s.grpc = strings.TrimPrefix(line, "grpc endpoint listening on ")
 				close(ready)

@@ -28,7 +28,9 @@ type ConsumerLag struct {
 }
 
 // ConsumerLags reports the lag of every topic subscribed by a consumer
-// group with a live consumer, sorted by group and topic. Groups without
+// group with a live consumer, and of every LITE parent a group has
+// committed lite topic offsets on (aggregated, lite_metrics.go), sorted by
+// group and topic. Groups without
 // a committed offset on a queue count from the queue's min offset.
 func (b *Broker) ConsumerLags() []ConsumerLag {
 	var out []ConsumerLag
@@ -42,12 +44,13 @@ func (b *Broker) ConsumerLags() []ConsumerLag {
 		}
 		for topic := range info.Subscriptions {
 			tc, ok := b.Topics.Get(topic)
-			if !ok {
-				continue
+			if !ok || isLiteTopic(&tc) {
+				continue // a LITE parent's lag is its lite topics' (below)
 			}
 			out = append(out, b.lagOf(g, topic, tc))
 		}
 	}
+	out = append(out, b.liteConsumerLags()...) // lite_metrics.go
 	slices.SortFunc(out, func(a, b ConsumerLag) int {
 		if c := strings.Compare(a.Group, b.Group); c != 0 {
 			return c

@@ -85,7 +85,8 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 }
 
 var pageNames = []string{"dashboard", "cluster", "broker", "topics", "topic", "groups", "group", "producers",
-	"messages", "message", "dlq", "trace", "error", "login", "acl", "controller"}
+	"messages", "message", "dlq", "trace", "error", "login", "acl", "controller",
+	"lite", "liteparent", "litetopic"} // lite.go
 
 func parseTemplates() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -131,6 +132,9 @@ func (s *Server) Handler() http.Handler {
 	get("/{$}", s.dashboardPage)
 	mux.HandleFunc("GET /api/dashboard", s.dashboardAPI)
 	get("/cluster", s.clusterPage)
+	get("/lite", s.litePage) // lite.go
+	get("/lite/parent", s.liteParentPage)
+	get("/lite/topic", s.liteTopicPage)
 	get("/broker", s.brokerPage)
 	post("/broker/config", s.updateBrokerConfig)
 	get("/topics", s.topicsPage)
@@ -261,12 +265,14 @@ var titles = map[string]string{
 	"groups": "Consumer groups", "group": "Consumer group", "producers": "Producers", "messages": "Messages",
 	"message": "Message", "dlq": "Dead-letter queues", "trace": "Message trace", "error": "Error", "login": "Login",
 	"acl": "ACL users and policies", "controller": "Controller",
+	"lite": "Lite topics", "liteparent": "Lite parent topic", "litetopic": "Lite topic",
 }
 
 var active = map[string]string{
 	"dashboard": "dashboard", "cluster": "cluster", "broker": "cluster", "topics": "topics", "topic": "topics",
 	"groups": "groups", "group": "groups", "producers": "producers", "messages": "messages", "message": "messages",
 	"dlq": "dlq", "trace": "trace", "login": "login", "acl": "acl", "controller": "controller",
+	"lite": "lite", "liteparent": "lite", "litetopic": "lite",
 }
 
 // CSRF: double-submit. A random token lives in a SameSite=Strict cookie;

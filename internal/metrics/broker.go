@@ -69,6 +69,7 @@ type BrokerCollector struct {
 	flushFailed, diskFull                                                            metric
 	popInflight, popAcked, popRevived, popDLQ                                        metric
 	indexUnavailable, indexFailures, forcedMessages, forcedBytes                     metric
+	liteTopics, liteSubscriptions                                                    metric // lite aggregates
 }
 
 // NewBrokerCollector builds the collector of b; every series carries
@@ -123,6 +124,10 @@ func NewBrokerCollector(b *broker.Broker) *BrokerCollector {
 		indexFailures:    m("apogee_index_create_failures_total", "Index files that could not be created", counter),
 		forcedMessages:   m("apogee_forced_deleted_messages_total", "Messages deleted before their retention time by forced cleaning", counter, labelTopic),
 		forcedBytes:      m("apogee_forced_deleted_bytes_total", "Bytes deleted before their retention time by forced cleaning", counter, labelTopic),
+		// Lite topics: one series per LITE parent, never per lite topic; a
+		// group's lag over a parent's lite topics is in rocketmq_consumer_lag_*.
+		liteTopics:        m("apogee_lite_topics", "Lite topics of a LITE parent topic on this broker", gauge, labelTopic),
+		liteSubscriptions: m("apogee_lite_subscriptions", "Lite subscriptions registered with this broker (LITE_SUBSCRIPTION_CTL)", gauge),
 	}
 }
 
@@ -133,7 +138,7 @@ func (c *BrokerCollector) metrics() []*metric {
 		&c.reserveTime, &c.topicNumber, &c.groupNumber, &c.watermark, &c.brokerPermission,
 		&c.groupCommit, &c.fsyncLatency, &c.pageCacheBusy, &c.haLag, &c.timerBacklog, &c.diskRatio, &c.cqDisk,
 		&c.flushFailed, &c.diskFull, &c.popInflight, &c.popAcked, &c.popRevived, &c.popDLQ,
-		&c.indexUnavailable, &c.indexFailures, &c.forcedMessages, &c.forcedBytes}
+		&c.indexUnavailable, &c.indexFailures, &c.forcedMessages, &c.forcedBytes, &c.liteTopics, &c.liteSubscriptions}
 }
 
 // Families lists every family the collector declares.
@@ -273,6 +278,11 @@ func (c *BrokerCollector) Collect(ch chan<- prometheus.Metric) {
 		cnt(c.forcedMessages, d.Messages, topic)
 		cnt(c.forcedBytes, d.Bytes, topic)
 	}
+	ls := b.LiteStats()
+	for parent, n := range ls.Parents {
+		gau(c.liteTopics, float64(n), parent)
+	}
+	gau(c.liteSubscriptions, float64(ls.Subscriptions))
 }
 
 func (c *BrokerCollector) collectConnections(gau func(metric, float64, ...string)) {
