@@ -25,31 +25,9 @@ import (
 // a server with the official v2 producer and push consumer attached.
 func TestAdminExportCLI(t *testing.T) {
 	srv := apogeetest.Start(t)
-	bin := buildApogee(t)
 	nsAddr, brokerAddr, cluster := srv.NamesrvAddr(), srv.BrokerAddr(), "DefaultCluster"
-	run := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := runApogee(t, bin, append(append([]string{"admin"}, args...), "-n", nsAddr)...)
-		if code != 0 {
-			t.Fatalf("apogee admin %v: exit %d: %s", args, code, errOut)
-		}
-		return out
-	}
-	jsonOf := func(v any, args ...string) {
-		t.Helper()
-		out := run(append(args, "--json")...)
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("apogee admin %v --json: %v\n%s", args, err, out)
-		}
-	}
-	a, err := admin.New(admin.WithNameServers(nsAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	cli := newAdminCLI(t, nsAddr)
+	run, jsonOf, a := cli.run, cli.jsonOf, cli.a
 	ctx := testutil.Context(t, 2*time.Minute)
 
 	topic, group := uniqueName(t, "T"), uniqueName(t, "G")
@@ -199,7 +177,7 @@ func TestAdminExportCLI(t *testing.T) {
 		Queues        []struct{ Queue struct{ Topic string } }
 	}
 	testutil.Eventually(t, 20*time.Second, func() bool {
-		out, _, code := runApogee(t, bin, "admin", "consumerStatus", "-g", group, "-n", nsAddr, "--json")
+		out, _, code := cli.try("consumerStatus", "-g", group, "--json")
 		infos = nil
 		if code != 0 || json.Unmarshal([]byte(out), &infos) != nil || len(infos) != 1 {
 			return false
@@ -227,7 +205,7 @@ func TestAdminExportCLI(t *testing.T) {
 	if out := run("consumer", "-g", group); !strings.Contains(out, infos[0].ClientID) || !strings.Contains(out, topic) {
 		t.Fatalf("consumer: %q", out)
 	}
-	if _, errOut, code := runApogee(t, bin, "admin", "consumerStatus", "-g", group, "-i", "no-such-client", "-n", nsAddr); code == 0 || !strings.Contains(errOut, "not online") {
+	if _, errOut, code := cli.try("consumerStatus", "-g", group, "-i", "no-such-client"); code == 0 || !strings.Contains(errOut, "not online") {
 		t.Fatalf("consumerStatus of an unknown client: exit %d, %q", code, errOut)
 	}
 
@@ -252,7 +230,7 @@ func TestAdminExportCLI(t *testing.T) {
 	if !strings.Contains(out, "ip=") || !strings.Contains(out, "date="+time.Now().Format("2006-01-02")) {
 		t.Fatalf("DecodeMessageId %s: %q", res.MsgID, out)
 	}
-	if _, _, code := runApogee(t, bin, "admin", "DecodeMessageId", "-i", "XYZ"); code == 0 {
+	if _, _, code := cli.try("DecodeMessageId", "-i", "XYZ"); code == 0 {
 		t.Fatal("DecodeMessageId accepted a malformed id")
 	}
 }
@@ -284,24 +262,9 @@ func hasTopic(subs []struct{ Topic string }, topic string) bool {
 // -f true.
 func TestAdminMqadminValueFlags(t *testing.T) {
 	srv := apogeetest.Start(t)
-	bin := buildApogee(t)
 	nsAddr, brokerAddr, cluster := srv.NamesrvAddr(), srv.BrokerAddr(), "DefaultCluster"
-	run := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := runApogee(t, bin, append(append([]string{"admin"}, args...), "-n", nsAddr)...)
-		if code != 0 {
-			t.Fatalf("apogee admin %v: exit %d: %s", args, code, errOut)
-		}
-		return out
-	}
-	a, err := admin.New(admin.WithNameServers(nsAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	cli := newAdminCLI(t, nsAddr)
+	run, a := cli.run, cli.a
 	ctx := testutil.Context(t, time.Minute)
 
 	topic, group := uniqueName(t, "T"), uniqueName(t, "G")
@@ -309,7 +272,7 @@ func TestAdminMqadminValueFlags(t *testing.T) {
 	if tc, err := a.BrokerTopicConfig(ctx, brokerAddr, topic); err != nil || !tc.Order {
 		t.Fatalf("updateTopic -o true: %+v %v", tc, err)
 	}
-	if _, errOut, code := runApogee(t, bin, "admin", "updateTopic", "-t", topic, "-c", cluster, "-o", "maybe", "-n", nsAddr); code == 0 || !strings.Contains(errOut, "want true or false") {
+	if _, errOut, code := cli.try("updateTopic", "-t", topic, "-c", cluster, "-o", "maybe"); code == 0 || !strings.Contains(errOut, "want true or false") {
 		t.Fatalf("updateTopic -o maybe: exit %d: %s", code, errOut)
 	}
 	run("updateSubGroup", "-g", group, "-c", cluster, "-s", "false", "-d", "false", "-o", "true")
@@ -379,7 +342,7 @@ func TestAdminMqadminValueFlags(t *testing.T) {
 		t.Fatalf("reset forward with force: %+v, committed %d", s, committed())
 	}
 	// A group that consumed nothing there is an error.
-	if _, errOut, code := runApogee(t, bin, "admin", "resetOffsetByTimeOld", "-g", group+"_none", "-t", topic, "-s", "now", "-n", nsAddr); code == 0 {
+	if _, errOut, code := cli.try("resetOffsetByTimeOld", "-g", group+"_none", "-t", topic, "-s", "now"); code == 0 {
 		t.Fatalf("resetOffsetByTimeOld of a group without offsets succeeded: %s", errOut)
 	}
 }

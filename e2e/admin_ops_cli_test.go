@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,41 +20,18 @@ import (
 // consumer, another command).
 func TestAdminOpsCLI(t *testing.T) {
 	srv := apogeetest.Start(t) // the embeddable server: an in-process name server and broker
-	bin := buildApogee(t)
 	nsAddr := srv.NamesrvAddr()
 	ns := []string{"-n", nsAddr}
 	cluster, brokerName, brokerAddr := "DefaultCluster", "broker-a", srv.BrokerAddr()
-	run := func(args ...string) string {
-		t.Helper()
-		out, errOut, code := runApogee(t, bin, append(append([]string{"admin"}, args...), ns...)...)
-		if code != 0 {
-			t.Fatalf("apogee admin %v: exit %d: %s", args, code, errOut)
-		}
-		return out
-	}
+	cli := newAdminCLI(t, nsAddr)
+	bin, run, jsonOf, a := cli.bin, cli.run, cli.jsonOf, cli.a
 	try := func(args ...string) string {
 		t.Helper()
-		out, _, code := runApogee(t, bin, append(append([]string{"admin"}, args...), ns...)...)
-		if code != 0 {
-			return ""
+		if out, _, code := cli.try(args...); code == 0 {
+			return out
 		}
-		return out
+		return ""
 	}
-	jsonOf := func(v any, args ...string) {
-		t.Helper()
-		out := run(append(args, "--json")...)
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("apogee admin %v --json: %v\n%s", args, err, out)
-		}
-	}
-	a, err := admin.New(admin.WithNameServers(nsAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
 	ctx := testutil.Context(t, 2*time.Minute)
 
 	// Name-server KV and configuration.
