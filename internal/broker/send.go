@@ -341,7 +341,7 @@ func delayLevelOf(props string) int {
 // route carries it to producers.
 func (b *Broker) sendCheck(conn sendConn, h *protocol.SendMessageRequestHeader) (protocol.TopicConfig, error) {
 	if b.dyn.brokerPermission.Load()&protocol.PermWrite == 0 {
-		if tc, ok := b.Topics.Get(h.Topic); ok && tc.Order {
+		if tc, ok := b.Topics.getShared(h.Topic); ok && tc.Order {
 			return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
 				"the broker[%s] sending message is forbidden", b.addr)
 		}
@@ -353,7 +353,7 @@ func (b *Broker) sendCheck(conn sendConn, h *protocol.SendMessageRequestHeader) 
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.NoPermission,
 			"Sending message to topic[%s] is forbidden.", h.Topic)
 	}
-	tc, ok := b.Topics.Get(h.Topic)
+	tc, ok := b.Topics.getShared(h.Topic) // read only: tc.Attributes is the table's
 	if !ok {
 		var err error
 		if h.DefaultTopic != "" {

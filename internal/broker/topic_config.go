@@ -185,6 +185,23 @@ func (m *TopicConfigManager) Get(topic string) (protocol.TopicConfig, bool) {
 	return cloneTopicConfig(tc), true
 }
 
+// getShared is Get without copying the attributes: the result shares its
+// Attributes map with the table, so the caller must only read it. Safe
+// because table entries are never changed in place (every update stores a
+// new config). The send path uses it: two allocations per send less.
+func (m *TopicConfigManager) getShared(topic string) (protocol.TopicConfig, bool) {
+	m.mu.RLock()
+	tc, ok := m.topics[topic]
+	m.mu.RUnlock()
+	if !ok {
+		if m.virtual != nil {
+			return m.virtual(topic)
+		}
+		return protocol.TopicConfig{}, false
+	}
+	return *tc, true
+}
+
 // Contains reports whether the topic exists.
 func (m *TopicConfigManager) Contains(topic string) bool {
 	m.mu.RLock()

@@ -550,7 +550,13 @@ func (s *Store) replicate(res PutResult, wait bool, done func(PutResult)) {
 		done(res)
 		return
 	}
-	(*r).AwaitReplicated(res.WroteOffset+int64(res.WroteBytes), func(st PutStatus) {
+	awaitReplicated(*r, res, done)
+}
+
+// awaitReplicated is replicate's wait, apart so that only puts that wait
+// for a replica move their result to the heap (the closure captures it).
+func awaitReplicated(r Replicator, res PutResult, done func(PutResult)) {
+	r.AwaitReplicated(res.WroteOffset+int64(res.WroteBytes), func(st PutStatus) {
 		if st != PutOK {
 			res.Status = st // the replica status wins (3.4)
 		}
