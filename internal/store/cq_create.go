@@ -190,6 +190,28 @@ func (c *queueCreator) serveUntil(quit <-chan struct{}, deadline time.Time) bool
 // the file. The file system calls run without the queue's locks (dispatch
 // keeps appending to pending); the install takes writeMu and pendMu.
 func (c *queueCreator) create(cq *consumeQueue) error {
+	var err error
+	if !cq.deleted.Load() { // deleted: DeleteTopics removes the directory
+		err = c.createFile(cq)
+	}
+	if cq.deleted.Load() {
+		// DeleteTopics sets deleted before it removes the directory: a
+		// file-system step that failed because the directory vanished
+		// under us is no reason to refuse writes, and nothing is left to
+		// make (the units are forgotten, as createFile does for a queue
+		// deleted before its install).
+		cq.writeMu.Lock()
+		cq.pendMu.Lock()
+		cq.pending, cq.pendFrom = nil, 0
+		cq.pendEnd.Store(0)
+		cq.pendMu.Unlock()
+		cq.writeMu.Unlock()
+		return nil
+	}
+	return err
+}
+
+func (c *queueCreator) createFile(cq *consumeQueue) error {
 	cq.pendMu.Lock()
 	from, units := cq.pendFrom, cq.pending
 	cq.pendMu.Unlock()
