@@ -273,9 +273,11 @@ func (p *popService) popOnce(h *protocol.PopMessageRequestHeader, tc protocol.To
 			p.popQueue(h, topic, h.QueueID, need(), f, now, res)
 			return
 		}
+		// Separate retry queues (useSeparateRetryQueue) are levels too.
+		levels := priorityMode && (topic == h.Topic || p.b.cfg.UseSeparateRetryQueue && queues == tc.ReadQueueNums)
 		for i := int32(0); i < queues && need() > 0; i++ {
 			q := (int32(randomQ) + i) % queues
-			if priorityMode && topic == h.Topic {
+			if levels {
 				q = priorityAt(i)
 			}
 			p.popQueue(h, topic, q, need(), f, now, res)

@@ -198,12 +198,18 @@ func (p *popService) reviveMessage(m *message.Ext, group, origTopic, retryTopic 
 		props[message.PropertyDLQOriginMessageID] = id
 		b.logger.Info("pop message moved to the dead-letter queue", "group", group, "topic", origTopic,
 			"reconsumeTimes", m.ReconsumeTimes, "maxReconsumeTimes", maxTimes)
-	} else if _, err := b.Topics.CreateIfAbsent(target, 1, protocol.PermRead|protocol.PermWrite, 0); err != nil {
-		return nil, false, err
+	}
+	queueID := int32(0)
+	if !dlq {
+		q, queues := p.retryQueueFor(origTopic, m.QueueID) // priority.go: useSeparateRetryQueue
+		if err := p.ensureRetryQueues(target, queues); err != nil {
+			return nil, false, err
+		}
+		queueID = q
 	}
 	return &message.Ext{
 		Message:        message.Message{Topic: target, Flag: m.Flag, Body: m.Body, Properties: props},
-		QueueID:        0,
+		QueueID:        queueID,
 		SysFlag:        m.SysFlag,
 		BornTimestamp:  m.BornTimestamp,
 		BornHost:       m.BornHost,

@@ -48,6 +48,13 @@ type PriorityConfig struct {
 	// wait before its queue is read ahead of the higher ones (default
 	// 60000; 0 turns aging off and makes priority strict).
 	PopPriorityMaxWaitMs int64 `conf:"popPriorityMaxWaitMs"`
+	// UseSeparateRetryQueue gives a group's pop retry topic as many queues
+	// as the topic it retries and revives a message into the retry queue of
+	// its original queue id (RocketMQ's key, default false: every retry goes
+	// to retry queue 0). For a PRIORITY topic a redelivery so keeps its
+	// level: priority-mode pops read the retry queues from the highest
+	// level down too.
+	UseSeparateRetryQueue bool `conf:"useSeparateRetryQueue"`
 }
 
 // DefaultPriorityConfig returns the defaults above.
@@ -191,4 +198,34 @@ func (p *popService) starvedQueue(st *priorityState, h *protocol.PopMessageReque
 		}
 	}
 	return st.starved
+}
+
+// retryQueueFor is where a revived copy of m (read from a queue of topic,
+// retrying origTopic) goes, and how many queues the retry topic needs:
+// with useSeparateRetryQueue the queue id it had (0 when the retry topic
+// has fewer queues), else queue 0 of a one-queue retry topic.
+func (p *popService) retryQueueFor(origTopic string, queueID int32) (q, queues int32) {
+	if !p.b.cfg.UseSeparateRetryQueue {
+		return 0, 1
+	}
+	queues = 1
+	if tc, ok := p.b.Topics.Get(origTopic); ok {
+		queues = max(tc.WriteQueueNums, 1)
+	}
+	if queueID < 0 || queueID >= queues {
+		return 0, queues
+	}
+	return queueID, queues
+}
+
+// ensureRetryQueues creates the retry topic with queues queues, or widens
+// an existing one that has fewer (useSeparateRetryQueue after the topic
+// grew, or switched on later).
+func (p *popService) ensureRetryQueues(retryTopic string, queues int32) error {
+	tc, err := p.b.Topics.CreateIfAbsent(retryTopic, queues, protocol.PermRead|protocol.PermWrite, 0)
+	if err != nil || tc.WriteQueueNums >= queues && tc.ReadQueueNums >= queues {
+		return err
+	}
+	tc.WriteQueueNums, tc.ReadQueueNums = max(tc.WriteQueueNums, queues), max(tc.ReadQueueNums, queues)
+	return p.b.Topics.Update(tc)
 }

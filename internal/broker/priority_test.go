@@ -162,3 +162,70 @@ func TestPriorityAgingServesStarvedLevel(t *testing.T) {
 		t.Fatalf("second pop %+v, want the high level", got)
 	}
 }
+
+// TestPrioritySeparateRetryQueue: with useSeparateRetryQueue a group's pop
+// retry topic gets the PRIORITY topic's queue count and a revived message
+// goes to the retry queue of its level, so redeliveries come back highest
+// level first; without it every redelivery shares retry queue 0.
+func TestPrioritySeparateRetryQueue(t *testing.T) {
+	for _, separate := range []bool{true, false} {
+		t.Run(fmt.Sprint("separate=", separate), func(t *testing.T) {
+			cfg := popTestConfig(t, t.TempDir())
+			cfg.UseSeparateRetryQueue = separate
+			cfg.PopPriorityMaxWaitMs = 0
+			b := startBroker(t, cfg)
+			c := newClient(t)
+			createTypedTopic(t, c, b, "PrioR", 4, "+message.type=PRIORITY")
+			for p := range 4 {
+				sendPriority(t, c, b, "PrioR", p, fmt.Sprint("p", p))
+			}
+			for q := range int32(4) {
+				waitDispatched(t, b, "PrioR", q, 1)
+			}
+			if got := popAll(t, c, b, "g", "PrioR", time.Second); len(got) != 4 {
+				t.Fatalf("first pop got %d of 4", len(got))
+			}
+			// Not acked: the revive loop moves them to the retry topic.
+			rt := protocol.PopRetryTopic("PrioR", "g", cfg.EnableRetryTopicV2)
+			testutil.Eventually(t, 20*time.Second, func() bool {
+				n := int64(0)
+				for q := range int32(4) {
+					n += max(b.Store.MaxOffsetInQueue(rt, q), 0)
+				}
+				return n == 4
+			}, "4 messages revived to %s", rt)
+			tc, _ := b.Topics.Get(rt)
+			wantQueues := int32(1)
+			if separate {
+				wantQueues = 4
+			}
+			if tc.WriteQueueNums != wantQueues || tc.ReadQueueNums != wantQueues {
+				t.Fatalf("retry topic has %d/%d queues, want %d", tc.ReadQueueNums, tc.WriteQueueNums, wantQueues)
+			}
+			for q := range wantQueues {
+				want := int64(1)
+				if !separate {
+					want = 4
+				}
+				if n := b.Store.MaxOffsetInQueue(rt, q); n != want {
+					t.Fatalf("retry queue %d holds %d, want %d", q, n, want)
+				}
+			}
+			if !separate {
+				return
+			}
+			var order []string
+			for len(order) < 4 {
+				resp := invoke(t, c, b.Addr(), popReq("g", "PrioR", -1, 1, time.Minute, 0, false))
+				got := decodePop(t, resp, "g", cfg.BrokerName)
+				if len(got) == 0 {
+					t.Fatalf("retry pop found nothing after %v", order)
+				}
+				order = append(order, string(got[0].msg.Body))
+			}
+			if fmt.Sprint(order) != "[p3 p2 p1 p0]" {
+				t.Fatalf("redeliveries in order %v, want p3 p2 p1 p0", order)
+			}
+		})
+	}
+}
