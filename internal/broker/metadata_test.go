@@ -288,3 +288,52 @@ func TestSubscriptionNormalization(t *testing.T) {
 		t.Fatal("tag filter")
 	}
 }
+
+// TestOffsetsRemoveTopicByIndex: RemoveTopic and RemoveGroup drop exactly
+// the matching entries through the per-topic index, which follows
+// commits, removals, a reload and a master's merge.
+func TestOffsetsRemoveTopicByIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "consumerOffset.json")
+	m := newConsumerOffsetManager(path, testutil.Logger(t), fixedNow, 500)
+	for _, g := range []string{"g1", "g2"} {
+		for _, topic := range []string{"A", "B", "x@y"} {
+			m.Commit(g, topic, 0, 1)
+			m.Commit(g, topic, 1, 2)
+		}
+	}
+	m.RemoveTopic("A")
+	m.RemoveTopic("missing")
+	if _, ok := m.Query("g1", "A", 0); ok {
+		t.Fatal("A@g1 kept after RemoveTopic(A)")
+	}
+	if got := m.GroupsOfTopic("A"); len(got) != 0 {
+		t.Fatalf("groups of a removed topic: %v", got)
+	}
+	if off, ok := m.Query("g2", "B", 1); !ok || off != 2 {
+		t.Fatalf("B@g2 lost: %d %v", off, ok)
+	}
+	m.RemoveGroup("g1")
+	if got := m.GroupsOfTopic("x@y"); len(got) != 1 || got[0] != "g2" {
+		t.Fatalf("groups of x@y after RemoveGroup(g1): %v", got)
+	}
+	m.Commit("g1", "A", 0, 7) // re-created after removal
+	if err := m.persist(false); err != nil {
+		t.Fatal(err)
+	}
+	m2 := newConsumerOffsetManager(path, testutil.Logger(t), fixedNow, 500)
+	if err := m2.load(); err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]int{"A": 1, "B": 1, "x@y": 1} {
+		if got := m2.GroupsOfTopic(topic); len(got) != want {
+			t.Fatalf("after reload, groups of %s: %v, want %d", topic, got, want)
+		}
+	}
+	m2.RemoveTopic("x@y")
+	if _, ok := m2.Query("g2", "x@y", 0); ok {
+		t.Fatal("x@y@g2 kept after RemoveTopic on a reloaded table")
+	}
+	if off, ok := m2.Query("g1", "A", 0); !ok || off != 7 {
+		t.Fatalf("A@g1 after reload: %d %v", off, ok)
+	}
+}

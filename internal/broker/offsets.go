@@ -33,6 +33,57 @@ type ConsumerOffsetManager struct {
 	// resets holds server-side resets not yet delivered to the group's
 	// next pull ("topic@group" -> queue -> target); guarded by mu.
 	resets map[string]map[int32]int64
+	// byTopic lists, per topic, the groups with an entry in offsets
+	// (substrings of the keys): RemoveTopic, called for every expired lite
+	// topic, costs the topic's entries instead of a scan of the whole
+	// table. Guarded by mu; kept by setLocked, deleteLocked, reindexLocked.
+	byTopic map[string][]string
+}
+
+// setLocked stores a key's queue offsets, indexing a new key.
+// REQUIRES: mu held.
+func (m *ConsumerOffsetManager) setLocked(key string, q map[int32]int64) {
+	if _, ok := m.offsets[key]; !ok {
+		if t, g, ok := splitOffsetKey(key); ok {
+			m.byTopic[t] = append(m.byTopic[t], g)
+		}
+	}
+	m.offsets[key] = q
+}
+
+// deleteLocked removes a key and its index entry. REQUIRES: mu held.
+func (m *ConsumerOffsetManager) deleteLocked(key string) {
+	if _, ok := m.offsets[key]; !ok {
+		return
+	}
+	delete(m.offsets, key)
+	t, g, ok := splitOffsetKey(key)
+	if !ok {
+		return
+	}
+	gs := m.byTopic[t]
+	for i, x := range gs {
+		if x == g {
+			gs[i] = gs[len(gs)-1]
+			gs = gs[:len(gs)-1]
+			break
+		}
+	}
+	if len(gs) == 0 {
+		delete(m.byTopic, t)
+	} else {
+		m.byTopic[t] = gs
+	}
+}
+
+// reindexLocked rebuilds byTopic from offsets. REQUIRES: mu held.
+func (m *ConsumerOffsetManager) reindexLocked() {
+	m.byTopic = make(map[string][]string, len(m.offsets))
+	for k := range m.offsets {
+		if t, g, ok := splitOffsetKey(k); ok {
+			m.byTopic[t] = append(m.byTopic[t], g)
+		}
+	}
 }
 
 func newConsumerOffsetManager(path string, logger *slog.Logger, now func() time.Time, versionStep int64) *ConsumerOffsetManager {
@@ -43,6 +94,7 @@ func newConsumerOffsetManager(path string, logger *slog.Logger, now func() time.
 		versionStep: max(versionStep, 1),
 		offsets:     make(map[string]map[int32]int64),
 		resets:      make(map[string]map[int32]int64),
+		byTopic:     make(map[string][]string),
 	}
 }
 
@@ -102,6 +154,7 @@ func (m *ConsumerOffsetManager) load() error {
 		if m.offsets == nil {
 			m.offsets = make(map[string]map[int32]int64)
 		}
+		m.reindexLocked()
 		if w.DataVersion != nil {
 			m.version = *w.DataVersion
 		}
@@ -118,7 +171,7 @@ func (m *ConsumerOffsetManager) Commit(group, topic string, queueID int32, offse
 	q, ok := m.offsets[key]
 	if !ok {
 		q = make(map[int32]int64)
-		m.offsets[key] = q
+		m.setLocked(key, q)
 	}
 	prev, had := q[queueID]
 	q[queueID] = offset
@@ -182,13 +235,7 @@ func (m *ConsumerOffsetManager) GroupsByTopic() map[string][]string {
 func (m *ConsumerOffsetManager) GroupsOfTopic(topic string) []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var out []string
-	for k := range m.offsets {
-		if t, g, ok := splitOffsetKey(k); ok && t == topic {
-			out = append(out, g)
-		}
-	}
-	return out
+	return append([]string(nil), m.byTopic[topic]...)
 }
 
 func splitOffsetKey(k string) (topic, group string, ok bool) {
@@ -203,12 +250,14 @@ func splitOffsetKey(k string) (topic, group string, ok bool) {
 func (m *ConsumerOffsetManager) RemoveTopic(topic string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for k := range m.offsets {
-		if t, _, ok := splitOffsetKey(k); ok && t == topic {
-			delete(m.offsets, k)
-			m.dirty = true
-		}
+	gs := m.byTopic[topic]
+	if len(gs) == 0 {
+		return
 	}
+	for _, g := range append([]string(nil), gs...) {
+		m.deleteLocked(offsetKey(topic, g))
+	}
+	m.dirty = true
 }
 
 // RemoveGroup drops a group's offsets on every topic.
@@ -217,7 +266,7 @@ func (m *ConsumerOffsetManager) RemoveGroup(group string) {
 	defer m.mu.Unlock()
 	for k := range m.offsets {
 		if _, g, ok := splitOffsetKey(k); ok && g == group {
-			delete(m.offsets, k)
+			m.deleteLocked(k)
 			m.dirty = true
 		}
 	}

@@ -189,7 +189,7 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 	m := b.Offsets
 	m.mu.Lock()
 	for key, queues := range w.OffsetTable {
-		m.offsets[key] = maps.Clone(queues)
+		m.setLocked(key, maps.Clone(queues))
 	}
 	if w.DataVersion != nil {
 		m.version = *w.DataVersion
