@@ -329,3 +329,12 @@ func FuzzCQSnapshot(f *testing.F) {
 		}
 	})
 }
+
+func TestLazyFilePath(t *testing.T) {
+	for _, off := range []int64{0, 6000000, 123456789012} {
+		mf := newLazyFileIn(filepath.Join("a", "b"), off, 6000000, nil)
+		if got, want := mf.filePath(), filepath.Join("a", "b", fileName(off)); got != want {
+			t.Fatalf("filePath %q, want %q", got, want)
+		}
+	}
+}

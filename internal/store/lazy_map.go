@@ -107,7 +107,18 @@ func (mf *mappedFile) filePath() string {
 	if mf.path != "" || mf.lazy == nil {
 		return mf.path
 	}
-	return mf.lazy.dir + string(filepath.Separator) + fileName(mf.fromOffset)
+	d := mf.lazy.dir
+	b := make([]byte, len(d)+1+20)
+	copy(b, d)
+	b[len(d)] = filepath.Separator
+	// fileName's 20-digit zero-padded offset, without fmt (this runs for
+	// every unit written to a file that is not mapped).
+	v := uint64(mf.fromOffset)
+	for i := len(b) - 1; i > len(d); i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b)
 }
 
 // createLazyFile is openLazyPath(create) for a file its writer is about
