@@ -20,7 +20,8 @@ import (
 type mappedFileQueue struct {
 	dir      string
 	fileSize int64
-	// alloc creates (or takes a pre-allocated) file starting at an offset.
+	// alloc creates (or takes a pre-allocated) file starting at an offset;
+	// nil for lazily mapped files (allocLazy).
 	alloc func(fromOffset int64) (*mappedFile, error)
 	// lazy, when set, makes the files lazily mapped and sparse
 	// (consume queues; lazy_map.go).
@@ -48,19 +49,7 @@ func newMappedFileQueue(dir string, fileSize int64, alloc func(int64) (*mappedFi
 // lazily through m (when m is not nil).
 func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mappedFile, error), m *mapper) *mappedFileQueue {
 	q := &mappedFileQueue{dir: dir, fileSize: fileSize, alloc: alloc, lazy: m}
-	if q.alloc == nil && m != nil {
-		q.alloc = func(off int64) (*mappedFile, error) {
-			if err := mkdirQueue(dir); err != nil {
-				return nil, fmt.Errorf("store: create %s: %w", dir, openErr(err))
-			}
-			mf, err := createLazyFile(filepath.Join(dir, fileName(off)), off, fileSize, m)
-			if err == nil {
-				mf.lazy.dir = dir
-			}
-			return mf, err
-		}
-	}
-	if q.alloc == nil {
+	if q.alloc == nil && m == nil {
 		q.alloc = func(off int64) (*mappedFile, error) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("store: create %s: %w", dir, err)
@@ -73,6 +62,18 @@ func newMappedFileQueueLazy(dir string, fileSize int64, alloc func(int64) (*mapp
 		}
 	}
 	return q
+}
+
+// allocLazy creates the sparse file of a lazily mapped queue at off.
+func (q *mappedFileQueue) allocLazy(off int64) (*mappedFile, error) {
+	if err := mkdirQueue(q.dir); err != nil {
+		return nil, fmt.Errorf("store: create %s: %w", q.dir, openErr(err))
+	}
+	mf, err := createLazyFile(filepath.Join(q.dir, fileName(off)), off, q.fileSize, q.lazy)
+	if err == nil {
+		mf.lazy.dir = q.dir
+	}
+	return mf, err
 }
 
 // mkdirQueue creates a queue directory and its parent with the fewest
@@ -188,7 +189,11 @@ func (q *mappedFileQueue) lastOrCreate(startOffset int64) (*mappedFile, error) {
 	default:
 		return last, nil
 	}
-	mf, err := q.alloc(create)
+	alloc := q.alloc
+	if alloc == nil {
+		alloc = q.allocLazy // no closure per consume queue
+	}
+	mf, err := alloc(create)
 	if err != nil {
 		return nil, err
 	}

@@ -223,6 +223,9 @@ scan:
 
 	// Rebuild the topic-queue table from the consume queues (6.3 step 5).
 	minPhy := max(0, s.commitLog.minOffset())
+	if len(s.topicQueueTable) == 0 {
+		s.topicQueueTable = make(map[tqKey]int64, len(s.allQueues()))
+	}
 	for _, cq := range s.allQueues() {
 		s.topicQueueTable[tqKey{cq.topic, cq.queueID}] = cq.maxOffset()
 		if !fromSnapshot {

@@ -68,6 +68,7 @@ func BenchmarkRestartManyQueues(b *testing.B) {
 			b.Fatal(err)
 		}
 	})
+	s = nil // the closed store's queues are garbage now
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
