@@ -117,12 +117,9 @@ func (b *Broker) startLite() {
 	l := b.lite
 	l.started = b.now()
 	at := l.started.UnixMilli()
-	var queues []string
-	for _, t := range b.Store.QueueTopics() {
-		if lite.IsQueueName(t) && b.Store.MaxOffsetInQueue(t, 0) > 0 { // an empty queue is no lite topic
-			queues = append(queues, t)
-		}
-	}
+	// An empty queue is no lite topic. One pass over the store's queues:
+	// sorting 10^6 names and looking each up again took most of a restart.
+	queues := b.Store.NonEmptyQueues(lite.IsQueueName)
 	if n := l.registry.RestoreAt(queues, at); n > 0 {
 		b.logger.Info("lite topics restored", "count", n)
 		b.goFunc("lite-restore", func() { l.refine(queues, at) })

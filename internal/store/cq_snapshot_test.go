@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -336,5 +337,24 @@ func TestLazyFilePath(t *testing.T) {
 		if got, want := mf.filePath(), filepath.Join("a", "b", fileName(off)); got != want {
 			t.Fatalf("filePath %q, want %q", got, want)
 		}
+	}
+}
+
+// TestNonEmptyQueues: the topics kept by the filter whose queue 0 holds
+// messages; deleted and empty queues are left out.
+func TestNonEmptyQueues(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	for _, topic := range []string{"lite-a", "lite-b", "plain", "lite-gone"} {
+		mustPut(t, s, newMsg(topic, 0, "x", nil))
+		waitDispatched(t, s, topic, 0, 1)
+	}
+	s.findOrCreateQueue("lite-empty", 0)
+	if err := s.DeleteTopics([]string{"lite-gone"}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.NonEmptyQueues(func(t string) bool { return len(t) > 5 && t[:5] == "lite-" })
+	slices.Sort(got)
+	if want := []string{"lite-a", "lite-b"}; !slices.Equal(got, want) {
+		t.Fatalf("NonEmptyQueues = %v, want %v", got, want)
 	}
 }

@@ -53,6 +53,19 @@ func (s *Store) StorageSize() int64 {
 	return total
 }
 
+// NonEmptyQueues returns, in no order, the topics accepted by keep whose
+// queue 0 holds messages: one pass over the queue list, no sort (the
+// broker's lite-topic rebuild at start, 10^6 topics).
+func (s *Store) NonEmptyQueues(keep func(topic string) bool) []string {
+	var out []string
+	for _, cq := range s.allQueues() {
+		if cq.queueID == 0 && !cq.deleted.Load() && keep(cq.topic) && cq.maxOffset() > 0 {
+			out = append(out, cq.topic)
+		}
+	}
+	return out
+}
+
 // QueueTopics lists the topics that have consume queues, sorted (for
 // CLEAN_UNUSED_TOPIC: those the broker no longer knows are deleted).
 func (s *Store) QueueTopics() []string {
