@@ -14,7 +14,7 @@ import (
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 )
 
-func newProducer(t *testing.T, endpoint string, opts ...rmq.ProducerOption) rmq.Producer {
+func newProducer(t testing.TB, endpoint string, opts ...rmq.ProducerOption) rmq.Producer {
 	t.Helper()
 	p, err := rmq.NewProducer(clientConfig(endpoint, ""), opts...)
 	if err != nil {

@@ -31,13 +31,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	apogeeBin = filepath.Join(dir, "apogee")
-	// Built in the root module (two levels up), with its own go.sum.
-	build := exec.Command("go", "build", "-o", apogeeBin, "./cmd/apogee")
-	build.Dir = filepath.Join("..", "..")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build apogee:", err)
-		os.Exit(1)
+	if bin := os.Getenv("APOGEE_BIN"); bin != "" {
+		apogeeBin = bin // a given build (benchmark A/B)
+	} else {
+		// Built in the root module (two levels up), with its own go.sum.
+		build := exec.Command("go", "build", "-o", apogeeBin, "./cmd/apogee")
+		build.Dir = filepath.Join("..", "..")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build apogee:", err)
+			os.Exit(1)
+		}
 	}
 	// The official client logs to $user.home/logs by default.
 	os.Setenv("rocketmq.client.logRoot", dir)
@@ -64,7 +68,7 @@ type server struct {
 // directory (or data, when given, to restart on the same store) and waits
 // for its three listening lines. It is stopped (SIGTERM, then SIGKILL) at
 // cleanup.
-func startServer(t *testing.T, data string, extra ...string) *server {
+func startServer(t testing.TB, data string, extra ...string) *server {
 	t.Helper()
 	if data == "" {
 		data = t.TempDir()
@@ -125,7 +129,7 @@ func (s *server) logs() string {
 }
 
 // stop terminates the process by its PID and waits for it.
-func (s *server) stop(t *testing.T) {
+func (s *server) stop(t testing.TB) {
 	select {
 	case <-s.done:
 		return
@@ -151,7 +155,7 @@ func (s *server) kill() {
 
 // createTopic creates topic on the cluster with the given message.type
 // ("" leaves the attribute unset).
-func (s *server) createTopic(t *testing.T, topic, messageType string, queues int) {
+func (s *server) createTopic(t testing.TB, topic, messageType string, queues int) {
 	t.Helper()
 	a, err := admin.New(admin.WithNameServers(s.namesrv))
 	if err != nil {
@@ -190,7 +194,7 @@ var sslMu sync.Mutex
 
 // withSSL sets the official client's TLS switch for the duration of the
 // test (it is a package variable read when a connection is dialled).
-func withSSL(t *testing.T, on bool) {
+func withSSL(t testing.TB, on bool) {
 	t.Helper()
 	sslMu.Lock()
 	old := rmq.EnableSsl
