@@ -161,6 +161,14 @@ func (c *Consumer) Unsubscribe(ctx context.Context, liteTopics ...string) error 
 	return nil
 }
 
+// SubscribePatterns is the subscription of a consumer of a wildcard group
+// (lite.sub.wildcard): it consumes the lite topics matching one of the
+// patterns ("__"-separated segments, "*" one segment, "**" the rest), or
+// every lite topic of the parent with none (COMPLETE_ADD).
+func (c *Consumer) SubscribePatterns(ctx context.Context, patterns ...string) error {
+	return c.ctl(ctx, protocol.LiteActionCompleteAdd, patterns, nil)
+}
+
 // Sync sends the whole set (COMPLETE_ADD).
 func (c *Consumer) Sync(ctx context.Context) error {
 	return c.ctl(ctx, protocol.LiteActionCompleteAdd, c.LiteTopics(), nil)

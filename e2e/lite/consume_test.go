@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,7 +115,8 @@ func receiveAll(t *testing.T, c *litepop.Consumer, n int, d time.Duration) []str
 // unsubscribed one; a held pop is answered by a send; OffsetOption MAX,
 // OFFSET and TAIL_N place a subscription; in an exclusive group a second
 // consumer's subscription takes the lite topic and the first is told
-// (NOTIFY_UNSUBSCRIBE_LITE); an expired lite topic is told too; a
+// (NOTIFY_UNSUBSCRIBE_LITE); a wildcard group's pattern subscription gets
+// only the matching lite topics; an expired lite topic is told too; a
 // subscription past maxLiteSubscriptionCount answers
 // LITE_SUBSCRIPTION_QUOTA_EXCEEDED (2018).
 func TestLiteRemotingConsumer(t *testing.T) {
@@ -221,6 +223,24 @@ func TestLiteRemotingConsumer(t *testing.T) {
 	}
 	if msgs, err := e1.Receive(ctx, 32, 20*time.Second, 0); err != nil || len(msgs) != 0 {
 		t.Fatalf("evicted e1 received %d messages (%v)", len(msgs), err)
+	}
+
+	// Wildcard group: a pattern subscription consumes the matching lite topics only.
+	s.createGroup(t, "PopWildcard", map[string]string{"lite.sub.wildcard": ""})
+	w, _, _ := newLitePop(t, s, "wild-1", "PopWildcard", parent)
+	if err := w.SubscribePatterns(ctx, "w__*"); err != nil {
+		t.Fatal(err)
+	}
+	send("w__1", "w1")
+	send("v__1", "v1")
+	send("w__2", "w2")
+	got = receiveAll(t, w, 2, 20*time.Second)
+	slices.Sort(got)
+	if strings.Join(got, ",") != "w__1:w1,w__2:w2" {
+		t.Fatalf("pattern w__* received %v, want w__1 and w__2", got)
+	}
+	if msgs, err := w.Receive(ctx, 32, 20*time.Second, 0); err != nil || len(msgs) != 0 {
+		t.Fatalf("pattern w__* also received %d messages (%v)", len(msgs), err)
 	}
 
 	// Expiry: r1 idles past 4 units of 2 s; c1 is told.

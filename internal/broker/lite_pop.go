@@ -95,7 +95,18 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 			_, wildcard := gc.Attributes[attrLiteWildcard]
 			l.setConn(e.ClientID, conn)
 			if e.Action == protocol.LiteActionCompleteAdd {
-				added, again := l.subs.Replace(e.ClientID, e.Group, e.Topic, queues, wildcard, now)
+				var patterns []string
+				if wildcard { // the set holds patterns (lite.ValidPattern), not names
+					for _, p := range e.LiteTopicSet {
+						if lite.ValidPattern(p) {
+							patterns = append(patterns, p)
+						}
+					}
+					if len(e.LiteTopicSet) > 0 && len(patterns) == 0 {
+						return nil, protocol.Errorf(protocol.IllegalOperation, "all wildcard patterns are invalid, group:%s, topic:%s", e.Group, e.Topic)
+					}
+				}
+				added, again := l.subs.Replace(e.ClientID, e.Group, e.Topic, queues, wildcard, patterns, now)
 				tell = append(tell, again...)
 				b.liteWake(e.Topic, added, wildcard)
 				continue
@@ -142,9 +153,12 @@ func (b *Broker) liteWake(parent string, queues []string, wildcard bool) {
 	if b.pop == nil {
 		return
 	}
-	if wildcard {
-		for _, t := range b.lite.registry.List(parent, 1) {
-			queues = append(queues, lite.QueueName(parent, t.Name))
+	if wildcard { // one matching lite topic is enough for held pops to look
+		for _, t := range b.lite.registry.List(parent, 0) {
+			if q := lite.QueueName(parent, t.Name); b.lite.subs.Subscribers(q) != nil {
+				queues = append(queues, q)
+				break
+			}
 		}
 	}
 	for _, q := range queues {
@@ -342,10 +356,13 @@ func (p *popService) liteQueuesOf(client, group, parent string) []string {
 		if len(all) == 0 {
 			return nil
 		}
+		patterns := l.subs.Patterns(client)
 		start := rand.IntN(len(all))
 		queues = make([]string, 0, len(all))
 		for i := range all {
-			queues = append(queues, lite.QueueName(parent, all[(start+i)%len(all)].Name))
+			if n := all[(start+i)%len(all)].Name; len(patterns) == 0 || lite.MatchAnyPattern(patterns, n) {
+				queues = append(queues, lite.QueueName(parent, n))
+			}
 		}
 		return queues
 	}

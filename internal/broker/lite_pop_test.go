@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -313,4 +314,22 @@ func TestLiteExclusiveAndOffsetOption(t *testing.T) {
 	if strings.Join(all, ",") != "a0,a1,a2,a3,b0" && strings.Join(all, ",") != "b0,a0,a1,a2,a3" {
 		t.Fatalf("wildcard client popped %v, want a0..a3 and b0", all)
 	}
+	// With patterns (RocketMQ's LitePatternMatcher): only matching lite topics.
+	for _, n := range []string{"pay__refund", "pay__ok", "ship__ok"} {
+		mustCode(t, invoke(t, c1.Client, b.Addr(), sendReq("P", -1, []byte(n), liteSend(n, n))), protocol.Success)
+		waitDispatched(t, b, lite.QueueName("P", n), 0, 1)
+	}
+	mustCode(t, invoke(t, c1.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionCompleteAdd,
+		ClientID: "C5", Group: "GW", Topic: "P", LiteTopicSet: []string{"bad*", "pay__*"}})), protocol.Success)
+	var pays []string
+	for range 3 {
+		if got := pop(c1, "C5", "GW"); got != "" {
+			pays = append(pays, strings.Split(got, ",")...)
+		}
+	}
+	if sort.Strings(pays); strings.Join(pays, ",") != "pay__ok,pay__refund" {
+		t.Fatalf("pattern pay__* popped %v, want pay__ok and pay__refund", pays)
+	}
+	mustCode(t, invoke(t, c1.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionCompleteAdd,
+		ClientID: "C6", Group: "GW", Topic: "P", LiteTopicSet: []string{"bad*", "**__x"}})), protocol.IllegalOperation)
 }

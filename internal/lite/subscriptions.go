@@ -47,6 +47,7 @@ type Subscriptions struct {
 type clientSubs struct {
 	group, parent string
 	wildcard      bool
+	patterns      []string // a wildcard client's patterns (pattern.go); none: every lite topic
 	queues        map[string]struct{}
 	order         []string // queues in subscription order, for round robin
 	next          int      // where the next Snapshot starts in order
@@ -217,15 +218,19 @@ func (s *Subscriptions) Remove(client string, queues []string, now int64) (remov
 }
 
 // Replace makes queues the client's whole set (COMPLETE_ADD); a wildcard
-// client instead consumes all of parent's lite topics and queues is
-// ignored. Queues the client lost to another client of an exclusive group
+// client instead consumes the lite topics of parent that match one of
+// patterns (every one without patterns) and queues is ignored. Queues the client lost to another client of an exclusive group
 // (tombstoned) are not taken back: they are returned to be told again
 // (the earlier notification was likely lost). Replace does not check the
 // quota, as RocketMQ's broker does not for the periodic complete set.
-func (s *Subscriptions) Replace(client, group, parent string, queues []string, wildcard bool, now int64) (added []string, renotify []Eviction) {
+func (s *Subscriptions) Replace(client, group, parent string, queues []string, wildcard bool, patterns []string, now int64) (added []string, renotify []Eviction) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.session(client, group, parent)
+	c.patterns = nil
+	if wildcard {
+		c.patterns = append([]string(nil), patterns...)
+	}
 	s.updated[client] = now
 	want := make(map[string]struct{}, len(queues))
 	if !wildcard {
@@ -339,11 +344,24 @@ func (s *Subscriptions) Wants(client, queue string) bool {
 	if _, ok := c.queues[queue]; ok {
 		return true
 	}
-	if c.wildcard {
-		p, _, ok := SplitQueueName(queue)
-		return ok && p == c.parent
+	return c.wildcard && c.matches(queue)
+}
+
+// matches reports whether a wildcard client consumes queue: a lite topic
+// of its parent matching one of its patterns (any, without patterns).
+func (c *clientSubs) matches(queue string) bool {
+	p, name, ok := SplitQueueName(queue)
+	return ok && p == c.parent && (len(c.patterns) == 0 || MatchAnyPattern(c.patterns, name))
+}
+
+// Patterns returns a wildcard client's patterns (nil: every lite topic).
+func (s *Subscriptions) Patterns(client string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.clients[client]; c != nil {
+		return append([]string(nil), c.patterns...)
 	}
-	return false
+	return nil
 }
 
 // Subscribers returns the client ids subscribed to queue (wildcard
@@ -356,8 +374,10 @@ func (s *Subscriptions) Subscribers(queue string) []string {
 		out = append(out, c)
 	}
 	if p, _, ok := SplitQueueName(queue); ok {
-		for c := range s.wildcard[p] {
-			out = append(out, c)
+		for id := range s.wildcard[p] {
+			if c := s.clients[id]; c != nil && c.matches(queue) {
+				out = append(out, id)
+			}
 		}
 	}
 	return out

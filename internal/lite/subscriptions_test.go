@@ -27,7 +27,7 @@ func TestSubscriptionsAddRemoveReplace(t *testing.T) {
 	if !slices.Equal(q1, []string{qa, qb}) || !slices.Equal(q2, []string{qb, qa}) {
 		t.Fatalf("snapshots %v %v", q1, q2)
 	}
-	if added, _ := s.Replace("c1", "g", "P", []string{qb, qc}, false, 2); !slices.Equal(added, []string{qc}) || s.Count() != 2 {
+	if added, _ := s.Replace("c1", "g", "P", []string{qb, qc}, false, nil, 2); !slices.Equal(added, []string{qc}) || s.Count() != 2 {
 		t.Fatalf("replace added %v, count %d", added, s.Count())
 	}
 	if subs := s.Subscribers(qa); len(subs) != 0 {
@@ -59,18 +59,24 @@ func TestSubscriptionsExclusiveAndWildcard(t *testing.T) {
 	if len(ev) != 1 || ev[0] != (Eviction{"c1", "g", qa}) {
 		t.Fatalf("evictions %v, want c1 only (other groups keep theirs)", ev)
 	}
-	if _, again := s.Replace("c1", "g", "P", []string{qa}, false, 2); len(again) != 1 || s.Wants("c1", qa) {
+	if _, again := s.Replace("c1", "g", "P", []string{qa}, false, nil, 2); len(again) != 1 || s.Wants("c1", qa) {
 		t.Fatalf("complete set naming a tombstoned queue: renotify %v, wants %v", again, s.Wants("c1", qa))
 	}
 	// Once the set stops naming it, the tombstone goes; a later add takes it back.
-	s.Replace("c1", "g", "P", nil, false, 3)
-	if _, again := s.Replace("c1", "g", "P", []string{qa}, false, 4); len(again) != 0 || !s.Wants("c1", qa) {
+	s.Replace("c1", "g", "P", nil, false, nil, 3)
+	if _, again := s.Replace("c1", "g", "P", []string{qa}, false, nil, 4); len(again) != 0 || !s.Wants("c1", qa) {
 		t.Fatal("stale tombstone kept")
 	}
-	s.Replace("w", "gw", "P", nil, true, 5)
+	s.Replace("w", "gw", "P", nil, true, nil, 5)
 	if !s.Wants("w", QueueName("P", "zz")) || s.Wants("w", QueueName("Q", "zz")) || !slices.Contains(s.Subscribers(qa), "w") {
 		t.Fatal("wildcard client does not want its parent's lite topics")
 	}
+	s.Replace("wp", "gw", "P", nil, true, []string{"pay__*"}, 5)
+	if !s.Wants("wp", QueueName("P", "pay__x")) || s.Wants("wp", QueueName("P", "ship__x")) ||
+		slices.Contains(s.Subscribers(qa), "wp") || !slices.Contains(s.Subscribers(QueueName("P", "pay__x")), "wp") {
+		t.Fatal("wildcard patterns not applied")
+	}
+	s.Drop("wp")
 	n := s.Count()
 	s.Drop("w")
 	if s.Count() != n-1 {
