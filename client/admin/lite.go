@@ -4,10 +4,19 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/apogeemq/apogee/internal/lite"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
 // Lite topics (RocketMQ 5.5): the broker's lite admin requests.
+
+// ValidateLiteName checks a lite topic name as the broker does: 1..64
+// bytes of letters, digits, '_', '-' and '.'.
+func ValidateLiteName(name string) error { return lite.ValidateName(name) }
+
+// LiteQueueName is the store topic that holds lite topic name under
+// parent ("%LMQ%$parent$name").
+func LiteQueueName(parent, name string) string { return lite.QueueName(parent, name) }
 
 // BrokerLiteInfo is a broker's lite topic totals (GET_BROKER_LITE_INFO).
 func (a *Admin) BrokerLiteInfo(ctx context.Context, brokerAddr string) (protocol.GetBrokerLiteInfoResponseBody, error) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apogeemq/apogee/internal/lite"
+	"github.com/apogeemq/apogee/client/admin"
 )
 
 // Lite topics (RocketMQ 5.5, docs/priority-and-lite.md): /lite lists the
@@ -147,7 +147,7 @@ func (s *Server) liteTopicPage(w http.ResponseWriter, r *http.Request) (string, 
 		return "", nil, err
 	}
 	name := r.URL.Query().Get("lite")
-	if err := lite.ValidateName(name); err != nil {
+	if err := admin.ValidateLiteName(name); err != nil {
 		return "", nil, badRequest("%v", err)
 	}
 	brokers, err := s.liteBrokers(r)
@@ -172,5 +172,5 @@ func (s *Server) liteTopicPage(w http.ResponseWriter, r *http.Request) (string, 
 	return "litetopic", struct {
 		Parent, Lite, Queue string
 		Brokers             []liteTopicBroker
-	}{parent, name, lite.QueueName(parent, name), rows}, nil
+	}{parent, name, admin.LiteQueueName(parent, name), rows}, nil
 }
