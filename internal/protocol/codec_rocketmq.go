@@ -186,6 +186,7 @@ func decodeRocketMQExtList(ext []byte, c *Command) bool {
 	}
 	str := string(ext)
 	list := make([]string, 0, 2*n)
+	var seen uint64 // filter of the keys so far
 	for off := 0; off < len(str); {
 		if len(str)-off < 6 {
 			return false
@@ -200,16 +201,29 @@ func decodeRocketMQExtList(ext []byte, c *Command) bool {
 		if vl > uint64(len(str)-vs) {
 			return false
 		}
-		for i := 0; i < len(list); i += 2 {
-			if list[i] == k {
-				return false
+		// Repeats are rare: a 64-bit filter on (length, last byte) sends
+		// only keys that may repeat one to the comparison loop.
+		bit := uint64(1) << ((uint(kl) + 7*uint(lastByte(k))) & 63)
+		if seen&bit != 0 {
+			for i := 0; i < len(list); i += 2 {
+				if list[i] == k {
+					return false
+				}
 			}
 		}
+		seen |= bit
 		list = append(list, k, str[vs:vs+int(vl)])
 		off = vs + int(vl)
 	}
 	c.ExtList = list
 	return true
+}
+
+func lastByte(s string) byte {
+	if s == "" {
+		return 0
+	}
+	return s[len(s)-1]
 }
 
 // maxListExt bounds the entries decoded into an ExtList (its duplicate

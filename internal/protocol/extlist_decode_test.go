@@ -131,3 +131,39 @@ func FuzzExtListDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeSendFrameList decodes the SDK's SEND_MESSAGE_V2 frame
+// with its ext fields into ExtList (the broker's send path).
+func BenchmarkDecodeSendFrameList(b *testing.B) {
+	h := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchCPU", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: 2, BornTimestamp: 1700000000000,
+		Properties: "TAGS\x01t\x02UNIQ_KEY\x01AC1100010000000000000000000000\x02WAIT\x01true\x02"}
+	frame := sendFrame(b, AppendSendHeader(nil, &h, true))
+	codes := []int32{int32(SendMessageV2)}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := decodeFrame(frame, codes)
+		if err != nil || len(c.ExtList) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeSendHeaderOfList reads the send header out of the SDK's
+// decoded frame (ExtList), as the broker's send processor does.
+func BenchmarkDecodeSendHeaderOfList(b *testing.B) {
+	h := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchCPU", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: 2, BornTimestamp: 1700000000000,
+		Properties: "TAGS\x01t\x02UNIQ_KEY\x01AC1100010000000000000000000000\x02WAIT\x01true\x02"}
+	c, err := decodeFrame(sendFrame(b, AppendSendHeader(nil, &h, true)), []int32{int32(SendMessageV2)})
+	if err != nil || len(c.ExtList) == 0 {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var got SendMessageRequestHeader
+		if err := DecodeSendHeaderOf(c, &got, true); err != nil || got != h {
+			b.Fatalf("%v %+v", err, got)
+		}
+	}
+}

@@ -18,6 +18,10 @@ import (
 type extDecoder struct {
 	ext  map[string]string
 	list []string // key, value pairs searched after ext (a Command's ExtList)
+	// next is where the list search starts: just past the last hit. The
+	// SDKs write a header's fields in the order its decoder reads them,
+	// so each read then matches at its first comparison.
+	next int
 	err  error
 }
 
@@ -26,9 +30,19 @@ func (d *extDecoder) lookup(name string, required bool) (string, bool) {
 		return "", false
 	}
 	s, ok := d.ext[name]
-	for i := 0; !ok && i+1 < len(d.list); i += 2 {
-		if d.list[i] == name {
-			s, ok = d.list[i+1], true
+	if !ok && len(d.list) > 1 {
+		n := len(d.list) &^ 1
+		start := min(d.next, n) // even
+		for j := 0; j < n; j += 2 {
+			i := start + j
+			if i >= n {
+				i -= n
+			}
+			if d.list[i] == name {
+				s, ok = d.list[i+1], true
+				d.next = i + 2
+				break
+			}
 		}
 	}
 	if !ok && required {
