@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/apogeemq/apogee/client"
@@ -54,4 +55,25 @@ func FuzzDecodeAdminBodies(f *testing.F) {
 		decodeConsumerConnection(b)
 		client.DecodeMessages(b, "x")
 	})
+}
+
+func TestCMResult(t *testing.T) {
+	for _, tc := range []struct {
+		raw, want string
+		err       bool
+	}{
+		{`"CR_SUCCESS"`, "CR_SUCCESS", false},
+		{`"CR_LATER"`, "CR_LATER", false},
+		{`0`, "CR_SUCCESS", false},
+		{`1`, "CR_LATER", false},
+		{`5`, "CR_RETURN_NULL", false},
+		{`6`, "", true},
+		{`-1`, "", true},
+		{`{}`, "", true},
+	} {
+		got, err := cmResult(json.RawMessage(tc.raw))
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("cmResult(%s) = %q, %v; want %q (error %v)", tc.raw, got, err, tc.want, tc.err)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/apogeemq/apogee/internal/protocol"
@@ -39,14 +41,35 @@ func (a *Admin) ConsumeMessageDirectly(ctx context.Context, brokerAddr, group, c
 		return "", err
 	}
 	var r struct {
-		ConsumeResult string `json:"consumeResult"`
-		Remark        string `json:"remark"`
+		ConsumeResult json.RawMessage `json:"consumeResult"`
+		Remark        string          `json:"remark"`
 	}
 	if err := protocol.UnmarshalFastJSON(resp.Body, &r); err != nil {
 		return "", err
 	}
-	if r.Remark != "" {
-		return r.ConsumeResult + " (" + r.Remark + ")", nil
+	res, err := cmResult(r.ConsumeResult)
+	if err != nil {
+		return "", fmt.Errorf("admin: consume result from %s: %w", clientID, err)
 	}
-	return r.ConsumeResult, nil
+	if r.Remark != "" {
+		return res + " (" + r.Remark + ")", nil
+	}
+	return res, nil
+}
+
+// cmResults are RocketMQ's CMResult names in ordinal order.
+var cmResults = []string{"CR_SUCCESS", "CR_LATER", "CR_ROLLBACK", "CR_COMMIT", "CR_THROW_EXCEPTION", "CR_RETURN_NULL"}
+
+// cmResult reads a consume result as Java clients send it (the enum's
+// name) or as the Go client sends it (its ordinal).
+func cmResult(raw json.RawMessage) (string, error) {
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		return name, nil
+	}
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil || n < 0 || n >= len(cmResults) {
+		return "", fmt.Errorf("consumeResult %s: want a CMResult name or ordinal", raw)
+	}
+	return cmResults[n], nil
 }

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,6 +27,16 @@ type GroupConfig struct {
 	RetryMaxTimes     int  // default 16
 	BrokerID          int64
 	WhichBrokerSlowly int64 // whichBrokerWhenConsumeSlowly, default 1
+	// ConsumeFromMinDisabled is consumeFromMinEnable=false (mqadmin's
+	// updateSubGroup default).
+	ConsumeFromMinDisabled bool
+	// NotifyDisabled is notifyConsumerIdsChangedEnable=false: the broker
+	// does not tell the group's clients when members come and go.
+	NotifyDisabled bool
+	// RetryPolicy is groupRetryPolicy as RocketMQ's JSON
+	// ({"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000]}});
+	// empty keeps the default.
+	RetryPolicy string
 }
 
 // CreateSubscriptionGroup creates or updates a consumer group on every
@@ -47,6 +58,15 @@ func (a *Admin) CreateSubscriptionGroup(ctx context.Context, g GroupConfig, targ
 	sc.BrokerID = g.BrokerID
 	if g.WhichBrokerSlowly > 0 {
 		sc.WhichBrokerWhenConsumeSlowly = g.WhichBrokerSlowly
+	}
+	sc.ConsumeFromMinEnable = !g.ConsumeFromMinDisabled
+	sc.NotifyConsumerIdsChangedEnable = !g.NotifyDisabled
+	if g.RetryPolicy != "" {
+		var p protocol.GroupRetryPolicy
+		if err := json.Unmarshal([]byte(g.RetryPolicy), &p); err != nil {
+			return fmt.Errorf("admin: group %s: groupRetryPolicy %q: %w", g.Group, g.RetryPolicy, err)
+		}
+		sc.GroupRetryPolicy = &p
 	}
 	body, err := protocol.MarshalJSON(&sc)
 	if err != nil {
@@ -181,13 +201,26 @@ type ConsumerConnections struct {
 // (GET_CONSUMER_CONNECTION_LIST); a group without online consumers gives
 // a BrokerError with CONSUMER_NOT_ONLINE (206).
 func (a *Admin) ConsumerConnections(ctx context.Context, group string) (*ConsumerConnections, error) {
-	masters, err := a.groupBrokers(ctx, group, "")
-	if err != nil {
-		return nil, err
+	return a.ConsumerConnectionsOn(ctx, group, "")
+}
+
+// ConsumerConnectionsOn is ConsumerConnections asked of one broker
+// (mqadmin's consumerConnection -b); brokerAddr "" asks the group's
+// brokers in turn, as ConsumerConnections.
+func (a *Admin) ConsumerConnectionsOn(ctx context.Context, group, brokerAddr string) (*ConsumerConnections, error) {
+	addrs := []string{brokerAddr}
+	if brokerAddr == "" {
+		masters, err := a.groupBrokers(ctx, group, "")
+		if err != nil {
+			return nil, err
+		}
+		addrs = addrs[:0]
+		for _, name := range slices.Sorted(maps.Keys(masters)) {
+			addrs = append(addrs, masters[name])
+		}
 	}
 	var lastErr error
-	for _, name := range slices.Sorted(maps.Keys(masters)) {
-		addr := masters[name]
+	for _, addr := range addrs {
 		resp, err := a.invokeOK(ctx, addr, "", protocol.NewRequest(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil))
 		if err != nil {
 			lastErr = err

@@ -32,7 +32,16 @@ type TopicConfig struct {
 	// Attributes changes topic attributes, RocketMQ 5's "+key=value,-key"
 	// (e.g. "+message.type=FIFO"); "" keeps them.
 	Attributes string
+	// SysFlag is topicSysFlag: TopicSysFlagUnit | TopicSysFlagUnitSub
+	// (mqadmin updateTopic -u / -s).
+	SysFlag int
 }
+
+// Bits of TopicConfig.SysFlag, RocketMQ's TopicSysFlag.
+const (
+	TopicSysFlagUnit    = 1 << 0
+	TopicSysFlagUnitSub = 1 << 1
+)
 
 // CreateTopic creates or updates a topic on every master of the target
 // (UPDATE_AND_CREATE_TOPIC); the brokers register it with the name servers.
@@ -60,6 +69,7 @@ func (a *Admin) CreateTopic(ctx context.Context, tc TopicConfig, target Target) 
 		WriteQueueNums:  int32(tc.WriteQueues),
 		Perm:            int32(tc.Perm),
 		TopicFilterType: "SINGLE_TAG",
+		TopicSysFlag:    int32(tc.SysFlag),
 		Order:           tc.Order,
 		Attributes:      tc.Attributes,
 	}

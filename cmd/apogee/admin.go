@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -151,15 +152,27 @@ var adminCommands = []func(*globalFlags, *adminFlags) *cobra.Command{
 }
 
 func cmdProducerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
-	var group, cluster string
-	return adminCommand(g, af, "producerConnection", "List a producer group's live clients on every master of a cluster", func(c *cobra.Command) {
+	var group, cluster, topic string
+	return adminCommand(g, af, "producerConnection", "List a producer group's live clients on the masters of a topic (-t) or a cluster (-c)", func(c *cobra.Command) {
 		c.Flags().StringVarP(&group, "producerGroup", "g", "", "producer group (required)")
-		c.Flags().StringVarP(&cluster, "clusterName", "c", "DefaultCluster", "cluster")
+		c.Flags().StringVarP(&topic, "topic", "t", "", "ask the masters of this topic's route (as mqadmin)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "DefaultCluster", "without -t: ask every master of this cluster")
 		c.MarkFlagRequired("producerGroup")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		ci, err := a.ClusterInfo(ctx)
 		if err != nil {
 			return nil, err
+		}
+		brokers := ci.Clusters[cluster]
+		if topic != "" {
+			rt, err := a.TopicRoute(ctx, topic)
+			if err != nil {
+				return nil, err
+			}
+			brokers = nil
+			for _, b := range rt.Brokers {
+				brokers = append(brokers, b.Name)
+			}
 		}
 		type row struct {
 			Broker string `json:"broker"`
@@ -167,7 +180,7 @@ func cmdProducerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
 		}
 		var rows []row
 		var lastErr error
-		for _, name := range ci.Clusters[cluster] {
+		for _, name := range brokers {
 			addr := ci.Brokers[name].MasterAddr()
 			if addr == "" {
 				continue
@@ -208,6 +221,7 @@ func target(cluster, broker string) admin.Target {
 func cmdUpdateTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 	var tc admin.TopicConfig
 	var cluster, broker string
+	var unit, unitSub bool
 	return adminCommand(g, af, "updateTopic", "Create or update a topic on a cluster (-c) or one broker (-b)", func(c *cobra.Command) {
 		f := c.Flags()
 		f.StringVarP(&tc.Topic, "topic", "t", "", "topic name (required)")
@@ -218,8 +232,17 @@ func cmdUpdateTopic(g *globalFlags, af *adminFlags) *cobra.Command {
 		f.IntVarP(&tc.Perm, "perm", "p", 6, "permission: 2 write, 4 read, 6 read+write")
 		boolArgVarP(c, &tc.Order, "order", "o", false, "ordered topic (true|false)")
 		f.StringVarP(&tc.Attributes, "attributes", "a", "", "topic attributes, +key=value,-key (e.g. +message.type=FIFO)")
+		boolArgVarP(c, &unit, "unit", "u", false, "unit topic: sets topicSysFlag bit 1")
+		boolArgVarP(c, &unitSub, "hasUnitSub", "s", false, "has unit subscriptions: sets topicSysFlag bit 2")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		tc.SysFlag = 0
+		if unit {
+			tc.SysFlag |= admin.TopicSysFlagUnit
+		}
+		if unitSub {
+			tc.SysFlag |= admin.TopicSysFlagUnitSub
+		}
 		if err := a.CreateTopic(ctx, tc, target(cluster, broker)); err != nil {
 			return nil, err
 		}
@@ -358,10 +381,15 @@ func topicClusterRows(ctx context.Context, a *admin.Admin, topics []string) (*re
 	return r, nil
 }
 
+// cmdTopicRoute is mqadmin's topicRoute; -l prints mqadmin's list format
+// (cluster, broker, addresses, queues, perm and a total line). --json
+// prints the route as data.
 func cmdTopicRoute(g *globalFlags, af *adminFlags) *cobra.Command {
 	var topic string
-	return adminCommand(g, af, "topicRoute", "Show where a topic lives", func(c *cobra.Command) {
+	var list bool
+	return adminCommand(g, af, "topicRoute", "Show where a topic lives (-l: mqadmin's list format)", func(c *cobra.Command) {
 		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
+		c.Flags().BoolVarP(&list, "list", "l", false, "print one line per broker with its cluster and a total line")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		rt, err := a.TopicRoute(ctx, topic)
@@ -381,12 +409,47 @@ func cmdTopicRoute(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 			addrs[b.Name] = strings.Join(parts, ",")
 		}
+		if list {
+			return routeList(rt, addrs), nil
+		}
 		r := &result{value: rt, header: []string{"#BROKER_NAME", "#READ_QUEUES", "#WRITE_QUEUES", "#PERM", "#ADDRESSES"}}
 		for _, q := range rt.Queues {
 			r.rows = append(r.rows, []string{q.BrokerName, strconv.Itoa(q.ReadQueues), strconv.Itoa(q.WriteQueues), strconv.Itoa(q.Perm), addrs[q.BrokerName]})
 		}
 		return r, nil
 	})
+}
+
+// routeList is topicRoute -l: one line per broker, sorted by name, then
+// the number of brokers and the queue totals.
+func routeList(rt *admin.TopicRoute, addrs map[string]string) *result {
+	queues := map[string]admin.QueueData{}
+	for _, q := range rt.Queues {
+		queues[q.BrokerName] = q
+	}
+	brokers := slices.Clone(rt.Brokers)
+	slices.SortFunc(brokers, func(x, y admin.Broker) int { return strings.Compare(x.Name, y.Name) })
+	type row struct {
+		Cluster     string `json:"clusterName"`
+		Broker      string `json:"brokerName"`
+		Addrs       string `json:"brokerAddrs"`
+		ReadQueues  int    `json:"readQueueNums"`
+		WriteQueues int    `json:"writeQueueNums"`
+		Perm        int    `json:"perm"`
+	}
+	var rows []row
+	r := &result{header: []string{"#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm"}}
+	read, write := 0, 0
+	for _, b := range brokers {
+		q := queues[b.Name]
+		read += q.ReadQueues
+		write += q.WriteQueues
+		rows = append(rows, row{b.Cluster, b.Name, addrs[b.Name], q.ReadQueues, q.WriteQueues, q.Perm})
+		r.rows = append(r.rows, []string{b.Cluster, b.Name, addrs[b.Name], strconv.Itoa(q.ReadQueues), strconv.Itoa(q.WriteQueues), strconv.Itoa(q.Perm)})
+	}
+	r.rows = append(r.rows, []string{"Total:", strconv.Itoa(len(queues)), "", strconv.Itoa(read), strconv.Itoa(write), ""})
+	r.value = map[string]any{"brokers": rows, "brokerCount": len(queues), "totalReadQueueNums": read, "totalWriteQueueNums": write}
+	return r
 }
 
 func fmtTime(t time.Time) string {
@@ -397,14 +460,26 @@ func fmtTime(t time.Time) string {
 }
 
 func cmdTopicStatus(g *globalFlags, af *adminFlags) *cobra.Command {
-	var topic string
+	var topic, cluster string
 	return adminCommand(g, af, "topicStatus", "Show the min/max offsets of every queue of a topic", func(c *cobra.Command) {
 		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
+		c.Flags().StringVarP(&cluster, "cluster", "c", "", "only the queues on this cluster's brokers (LMQ parent topics are not served)")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		stats, err := a.TopicStats(ctx, topic)
 		if err != nil {
 			return nil, err
+		}
+		if cluster != "" {
+			ci, err := a.ClusterInfo(ctx)
+			if err != nil {
+				return nil, err
+			}
+			in, ok := ci.Clusters[cluster]
+			if !ok {
+				return nil, fmt.Errorf("cluster %s not found on the name server", cluster)
+			}
+			stats = slices.DeleteFunc(stats, func(s admin.QueueStat) bool { return !slices.Contains(in, s.Queue.BrokerName) })
 		}
 		r := &result{value: stats, header: []string{"#BROKER_NAME", "#QID", "#MIN_OFFSET", "#MAX_OFFSET", "#LAST_UPDATED"}}
 		for _, s := range stats {
@@ -415,19 +490,52 @@ func cmdTopicStatus(g *globalFlags, af *adminFlags) *cobra.Command {
 	})
 }
 
+// cmdClusterList is mqadmin's clusterList: every broker with its role and
+// epoch; -m the message totals of yesterday and today instead; -c one
+// cluster; -i repeat every interval seconds.
 func cmdClusterList(g *globalFlags, af *adminFlags) *cobra.Command {
-	return adminCommand(g, af, "clusterList", "List clusters and their brokers", nil,
+	var only string
+	var more bool
+	return adminCommand(g, af, "clusterList", "List clusters and their brokers (-m: message totals of yesterday and today)", func(c *cobra.Command) {
+		c.Flags().BoolVarP(&more, "moreStats", "m", false, "print messages in and out yesterday and today per broker")
+		c.Flags().StringVarP(&only, "clusterName", "c", "", "only this cluster")
+		intervalFlag(c, 1)
+	},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
 			ci, err := a.ClusterInfo(ctx)
 			if err != nil {
 				return nil, err
 			}
-			r := &result{value: ci, header: []string{"#CLUSTER_NAME", "#BROKER_NAME", "#BID", "#ADDR", "#ROLE", "#EPOCH"}}
 			clusters := make([]string, 0, len(ci.Clusters))
 			for c := range ci.Clusters {
-				clusters = append(clusters, c)
+				if only == "" || c == only {
+					clusters = append(clusters, c)
+				}
 			}
 			sort.Strings(clusters)
+			if only != "" && len(clusters) == 0 {
+				return nil, fmt.Errorf("cluster %s not found on the name server", only)
+			}
+			r := &result{value: ci, header: []string{"#CLUSTER_NAME", "#BROKER_NAME", "#BID", "#ADDR", "#ROLE", "#EPOCH"}}
+			if only != "" {
+				r.value = &admin.ClusterInfo{Clusters: map[string][]string{only: ci.Clusters[only]}, Brokers: map[string]admin.Broker{}}
+				for _, name := range ci.Clusters[only] {
+					r.value.(*admin.ClusterInfo).Brokers[name] = ci.Brokers[name]
+				}
+			}
+			type moreRow struct {
+				Cluster       string `json:"clusterName"`
+				Broker        string `json:"brokerName"`
+				Addr          string `json:"brokerAddr"`
+				InTotalYest   int64  `json:"inTotalYest"`
+				OutTotalYest  int64  `json:"outTotalYest"`
+				InTotalToday  int64  `json:"inTotalToday"`
+				OutTotalToday int64  `json:"outTotalToday"`
+			}
+			var moreRows []moreRow
+			if more {
+				r.header = []string{"#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday"}
+			}
 			for _, c := range clusters {
 				for _, name := range ci.Clusters[c] {
 					b := ci.Brokers[name]
@@ -437,13 +545,39 @@ func cmdClusterList(g *globalFlags, af *adminFlags) *cobra.Command {
 					}
 					sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 					for _, id := range ids {
+						if more {
+							x := moreRow{Cluster: c, Broker: name, Addr: b.Addrs[id]}
+							x.InTotalYest, x.OutTotalYest, x.InTotalToday, x.OutTotalToday = dayTotals(ctx, a, b.Addrs[id])
+							moreRows = append(moreRows, x)
+							r.rows = append(r.rows, []string{c, name, strconv.FormatInt(x.InTotalYest, 10), strconv.FormatInt(x.OutTotalYest, 10),
+								strconv.FormatInt(x.InTotalToday, 10), strconv.FormatInt(x.OutTotalToday, 10)})
+							continue
+						}
 						role, epoch := brokerRoleEpoch(ctx, a, id, b.Addrs[id]) // admin_controller.go
 						r.rows = append(r.rows, []string{c, name, strconv.FormatInt(id, 10), b.Addrs[id], role, epoch})
 					}
 				}
 			}
+			if more {
+				r.value = moreRows
+			}
 			return r, nil
 		})
+}
+
+// dayTotals is clusterList -m for one broker: messages put and got
+// yesterday and today, from the broker's day-boundary counters (0 when the
+// broker does not answer, as mqadmin).
+func dayTotals(ctx context.Context, a *admin.Admin, addr string) (inYest, outYest, inToday, outToday int64) {
+	kv, err := a.BrokerRuntimeInfo(ctx, addr)
+	if err != nil {
+		return 0, 0, 0, 0
+	}
+	n := func(k string) int64 { v, _ := strconv.ParseInt(kv[k], 10, 64); return v }
+	return n("msgPutTotalTodayMorning") - n("msgPutTotalYesterdayMorning"),
+		n("msgGetTotalTodayMorning") - n("msgGetTotalYesterdayMorning"),
+		n("msgPutTotalTodayNow") - n("msgPutTotalTodayMorning"),
+		n("msgGetTotalTodayNow") - n("msgGetTotalTodayMorning")
 }
 
 // cmdConsumerProgress is mqadmin's consumerProgress for one group:
@@ -551,12 +685,13 @@ func queueOwners(ctx context.Context, a *admin.Admin, group string) map[client.M
 }
 
 func cmdConsumerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
-	var group string
+	var group, broker string
 	return adminCommand(g, af, "consumerConnection", "List a consumer group's live clients and subscriptions", func(c *cobra.Command) {
 		c.Flags().StringVarP(&group, "consumerGroup", "g", "", "consumer group (required)")
+		c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "ask this broker (default: the group's brokers)")
 		c.MarkFlagRequired("consumerGroup")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		cc, err := a.ConsumerConnections(ctx, group)
+		cc, err := a.ConsumerConnectionsOn(ctx, group, broker)
 		if err != nil {
 			return nil, err
 		}
@@ -577,7 +712,7 @@ func cmdConsumerConnection(g *globalFlags, af *adminFlags) *cobra.Command {
 func cmdUpdateSubGroup(g *globalFlags, af *adminFlags) *cobra.Command {
 	var gc admin.GroupConfig
 	var cluster, broker string
-	var consumeEnable, broadcastEnable bool
+	var consumeEnable, broadcastEnable, fromMin, notify bool
 	return adminCommand(g, af, "updateSubGroup", "Create or update a consumer group on a cluster (-c) or broker (-b)", func(c *cobra.Command) {
 		f := c.Flags()
 		f.StringVarP(&gc.Group, "groupName", "g", "", "consumer group (required)")
@@ -590,9 +725,13 @@ func cmdUpdateSubGroup(g *globalFlags, af *adminFlags) *cobra.Command {
 		f.IntVarP(&gc.RetryMaxTimes, "retryMaxTimes", "r", 16, "max retries before the dead-letter queue")
 		f.Int64VarP(&gc.BrokerID, "brokerId", "i", 0, "broker id consumers pull from")
 		f.Int64VarP(&gc.WhichBrokerSlowly, "whichBrokerWhenConsumeSlowly", "w", 1, "broker id when consuming slowly")
+		boolArgVarP(c, &fromMin, "consumeFromMinEnable", "m", false, "consume from the min offset")
+		f.StringVarP(&gc.RetryPolicy, "groupRetryPolicy", "p", "", `retry policy JSON, e.g. {"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"max":7200000,"multiplier":2}} or {"type":"CUSTOMIZED","customizedRetryPolicy":{"next":[1000,5000]}}`)
+		boolArgVarP(c, &notify, "notifyConsumerIdsChanged", "a", true, "tell the group's clients when members change")
 		c.MarkFlagRequired("groupName")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		gc.ConsumeDisabled, gc.BroadcastDisabled = !consumeEnable, !broadcastEnable
+		gc.ConsumeFromMinDisabled, gc.NotifyDisabled = !fromMin, !notify
 		if err := a.CreateSubscriptionGroup(ctx, gc, target(cluster, broker)); err != nil {
 			return nil, err
 		}
@@ -683,19 +822,188 @@ func messageRows(msgs []*client.MessageExt) *result {
 	return r
 }
 
+// cmdQueryMsgByID is mqadmin's queryMsgById: -i takes one id or several,
+// comma-separated. With -g and -d each message is pushed to that client of
+// the group again (CONSUME_MESSAGE_DIRECTLY, through the broker storing
+// it); with -s true it is sent to its topic again; otherwise it is shown,
+// its body decoded with -f's charset.
 func cmdQueryMsgByID(g *globalFlags, af *adminFlags) *cobra.Command {
-	var id, topic string
-	return adminCommand(g, af, "queryMsgById", "Show a message by offset message id (or UNIQ_KEY with -t)", func(c *cobra.Command) {
-		c.Flags().StringVarP(&id, "msgId", "i", "", "message id (required)")
-		c.Flags().StringVarP(&topic, "topic", "t", "", "topic (needed for a UNIQ_KEY)")
+	var ids, topic, group, clientID, resend, bodyFormat string
+	return adminCommand(g, af, "queryMsgById", "Show messages by offset message id or UNIQ_KEY (-g -d: push to a consumer again; -s true: send again)", func(c *cobra.Command) {
+		f := c.Flags()
+		f.StringVarP(&ids, "msgId", "i", "", "message id(s), comma-separated (required)")
+		f.StringVarP(&topic, "topic", "t", "", "topic (needed for a UNIQ_KEY)")
+		f.StringVarP(&group, "consumerGroup", "g", "", "with -d: push the message to this group's client")
+		f.StringVarP(&clientID, "clientId", "d", "", "with -g: the client id to push to")
+		f.StringVarP(&resend, "sendMessage", "s", "", "true: send the message to its topic again")
+		f.StringP("unitName", "u", "", "producer unit name for -s (accepted; Apogee producers have no unit)")
+		f.StringVarP(&bodyFormat, "bodyFormat", "f", "", "print the body decoded with this charset (UTF-8, ISO-8859-1, US-ASCII)")
+		f.StringP("cluster", "c", "", "cluster (accepted; the topic's route decides, LMQ parent topics are not served)")
 		c.MarkFlagRequired("msgId")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		var list []string
+		for id := range strings.SplitSeq(ids, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				list = append(list, id)
+			}
+		}
+		if len(list) == 0 {
+			return nil, fmt.Errorf("-i: no message id")
+		}
+		switch {
+		case group != "" && clientID != "":
+			return pushMessages(ctx, a, topic, group, clientID, list)
+		case resend != "":
+			ok, err := strconv.ParseBool(strings.TrimSpace(resend))
+			if err != nil {
+				return nil, fmt.Errorf("-s %q: want true or false", resend)
+			}
+			if !ok {
+				return &result{value: []any{}}, nil // as mqadmin: -s false does nothing
+			}
+			return resendMessages(ctx, a, af, topic, list)
+		}
+		var decode func([]byte) (string, error)
+		if bodyFormat != "" {
+			var err error
+			if decode, err = bodyDecoder(bodyFormat); err != nil {
+				return nil, err
+			}
+		}
+		var out *result
+		var all []*client.MessageExt
+		for _, id := range list {
+			m, err := a.QueryMessageByID(ctx, topic, id)
+			if err != nil {
+				return nil, err
+			}
+			r := messageDetail(m) // admin_ops.go
+			if decode != nil {
+				text, err := decode(m.Body)
+				if err != nil {
+					return nil, err
+				}
+				r.rows = append(r.rows, []string{"Message Body", text})
+			}
+			all = append(all, m)
+			if out == nil {
+				out = r
+			} else {
+				out.rows = append(append(out.rows, []string{"", ""}), r.rows...)
+			}
+		}
+		if len(all) > 1 {
+			out.value = all
+		}
+		return out, nil
+	})
+}
+
+// bodyDecoder returns the decoder of a charset name, as Java's
+// Charset.forName spells them (case-insensitive).
+func bodyDecoder(name string) (func([]byte) (string, error), error) {
+	switch strings.ToUpper(strings.TrimSpace(name)) {
+	case "UTF-8", "UTF8":
+		return func(b []byte) (string, error) { return strings.ToValidUTF8(string(b), "\ufffd"), nil }, nil
+	case "ISO-8859-1", "ISO8859-1", "ISO_8859_1", "LATIN1":
+		return func(b []byte) (string, error) {
+			r := make([]rune, len(b))
+			for i, c := range b {
+				r[i] = rune(c)
+			}
+			return string(r), nil
+		}, nil
+	case "US-ASCII", "ASCII":
+		return func(b []byte) (string, error) {
+			r := make([]rune, len(b))
+			for i, c := range b {
+				r[i] = rune(c)
+				if c >= 0x80 {
+					r[i] = utf8.RuneError // not ASCII, as Java's decoder replaces it
+				}
+			}
+			return string(r), nil
+		}, nil
+	}
+	return nil, fmt.Errorf("-f %q: charset not supported (UTF-8, ISO-8859-1, US-ASCII)", name)
+}
+
+// pushMessages is queryMsgById -g -d: each message goes again to one
+// client of group, through the broker that stores it. A client that is
+// not a push consumer is refused, as mqadmin.
+func pushMessages(ctx context.Context, a *admin.Admin, topic, group, clientID string, ids []string) (*result, error) {
+	ri, err := a.ConsumerRunningInfo(ctx, group, clientID, false)
+	if err != nil {
+		return nil, err
+	}
+	if t := ri.Properties["PROP_CONSUME_TYPE"]; t != "" && t != "CONSUME_PASSIVELY" {
+		return nil, fmt.Errorf("this %s client is not push consumer, not support direct push", clientID)
+	}
+	type row struct {
+		MsgID         string `json:"msgId"`
+		ConsumeResult string `json:"consumeResult"`
+	}
+	var rows []row
+	r := &result{header: []string{"#MSG_ID", "#CONSUME_RESULT"}}
+	for _, id := range ids {
 		m, err := a.QueryMessageByID(ctx, topic, id)
 		if err != nil {
 			return nil, err
 		}
-		return messageDetail(m), nil // admin_ops.go
-	})
+		res, err := a.ConsumeMessageDirectly(ctx, m.StoreHost, group, clientID, m.Topic, m.OffsetMsgID)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row{id, res})
+		r.rows = append(r.rows, []string{id, res})
+	}
+	r.value = rows
+	return r, nil
+}
+
+// resendMessages is queryMsgById -s true: each message is sent to its
+// topic again with its tags, keys and properties (its UNIQ_KEY included,
+// as mqadmin's producer keeps it).
+func resendMessages(ctx context.Context, a *admin.Admin, af *adminFlags, topic string, ids []string) (*result, error) {
+	var msgs []*client.MessageExt
+	for _, id := range ids {
+		m, err := a.QueryMessageByID(ctx, topic, id)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	p, err := probeProducer(af, "ReSendMsgById") // admin_ops.go
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	type row struct {
+		OriginalMsgID string `json:"originalMsgId"`
+		Status        string `json:"status"`
+		MsgID         string `json:"msgId"`
+		BrokerName    string `json:"brokerName"`
+		QueueID       int    `json:"queueId"`
+		QueueOffset   int64  `json:"queueOffset"`
+	}
+	var rows []row
+	r := &result{header: []string{"#ORIGINAL_MSG_ID", "#STATUS", "#MSG_ID", "#BROKER_NAME", "#QID", "#QUEUE_OFFSET"}}
+	for i, m := range msgs {
+		out := client.NewMessage(m.Topic, m.Body)
+		for k, v := range m.Properties {
+			out.SetProperty(k, v)
+		}
+		out.Flag = m.Flag
+		res, err := p.Send(ctx, out)
+		if err != nil {
+			return nil, fmt.Errorf("resend %s: %w", ids[i], err)
+		}
+		x := row{ids[i], res.Status.String(), res.MsgID, res.Queue.BrokerName, res.Queue.QueueID, res.QueueOffset}
+		rows = append(rows, x)
+		r.rows = append(r.rows, []string{x.OriginalMsgID, x.Status, x.MsgID, x.BrokerName, strconv.Itoa(x.QueueID), strconv.FormatInt(x.QueueOffset, 10)})
+	}
+	r.value = rows
+	return r, nil
 }
 
 // cmdQueryMsgByKey is mqadmin's queryMsgByKey: -m at most this many,
@@ -779,6 +1087,8 @@ func cmdResetOffsetByTime(g *globalFlags, af *adminFlags) *cobra.Command {
 		c.Flags().StringVarP(&broker, "broker", "b", "", "broker address (with -q and -o: reset one queue)")
 		c.Flags().IntVarP(&queueID, "queue", "q", -1, "queue id (with -b and -o)")
 		c.Flags().Int64VarP(&offset, "offset", "o", -1, "expected queue offset (with -b and -q)")
+		c.Flags().StringP("cluster", "c", "", "cluster (accepted; the topic's route decides, LMQ parent topics are not served)")
+		c.Flags().Bool("cplus", false, "reset C++ clients' offsets (deprecated in mqadmin; accepted, no effect: -c is --cluster)")
 		c.MarkFlagRequired("group")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {

@@ -35,10 +35,12 @@ func cmdGetControllerMetaData(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdGetSyncStateSet(g *globalFlags, af *adminFlags) *cobra.Command {
-	var ctl, names string
-	return adminCommand(g, af, "getSyncStateSet", "Show the master, epochs and SyncStateSet of broker sets", func(c *cobra.Command) {
-		c.Flags().StringVarP(&ctl, "controllerAddress", "a", "", "controller address (required)")
+	var ctl, names, cluster string
+	return adminCommand(g, af, "getSyncStateSet", "Show the master, epochs and SyncStateSet of broker sets (-b names or -c cluster)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&ctl, "controllerAddress", "a", "", "controller address; of a ';'-separated list the first is asked (required)")
 		c.Flags().StringVarP(&names, "brokerName", "b", "", "broker names, ';'-separated (default all)")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "every broker set of this cluster (from the name server)")
+		intervalFlag(c, 3)
 		c.MarkFlagRequired("controllerAddress")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		var list []string
@@ -47,7 +49,17 @@ func cmdGetSyncStateSet(g *globalFlags, af *adminFlags) *cobra.Command {
 				list = append(list, n)
 			}
 		}
-		info, err := a.SyncStateData(ctx, ctl, list)
+		if len(list) == 0 && cluster != "" {
+			ci, err := a.ClusterInfo(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if list = ci.Clusters[strings.TrimSpace(cluster)]; len(list) == 0 {
+				return nil, fmt.Errorf("cluster %s not found on the name server", cluster)
+			}
+		}
+		first, _, _ := strings.Cut(ctl, ";")
+		info, err := a.SyncStateData(ctx, strings.TrimSpace(first), list)
 		if err != nil {
 			return nil, err
 		}
@@ -267,31 +279,60 @@ func cmdCleanBrokerMetadata(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdHAStatus(g *globalFlags, af *adminFlags) *cobra.Command {
-	var addr string
-	return adminCommand(g, af, "haStatus", "Show a broker's replication state (GET_BROKER_HA_STATUS)", func(c *cobra.Command) {
-		c.Flags().StringVarP(&addr, "brokerAddr", "b", "", "broker address (required)")
-		c.MarkFlagRequired("brokerAddr")
+	var broker, cluster string
+	return adminCommand(g, af, "haStatus", "Show the replication state of a broker (-b) or of a cluster's masters (-c) (GET_BROKER_HA_STATUS)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "broker address")
+		c.Flags().StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster")
+		intervalFlag(c, 3)
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		h, err := a.HAStatus(ctx, addr)
+		addrs, err := brokerAddrs(ctx, a, broker, cluster, true) // admin_broker.go
 		if err != nil {
 			return nil, err
 		}
-		r := &result{value: h}
-		if h.Master {
-			r.header = []string{"#MasterAddr", "#MasterCommitLogMaxOffset", "#SlaveNum", "#SlaveAddr", "#SlaveAckOffset", "#Diff", "#InSync"}
-			for _, c := range h.HAConnectionInfo {
-				r.rows = append(r.rows, []string{addr, strconv.FormatInt(h.MasterCommitLogMaxOffset, 10), strconv.Itoa(len(h.HAConnectionInfo)),
-					c.Addr, strconv.FormatInt(c.SlaveAckOffset, 10), strconv.FormatInt(c.Diff, 10), strconv.FormatBool(c.InSync)})
-			}
-			if len(r.rows) == 0 {
-				r.rows = append(r.rows, []string{addr, strconv.FormatInt(h.MasterCommitLogMaxOffset, 10), "0", "", "", "", ""})
-			}
-		} else if c := h.HAClientRuntimeInfo; c != nil {
-			r.header = []string{"#MasterAddr", "#MaxOffset", "#IsActivated", "#LastReadTimestamp"}
-			r.rows = [][]string{{c.MasterAddr, strconv.FormatInt(c.MaxOffset, 10), strconv.FormatBool(c.IsActivated), strconv.FormatInt(c.LastReadTimestamp, 10)}}
+		if len(addrs) == 1 {
+			return haStatusRows(ctx, a, addrs[0])
 		}
-		return r, nil
+		all := map[string]any{}
+		var out *result
+		for _, addr := range addrs {
+			r, err := haStatusRows(ctx, a, addr)
+			if err != nil {
+				return nil, fmt.Errorf("broker %s: %w", addr, err)
+			}
+			all[addr] = r.value
+			if out == nil {
+				out = r
+			} else {
+				out.rows = append(out.rows, r.rows...)
+			}
+		}
+		out.value = all
+		return out, nil
 	})
+}
+
+// haStatusRows is haStatus of one broker: a master's slaves, or a slave's
+// master connection.
+func haStatusRows(ctx context.Context, a *admin.Admin, addr string) (*result, error) {
+	h, err := a.HAStatus(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	r := &result{value: h}
+	if h.Master {
+		r.header = []string{"#MasterAddr", "#MasterCommitLogMaxOffset", "#SlaveNum", "#SlaveAddr", "#SlaveAckOffset", "#Diff", "#InSync"}
+		for _, c := range h.HAConnectionInfo {
+			r.rows = append(r.rows, []string{addr, strconv.FormatInt(h.MasterCommitLogMaxOffset, 10), strconv.Itoa(len(h.HAConnectionInfo)),
+				c.Addr, strconv.FormatInt(c.SlaveAckOffset, 10), strconv.FormatInt(c.Diff, 10), strconv.FormatBool(c.InSync)})
+		}
+		if len(r.rows) == 0 {
+			r.rows = append(r.rows, []string{addr, strconv.FormatInt(h.MasterCommitLogMaxOffset, 10), "0", "", "", "", ""})
+		}
+	} else if c := h.HAClientRuntimeInfo; c != nil {
+		r.header = []string{"#MasterAddr", "#MaxOffset", "#IsActivated", "#LastReadTimestamp"}
+		r.rows = [][]string{{c.MasterAddr, strconv.FormatInt(c.MaxOffset, 10), strconv.FormatBool(c.IsActivated), strconv.FormatInt(c.LastReadTimestamp, 10)}}
+	}
+	return r, nil
 }
 
 // brokerRoleEpoch is clusterList's role (id 0 is the master) and master

@@ -438,8 +438,8 @@ func cmdUpdateSubGroupList(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 // runningInfos asks every live client of group for its running info.
-func runningInfos(ctx context.Context, a *admin.Admin, group string, jstack bool) (*admin.ConsumerConnections, []*admin.RunningInfo, error) {
-	cc, err := a.ConsumerConnections(ctx, group)
+func runningInfos(ctx context.Context, a *admin.Admin, group, brokerAddr string, jstack bool) (*admin.ConsumerConnections, []*admin.RunningInfo, error) {
+	cc, err := a.ConsumerConnectionsOn(ctx, group, brokerAddr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -506,13 +506,14 @@ func runningInfoText(ri *admin.RunningInfo) string {
 }
 
 func cmdConsumerStatus(g *globalFlags, af *adminFlags) *cobra.Command {
-	var group, clientID string
+	var group, clientID, broker string
 	var jstack bool
 	return adminCommand(g, af, "consumerStatus", "Ask a group's live consumers for their internal state (one client with -i)",
 		func(c *cobra.Command) {
 			c.Flags().StringVarP(&group, "consumerGroup", "g", "", "consumer group (required)")
 			c.Flags().StringVarP(&clientID, "clientId", "i", "", "only this client id: print its whole state")
 			c.Flags().BoolVarP(&jstack, "jstack", "s", false, "include the client's stack dump")
+			c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "list the group's clients from this broker (default: the group's brokers)")
 			c.MarkFlagRequired("consumerGroup")
 		},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
@@ -523,7 +524,7 @@ func cmdConsumerStatus(g *globalFlags, af *adminFlags) *cobra.Command {
 				}
 				return &result{value: ri, text: runningInfoText(ri)}, nil
 			}
-			cc, infos, err := runningInfos(ctx, a, group, jstack)
+			cc, infos, err := runningInfos(ctx, a, group, broker, jstack)
 			if err != nil {
 				return nil, err
 			}
@@ -556,7 +557,7 @@ func cmdConsumer(g *globalFlags, af *adminFlags) *cobra.Command {
 			c.MarkFlagRequired("consumerGroup")
 		},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
-			cc, infos, err := runningInfos(ctx, a, group, jstack)
+			cc, infos, err := runningInfos(ctx, a, group, "", jstack)
 			if err != nil {
 				return nil, err
 			}

@@ -626,7 +626,7 @@ func printedMessages(msgs []*client.MessageExt, _ bool, printBody bool) *result 
 }
 
 func cmdPrintMsg(g *globalFlags, af *adminFlags) *cobra.Command {
-	var topic, sub, b, e string
+	var topic, sub, b, e, lmqParent string
 	var printBody bool
 	return adminCommand(g, af, "printMsg", "Print a topic's messages in a time range", func(c *cobra.Command) {
 		f := c.Flags()
@@ -636,8 +636,12 @@ func cmdPrintMsg(g *globalFlags, af *adminFlags) *cobra.Command {
 		f.StringVarP(&b, "beginTimestamp", "b", "", "begin: ms, now or yyyy-MM-dd#HH:mm:ss:SSS")
 		f.StringVarP(&e, "endTimestamp", "e", "", "end: ms, now or yyyy-MM-dd#HH:mm:ss:SSS")
 		boolArgVarP(c, &printBody, "printBody", "d", true, "print bodies")
+		f.StringVarP(&lmqParent, "lmqParentTopic", "l", "", "LMQ parent topic (refused: Apogee does not serve light message queues)")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		if lmqParent != "" {
+			return nil, fmt.Errorf("-l %s: LMQ (light message queue) topics are not served by Apogee", lmqParent)
+		}
 		begin, end, err := timeRange(b, e)
 		if err != nil {
 			return nil, err

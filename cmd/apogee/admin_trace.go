@@ -36,15 +36,21 @@ type traceView struct {
 }
 
 func cmdQueryMsgTraceByID(g *globalFlags, af *adminFlags) *cobra.Command {
-	var id, topic string
+	var id, topic, b, e string
 	var maxNum int
 	return adminCommand(g, af, "queryMsgTraceById", "Show a message's trace: sent, stored, consumed (hosts and costs)", func(c *cobra.Command) {
 		c.Flags().StringVarP(&id, "msgId", "i", "", "message id (UNIQ_KEY) (required)")
 		c.Flags().StringVarP(&topic, "traceTopic", "t", client.DefaultTraceTopic, "trace topic")
 		c.Flags().IntVarP(&maxNum, "maxNum", "c", 64, "read at most this many trace messages")
+		c.Flags().StringVarP(&b, "beginTimestamp", "b", "", "trace records stored at or after: ms since the epoch (default 0), now or yyyy-MM-dd#HH:mm:ss:SSS")
+		c.Flags().StringVarP(&e, "endTimestamp", "e", "", "trace records stored at or before: ms since the epoch (default: no end)")
 		c.MarkFlagRequired("msgId")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
-		msgs, err := a.QueryMessageByKey(ctx, topic, id, maxNum, time.Time{}, time.Time{})
+		begin, end, err := timeRange(b, e) // admin_ops.go
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := a.QueryMessageByKey(ctx, topic, id, maxNum, begin, end)
 		if err != nil {
 			return nil, fmt.Errorf("query trace topic %s for %s: %w", topic, id, err)
 		}
