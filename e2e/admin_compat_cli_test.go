@@ -250,8 +250,9 @@ func TestAdminMqadminMissingOptionsCLI(t *testing.T) {
 	ctx := testutil.Context(t, 2*time.Minute)
 
 	// updateTopic -u / -s set topicSysFlag; topicRoute -l and topicStatus -c.
-	topic := uniqueName(t, "T")
-	run("updateTopic", "-t", topic, "-c", cluster, "-r", "2", "-w", "2", "-u", "true", "-s", "true")
+	topic, unitTopic := uniqueName(t, "T"), uniqueName(t, "U")
+	run("updateTopic", "-t", topic, "-c", cluster, "-r", "2", "-w", "2")
+	run("updateTopic", "-t", unitTopic, "-c", cluster, "-u", "true", "-s", "true")
 	for _, tp := range []string{topic, client.DefaultTraceTopic} {
 		testutil.Eventually(t, 10*time.Second, func() bool { _, err := a.TopicRoute(ctx, tp); return err == nil }, "no route for %s", tp)
 	}
@@ -262,8 +263,8 @@ func TestAdminMqadminMissingOptionsCLI(t *testing.T) {
 	var tc struct {
 		TopicSysFlag int `json:"topicSysFlag"`
 	}
-	if err := json.Unmarshal(table[topic], &tc); err != nil || tc.TopicSysFlag != 3 {
-		t.Fatalf("updateTopic -u true -s true: topicSysFlag %d (%v) %s", tc.TopicSysFlag, err, table[topic])
+	if err := json.Unmarshal(table[unitTopic], &tc); err != nil || tc.TopicSysFlag != 3 {
+		t.Fatalf("updateTopic -u true -s true: topicSysFlag %d (%v) %s", tc.TopicSysFlag, err, table[unitTopic])
 	}
 	if out := run("topicRoute", "-t", topic, "-l"); !regexpLine(out, cluster, brokerName, brokerAddr, "2") || !regexpLine(out, "Total:", "1", "2", "2") {
 		t.Fatalf("topicRoute -l: %q", out)
@@ -359,9 +360,33 @@ func TestAdminMqadminMissingOptionsCLI(t *testing.T) {
 		t.Fatalf("updateSubGroup -m true -a false -p: %+v (%v) %s", gc, err, cfgs[brokerAddr])
 	}
 	fails("groupRetryPolicy", "updateSubGroup", "-g", group, "-c", cluster, "-p", "{not json")
+	// resetOffsetByTime takes mqadmin's -c cluster and --cplus. On a group
+	// that never gets a consumer: the broker answers a reset group's next
+	// pull with PULL_OFFSET_MOVED, which the official Go client retries
+	// after 10 seconds, beyond this test.
+	resetGroup := uniqueName(t, "cg")
+	run("updateSubGroup", "-g", resetGroup, "-c", cluster)
+	var reset []struct {
+		QueueID int   `json:"queueId"`
+		Offset  int64 `json:"offset"`
+	}
+	jsonOf(&reset, "resetOffsetByTime", "-g", resetGroup, "-t", topic, "-s", "now", "-c", cluster, "--cplus")
+	maxOf := map[int]int64{}
+	st, err := a.TopicStats(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		maxOf[s.Queue.QueueID] = s.MaxOffset
+	}
+	for _, q := range reset {
+		if q.Offset != maxOf[q.QueueID] { // now: the end of each queue
+			t.Fatalf("resetOffsetByTime -s now -c --cplus: %+v, queue ends %v", reset, maxOf)
+		}
+	}
 
 	// A live push consumer: consumerConnection -b, consumerStatus -b,
-	// queryMsgById -g -d (pushed to it again), resetOffsetByTime -c.
+	// queryMsgById -g -d (pushed to it again).
 	r := newReceived()
 	newPushConsumer(t, nsAddr, group, topic, "*", r)
 	// The resent copy keeps the message's UNIQ_KEY: one id for two messages.
@@ -384,7 +409,6 @@ func TestAdminMqadminMissingOptionsCLI(t *testing.T) {
 	if len(pushed) != 1 || !strings.HasPrefix(pushed[0].ConsumeResult, "CR_SUCCESS") {
 		t.Fatalf("queryMsgById -g -d: %+v", pushed)
 	}
-	run("resetOffsetByTime", "-g", group, "-t", topic, "-s", "now", "-c", cluster, "--cplus")
 
 	// producerConnection -t: the producer of a topic's route.
 	pgName := uniqueName(t, "pg")
