@@ -121,9 +121,12 @@ func receiveAll(t *testing.T, c *litepop.Consumer, n int, d time.Duration) []str
 // LITE_SUBSCRIPTION_QUOTA_EXCEEDED (2018).
 func TestLiteRemotingConsumer(t *testing.T) {
 	s := startServer(t, "", "--set", "liteExpirationUnitMs=2000", "--set", "liteTtlCheckInterval=200",
-		"--set", "minLiteTTl=0", "--set", "maxLiteSubscriptionCount=5")
-	const parent = "PopParent"
-	s.createTopic(t, parent, "+message.type=LITE,+lite.topic.expiration=4", 1)
+		"--set", "minLiteTTl=0", "--set", "maxLiteSubscriptionCount=6")
+	// PopParent's lite topics never expire (however slow the machine);
+	// PopExpire's go 4 units of 2 s after their last send.
+	const parent, expiring = "PopParent", "PopExpire"
+	s.createTopic(t, parent, "+message.type=LITE", 1)
+	s.createTopic(t, expiring, "+message.type=LITE,+lite.topic.expiration=4", 1)
 	s.createGroup(t, "PopGroup", map[string]string{"lite.bind.topic": parent})
 	s.createGroup(t, "PopExclusive", map[string]string{"lite.sub.model": "Exclusive"})
 	send := liteProducer(t, s, parent)
@@ -190,9 +193,9 @@ func TestLiteRemotingConsumer(t *testing.T) {
 		t.Fatalf("FromTail(2) received %v, want c2,c3", got)
 	}
 
-	// Quota: 3 of 5 held; 3 more are refused with LITE_SUBSCRIPTION_QUOTA_EXCEEDED.
+	// Quota: 3 of 6 held; 4 more are refused with LITE_SUBSCRIPTION_QUOTA_EXCEEDED.
 	var be *client.BrokerError
-	if err := c2.Subscribe(ctx, nil, "q1", "q2", "q3"); !errors.As(err, &be) || be.Code != 2018 {
+	if err := c2.Subscribe(ctx, nil, "q1", "q2", "q3", "q4"); !errors.As(err, &be) || be.Code != 2018 {
 		t.Fatalf("subscription past the quota: %v, want LITE_SUBSCRIPTION_QUOTA_EXCEEDED (2018)", err)
 	}
 
@@ -243,12 +246,30 @@ func TestLiteRemotingConsumer(t *testing.T) {
 		t.Fatalf("pattern w__* also received %d messages (%v)", len(msgs), err)
 	}
 
-	// Expiry: r1 idles past 4 units of 2 s; c1 is told.
-	eventually(t, time.Minute, "c1 told r1 expired", func() bool {
-		mu1.Lock()
-		defer mu1.Unlock()
-		return strings.Contains(strings.Join(*told1, ","), "r1")
+	// Expiry: a lite topic of PopExpire idles past 4 units of 2 s; its
+	// subscriber is told.
+	cx, toldX, muX := newLitePop(t, s, "pop-x", "PopExpireGroup", expiring)
+	if err := cx.Subscribe(ctx, nil, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	sendX := liteProducer(t, s, expiring)
+	sendX("gone", "g0")
+	if got := receiveAll(t, cx, 1, 20*time.Second); strings.Join(got, ",") != "gone:g0" {
+		t.Fatalf("expiring lite topic received %v", got)
+	}
+	eventually(t, time.Minute, "pop-x told gone expired", func() bool {
+		muX.Lock()
+		defer muX.Unlock()
+		return strings.Join(*toldX, ",") == "gone"
 	})
+	if len(cx.LiteTopics()) != 0 {
+		t.Fatalf("pop-x still holds %v", cx.LiteTopics())
+	}
+	mu1.Lock()
+	defer mu1.Unlock()
+	if len(*told1) != 0 {
+		t.Fatalf("c1 told %v, but PopParent's lite topics do not expire", *told1)
+	}
 }
 
 // TestLiteExclusiveGoClient: two v5.1.4 LitePushConsumers of an exclusive
