@@ -181,6 +181,17 @@ func TestAdminMqadminOptionsCLI(t *testing.T) {
 	if _, errOut, code := exec("electMaster", "-a", nsAddr, "-b", "x", "-bn", brokerName, "-c", cluster); code == 0 || !strings.Contains(errOut, "brokerId") {
 		t.Fatalf("electMaster -b x (not an id): exit %d %q", code, errOut)
 	}
+	// setCommitLogReadAheadMode and resetMasterFlushOffset send RocketMQ's
+	// requests; an Apogee broker does not serve them and says so.
+	if _, errOut, code := exec(append([]string{"setCommitLogReadAheadMode", "-b", brokerAddr, "-m", "2"}, ns...)...); code == 0 || !strings.Contains(errOut, "0 is default, 1 random read") {
+		t.Fatalf("setCommitLogReadAheadMode -m 2: exit %d %q", code, errOut)
+	}
+	for _, args := range [][]string{{"setCommitLogReadAheadMode", "-c", cluster, "-m", "1"}, {"resetMasterFlushOffset", "-b", brokerAddr, "-o", "0"}} {
+		if _, errOut, code := exec(append(args, ns...)...); code == 0 || !strings.Contains(errOut, "REQUEST_CODE_NOT_SUPPORTED") {
+			t.Fatalf("%v: exit %d %q", args, code, errOut)
+		}
+	}
+
 	// Parsed in full, the request reaches the address (a name server, which
 	// serves no controller request).
 	if _, errOut, code := exec("electMaster", "-a", nsAddr, "-b", "1", "-bn", brokerName, "-c", cluster, "--timeout", "3s"); code == 0 || strings.Contains(errOut, "flag") {

@@ -355,3 +355,36 @@ func (a *Admin) TopicConsumers(ctx context.Context, topic string) ([]string, err
 	}
 	return slices.Sorted(maps.Keys(set)), nil
 }
+
+// Commit-log read-ahead modes of SetCommitLogReadAheadMode: the madvise
+// advice a RocketMQ broker applies to its mapped commit-log files.
+const (
+	ReadAheadNormal = 0 // MADV_NORMAL: the kernel's default read-ahead
+	ReadAheadRandom = 1 // MADV_RANDOM: no read-ahead
+)
+
+// SetCommitLogReadAheadMode asks a broker to advise every commit-log file
+// with mode (SET_COMMITLOG_READ_MODE, ext READ_AHEAD_MODE) and returns the
+// broker's remark. A broker that does not serve the request answers
+// REQUEST_CODE_NOT_SUPPORTED, returned as a *client.BrokerError.
+func (a *Admin) SetCommitLogReadAheadMode(ctx context.Context, brokerAddr string, mode int) (string, error) {
+	if mode != ReadAheadNormal && mode != ReadAheadRandom {
+		return "", fmt.Errorf("admin: read-ahead mode %d: want 0 (normal) or 1 (random)", mode)
+	}
+	resp, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.SetCommitLogReadMode,
+		map[string]string{"READ_AHEAD_MODE": strconv.Itoa(mode)}, nil))
+	if err != nil {
+		return "", err
+	}
+	return resp.Remark, nil
+}
+
+// ResetMasterFlushOffset tells a slave broker where its master's flushed
+// commit log ends (RESET_MASTER_FLUSH_OFFSET); a master ignores it. A
+// broker that does not serve the request answers
+// REQUEST_CODE_NOT_SUPPORTED, returned as a *client.BrokerError.
+func (a *Admin) ResetMasterFlushOffset(ctx context.Context, brokerAddr string, offset int64) error {
+	_, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.ResetMasterFlushOffset,
+		map[string]string{"masterFlushOffset": strconv.FormatInt(offset, 10)}, nil))
+	return err
+}

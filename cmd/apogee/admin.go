@@ -79,6 +79,17 @@ func newAdminCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "admin",
 		Short: "Administer a cluster with mqadmin's commands (updateTopic, topicList, consumerProgress, ...)",
+		Long: `Administer a cluster with mqadmin's commands. Command lines are mqadmin's unchanged:
+the same command names, option letters, long names and arities (an option
+that takes a value in mqadmin takes one here, "updateTopic -o true"; a switch
+stays a switch, "topicList -c"). -n is also --namesrvAddr, mqadmin's -bn is
+--brokerName, and -i interval repeats a command until interrupted. --json
+prints data for scripts instead of tables.
+
+Not served (README.md, "mqadmin commands not served"): the RocksDB, cold-data,
+static-topic, broker-container, compaction-log and monitoring commands.
+setCommitLogReadAheadMode and resetMasterFlushOffset are sent as RocketMQ's
+requests; Apogee brokers answer REQUEST_CODE_NOT_SUPPORTED.`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVarP(&af.namesrv, "namesrvAddr", "n", defaultNamesrv(), "name server address(es), host:port;host:port (also --namesrv)")

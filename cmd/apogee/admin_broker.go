@@ -23,7 +23,8 @@ import (
 
 func init() {
 	adminCommands = append(adminCommands, cmdGetBrokerConfig, cmdUpdateBrokerConfig, cmdGetConsumerStatus,
-		cmdQueryCq, cmdStatsAll, cmdQueryCorrectionOffset, cmdGetTimerCheckPoint, cmdGetTimerMetrics)
+		cmdQueryCq, cmdStatsAll, cmdQueryCorrectionOffset, cmdGetTimerCheckPoint, cmdGetTimerMetrics,
+		cmdSetCommitLogReadAheadMode, cmdResetMasterFlushOffset)
 }
 
 // brokerAddrs resolves -b / -c: the one address, or every broker of the
@@ -395,5 +396,65 @@ func cmdGetTimerMetrics(g *globalFlags, af *adminFlags) *cobra.Command {
 			}
 			r.value = all
 			return r, nil
+		})
+}
+
+// cmdSetCommitLogReadAheadMode is mqadmin's setCommitLogReadAheadMode. It
+// sends SET_COMMITLOG_READ_MODE, which RocketMQ brokers serve; an Apogee
+// broker answers REQUEST_CODE_NOT_SUPPORTED (its store manages the
+// mappings' advice itself), which is reported as the error.
+func cmdSetCommitLogReadAheadMode(g *globalFlags, af *adminFlags) *cobra.Command {
+	var broker, cluster, mode string
+	return adminCommand(g, af, "setCommitLogReadAheadMode",
+		"Set the read-ahead mode of every commit-log file (RocketMQ brokers; Apogee brokers answer REQUEST_CODE_NOT_SUPPORTED)",
+		func(c *cobra.Command) {
+			brokerTargetFlags(c, &broker, &cluster)
+			c.Flags().StringVarP(&mode, "commitLogReadAheadMode", "m", "", "0: normal read-ahead (default), 1: random reads (required)")
+			c.MarkFlagRequired("commitLogReadAheadMode")
+		},
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			m, err := strconv.Atoi(strings.TrimSpace(mode))
+			if err != nil || (m != admin.ReadAheadNormal && m != admin.ReadAheadRandom) {
+				return nil, fmt.Errorf("set the read mode error; 0 is default, 1 random read (got -m %q)", mode)
+			}
+			addrs, err := brokerAddrs(ctx, a, broker, cluster, false)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{header: []string{"#BROKER", "#RESULT"}}
+			done := map[string]string{}
+			for _, addr := range addrs {
+				remark, err := a.SetCommitLogReadAheadMode(ctx, addr, m)
+				if err != nil {
+					return nil, fmt.Errorf("broker %s: %w", addr, err)
+				}
+				done[addr] = remark
+				r.rows = append(r.rows, []string{addr, remark})
+			}
+			r.value = map[string]any{"mode": m, "brokers": done}
+			return r, nil
+		})
+}
+
+// cmdResetMasterFlushOffset is mqadmin's resetMasterFlushOffset. It sends
+// RESET_MASTER_FLUSH_OFFSET, which RocketMQ slaves serve; an Apogee broker
+// answers REQUEST_CODE_NOT_SUPPORTED (a slave takes its master's flushed
+// offset from replication), which is reported as the error.
+func cmdResetMasterFlushOffset(g *globalFlags, af *adminFlags) *cobra.Command {
+	var broker string
+	var offset int64
+	return adminCommand(g, af, "resetMasterFlushOffset",
+		"Reset a slave's master flush offset (RocketMQ brokers; Apogee brokers answer REQUEST_CODE_NOT_SUPPORTED)",
+		func(c *cobra.Command) {
+			c.Flags().StringVarP(&broker, "brokerAddr", "b", "", "slave broker address (required)")
+			c.Flags().Int64VarP(&offset, "offset", "o", 0, "the master flush offset (required)")
+			c.MarkFlagRequired("brokerAddr")
+			c.MarkFlagRequired("offset")
+		},
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			if err := a.ResetMasterFlushOffset(ctx, strings.TrimSpace(broker), offset); err != nil {
+				return nil, err
+			}
+			return okText("reset master flush offset to %d success", offset), nil
 		})
 }

@@ -636,11 +636,11 @@ func cmdPrintMsg(g *globalFlags, af *adminFlags) *cobra.Command {
 		f.StringVarP(&b, "beginTimestamp", "b", "", "begin: ms, now or yyyy-MM-dd#HH:mm:ss:SSS")
 		f.StringVarP(&e, "endTimestamp", "e", "", "end: ms, now or yyyy-MM-dd#HH:mm:ss:SSS")
 		boolArgVarP(c, &printBody, "printBody", "d", true, "print bodies")
-		f.StringVarP(&lmqParent, "lmqParentTopic", "l", "", "LMQ parent topic (refused: Apogee does not serve light message queues)")
+		f.StringVarP(&lmqParent, "lmqParentTopic", "l", "", "LMQ parent topic (refused: apogee admin does not read an LMQ through its parent's route)")
 		c.MarkFlagRequired("topic")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		if lmqParent != "" {
-			return nil, fmt.Errorf("-l %s: LMQ (light message queue) topics are not served by Apogee", lmqParent)
+			return nil, fmt.Errorf("-l %s: reading an LMQ through its parent topic's route is not supported (lite topics: getLiteTopicInfo)", lmqParent)
 		}
 		begin, end, err := timeRange(b, e)
 		if err != nil {
