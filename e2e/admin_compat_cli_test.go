@@ -181,6 +181,11 @@ func TestAdminMqadminOptionsCLI(t *testing.T) {
 	if _, errOut, code := exec("electMaster", "-a", nsAddr, "-b", "x", "-bn", brokerName, "-c", cluster); code == 0 || !strings.Contains(errOut, "brokerId") {
 		t.Fatalf("electMaster -b x (not an id): exit %d %q", code, errOut)
 	}
+	// clusterRT -p true prints mqadmin's tlog lines.
+	if out := run(append([]string{"clusterRT", "-a", "2", "-c", cluster, "-p", "true", "-m", "room1"}, ns...)...); !strings.Contains(out, "|room1|"+cluster+"|"+brokerName+"|") {
+		t.Fatalf("clusterRT -p true: %q", out)
+	}
+
 	// setCommitLogReadAheadMode and resetMasterFlushOffset send RocketMQ's
 	// requests; an Apogee broker does not serve them and says so.
 	if _, errOut, code := exec(append([]string{"setCommitLogReadAheadMode", "-b", brokerAddr, "-m", "2"}, ns...)...); code == 0 || !strings.Contains(errOut, "0 is default, 1 random read") {

@@ -758,15 +758,16 @@ func cmdCheckMsgSendRT(g *globalFlags, af *adminFlags) *cobra.Command {
 }
 
 func cmdClusterRT(g *globalFlags, af *adminFlags) *cobra.Command {
-	var cluster string
+	var cluster, machineRoom string
 	var amount, size int
-	return adminCommand(g, af, "clusterRT", "Send test messages to every broker of a cluster and print the round trips", func(c *cobra.Command) {
+	var tlog bool
+	return adminCommand(g, af, "clusterRT", "Send test messages to every broker of a cluster and print the round trips (-i: every interval seconds)", func(c *cobra.Command) {
 		c.Flags().IntVarP(&amount, "amount", "a", 100, "messages per broker")
 		c.Flags().IntVarP(&size, "size", "s", 128, "message size in bytes")
 		c.Flags().StringVarP(&cluster, "cluster", "c", "", "cluster (default: every cluster)")
-		c.Flags().StringP("print log", "p", "false", "unused (mqadmin compatibility)")
-		c.Flags().StringP("machine room", "m", "noname", "machine room shown in the output")
-		c.Flags().StringP("interval", "i", "10", "unused: one round is run (mqadmin repeats every interval)")
+		boolArgVarP(c, &tlog, "print log", "p", false, "print time|machineRoom|cluster|broker|rt lines (tlog)")
+		c.Flags().StringVarP(&machineRoom, "machine room", "m", "noname", "machine room shown in tlog lines")
+		intervalFlag(c, 10) // without -i one round is run (mqadmin repeats every 10 s)
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
 		ci, err := a.ClusterInfo(ctx)
 		if err != nil {
@@ -797,9 +798,16 @@ func cmdClusterRT(g *globalFlags, af *adminFlags) *cobra.Command {
 				x := row{cl, name, float64(avg.Microseconds()) / 1000, amount - failed, failed}
 				rows = append(rows, x)
 				r.rows = append(r.rows, []string{cl, name, fmt.Sprintf("%.2f", x.AvgRTMillis), strconv.Itoa(x.Success), strconv.Itoa(x.Failed)})
+				if tlog {
+					r.text += fmt.Sprintf("%s|%s|%s|%s|%.0f\n", time.Now().Format("2006-01-02 15:04:05"), machineRoom, cl, name, x.AvgRTMillis)
+				}
 			}
 		}
 		r.value = rows
+		if tlog {
+			r.text = strings.TrimSuffix(r.text, "\n")
+			r.header, r.rows = nil, nil
+		}
 		return r, nil
 	})
 }
