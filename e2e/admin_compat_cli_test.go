@@ -148,6 +148,24 @@ func TestAdminMqadminOptionsCLI(t *testing.T) {
 		t.Fatalf("consumerProgress without -s shows client IPs: %q", out)
 	}
 
+	// consumerProgress without -g: one summary line per group.
+	var groups []struct {
+		Group string `json:"group"`
+		Count int    `json:"count"`
+		Type  string `json:"consumeType"`
+		Model string `json:"messageModel"`
+	}
+	jsonOf(&groups, append([]string{"consumerProgress"}, ns...)...)
+	seen := false
+	for _, x := range groups {
+		if x.Group == group {
+			seen = x.Count == 1 && x.Type == "PUSH" && x.Model == "CLUSTERING"
+		}
+	}
+	if !seen {
+		t.Fatalf("consumerProgress without -g: no live PUSH CLUSTERING line for %s: %+v", group, groups)
+	}
+
 	// updateBrokerConfig -a takes a value; -c alone updates the masters.
 	var upd struct {
 		Brokers []string `json:"brokers"`

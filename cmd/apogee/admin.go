@@ -21,6 +21,7 @@ import (
 	"github.com/apogeemq/apogee/client"
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/names"
+	"github.com/apogeemq/apogee/internal/protocol"
 )
 
 func init() { register(newAdminCmd) }
@@ -597,14 +598,16 @@ func dayTotals(ctx context.Context, a *admin.Admin, addr string) (inYest, outYes
 func cmdConsumerProgress(g *globalFlags, af *adminFlags) *cobra.Command {
 	var group, topic, cluster string
 	var showClientIP bool
-	return adminCommand(g, af, "consumerProgress", "Show a consumer group's offsets and lag per queue", func(c *cobra.Command) {
-		c.Flags().StringVarP(&group, "groupName", "g", "", "consumer group (required)")
+	return adminCommand(g, af, "consumerProgress", "Show a consumer group's offsets and lag per queue (without -g: every group's summary)", func(c *cobra.Command) {
+		c.Flags().StringVarP(&group, "groupName", "g", "", "consumer group (default: one summary line per group)")
 		c.Flags().StringVarP(&topic, "topic", "t", "", "only this topic")
 		boolArgVarP(c, &showClientIP, "showClientIP", "s", false, "show the client IP each queue is assigned to")
 		c.Flags().StringVarP(&cluster, "cluster", "c", "", "only queues on this cluster's brokers")
-		c.MarkFlagRequired("groupName")
 		flagAliases(c, "topic", "topicName")
 	}, func(ctx context.Context, a *admin.Admin) (*result, error) {
+		if group == "" {
+			return allGroupsProgress(ctx, a)
+		}
 		cp, err := a.ConsumerProgress(ctx, group, topic)
 		if err != nil {
 			return nil, err
@@ -648,6 +651,60 @@ func cmdConsumerProgress(g *globalFlags, af *adminFlags) *cobra.Command {
 		}
 		return r, nil
 	})
+}
+
+// groupSummary is a line of consumerProgress without -g.
+type groupSummary struct {
+	Group     string  `json:"group"`
+	Count     int     `json:"count"`
+	Version   string  `json:"version"`
+	Type      string  `json:"consumeType"`
+	Model     string  `json:"messageModel"`
+	TPS       float64 `json:"consumeTps"`
+	DiffTotal int64   `json:"diffTotal"`
+}
+
+// allGroupsProgress is mqadmin's consumerProgress without -g: one line per
+// group that has a retry topic (every subscribed group), with its live
+// clients (OFFLINE without), lowest client version, consume type, model,
+// TPS and total lag. A group whose brokers do not answer keeps zeros.
+func allGroupsProgress(ctx context.Context, a *admin.Admin) (*result, error) {
+	topics, err := a.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := []groupSummary{}
+	for _, t := range topics {
+		if !names.IsRetryTopic(t) {
+			continue
+		}
+		grp, _, _ := strings.Cut(strings.TrimPrefix(t, names.RetryGroupTopicPrefix), "+") // POP v2 retry topics: group+topic
+		x := groupSummary{Group: grp, Version: "OFFLINE"}
+		if cp, err := a.ConsumerProgress(ctx, grp, ""); err == nil {
+			x.TPS, x.DiffTotal = cp.ConsumeTPS, cp.TotalLag
+		}
+		if cc, err := a.ConsumerConnections(ctx, grp); err == nil && len(cc.Connections) > 0 {
+			x.Count = len(cc.Connections)
+			lowest := cc.Connections[0].Version
+			for _, c := range cc.Connections {
+				lowest = min(lowest, c.Version)
+			}
+			x.Version = protocol.VersionDesc(lowest)
+			x.Type = "PUSH"
+			if cc.ConsumeType == "CONSUME_ACTIVELY" {
+				x.Type = "PULL"
+			} else {
+				x.Model = cc.MessageModel
+			}
+		}
+		rows = append(rows, x)
+	}
+	r := &result{value: rows, header: []string{"#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"}}
+	for _, x := range rows {
+		r.rows = append(r.rows, []string{x.Group, strconv.Itoa(x.Count), x.Version, x.Type, x.Model,
+			strconv.Itoa(int(x.TPS)), strconv.FormatInt(x.DiffTotal, 10)})
+	}
+	return r, nil
 }
 
 // progressInCluster keeps the queues of cp on brokers of cluster.
