@@ -81,7 +81,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	// SYNC_MASTER with inSyncReplicas=2: an acknowledged send is on the
 	// slave too; the first ones wait for the slave to connect.
 	probes := 0
-	testutil.Eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 40*time.Second, func() bool {
 		h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102",
 			DefaultTopicQueueNums: 2, QueueID: 0, BornTimestamp: time.Now().UnixMilli()}
 		probes++
@@ -96,7 +96,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 			t.Fatalf("send %d: %v %v", i, err, resp)
 		}
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool { a, _ := routeMaster(); return a == maddr }, "no route to the master")
+	testutil.Eventually(t, 30*time.Second, func() bool { a, _ := routeMaster(); return a == maddr }, "no route to the master")
 
 	const invisible = 4 * time.Second
 	acked, unacked := map[string]bool{}, map[string]bool{}
@@ -132,7 +132,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		}
 		take(got, 3)
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		m, err1 := brokerRuntime(ctx, rc, maddr)
@@ -149,14 +149,14 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = master.Wait()
-	testutil.Eventually(t, 15*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		a, perm := routeMaster()
 		return a == saddr && !protocol.PermWritable(perm) && protocol.PermReadable(perm)
 	}, "the route never named the slave as a read-only id 0")
 	pc.addr = saddr
 	first := keep[0]
 	var lastErr error
-	testutil.Eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 40*time.Second, func() bool {
 		got, err := pc.pop(topic, invisible)
 		if err != nil {
 			lastErr = err // acting starts within a member-group period
@@ -174,7 +174,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 
 	// The master returns and takes the slave's state.
 	startApogeeProcess(t, bin, listening, masterArgs...)
-	testutil.Eventually(t, 15*time.Second, func() bool { a, _ := routeMaster(); return a == maddr }, "the master never registered again")
+	testutil.Eventually(t, 30*time.Second, func() bool { a, _ := routeMaster(); return a == maddr }, "the master never registered again")
 	pc.addr = maddr
 	again := map[string]int{}
 	testutil.Eventually(t, 30*time.Second, func() bool {

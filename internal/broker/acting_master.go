@@ -186,6 +186,9 @@ func (b *Broker) setActing(act, masterUp bool) {
 	a := &b.acting
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if act && time.Now().UnixMilli() < a.quietUntil.Load() {
+		act = false // a takeover ran since the caller looked (serveTakeover holds mu too)
+	}
 	switch {
 	case act && !a.on.Load():
 		if err := b.writeActingMarker(); err != nil {

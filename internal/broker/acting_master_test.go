@@ -44,15 +44,15 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	sc.SyncBrokerMemberGroupPeriod = 100 * time.Millisecond
 	sc.HaReconnectInterval = 50 * time.Millisecond
 	slave := startBroker(t, sc)
-	testutil.Eventually(t, 10*time.Second, func() bool { return len(master.HAServer().Stats().Slaves) == 1 }, "slave never connected")
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(master.HAServer().Stats().Slaves) == 1 }, "slave never connected")
 
 	c := newClient(t)
 	const topic, group = "PopActing", "GA"
 	ct := protocol.CreateTopicRequestHeader{Topic: topic, ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6, TopicFilterType: "SINGLE_TAG"}
 	mustCode(t, invoke(t, c, master.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil)), protocol.Success)
 	sendN(t, c, master, topic, 0, 12, "a") // SYNC_MASTER with 2 in sync: the slave has each one
-	waitDispatched(t, slave, topic, 0, 12)
-	testutil.Eventually(t, 10*time.Second, func() bool { _, ok := slave.Topics.Get(topic); return ok }, "topic never synced to the slave")
+	testutil.Eventually(t, 30*time.Second, func() bool { return slave.Store.MaxOffsetInQueue(topic, 0) >= 12 }, "the slave never dispatched the backlog")
+	testutil.Eventually(t, 30*time.Second, func() bool { _, ok := slave.Topics.Get(topic); return ok }, "topic never synced to the slave")
 
 	// The master pops 6 and acks 2.
 	const invisible = 3 * time.Second
@@ -66,7 +66,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		mustCode(t, invoke(t, c, master.Addr(), ackReq(group, got[i])), protocol.Success)
 		acked[string(got[i].msg.Body)] = true
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		return slave.pop.state.Stats().InFlight == 4 && slave.pop.replica.upToDate.Load()
 	}, "the slave's POP state never caught up: %+v", slave.pop.state.Stats())
 
@@ -74,7 +74,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	if err := master.Close(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool { return slave.acting.on.Load() }, "the slave never acted as master")
+	testutil.Eventually(t, 30*time.Second, func() bool { return slave.acting.on.Load() }, "the slave never acted as master")
 	route := ns.Routes().PickupTopicRouteData(topic)
 	if route == nil || len(route.BrokerDatas) != 1 || route.BrokerDatas[0].BrokerAddrs[protocol.MasterID] != slave.Addr() {
 		t.Fatalf("route without the master: %+v", route)
@@ -83,7 +83,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	// stay invisible), acks one of its own and one of the master's
 	// handles, and re-times one.
 	var fromSlave []popped
-	testutil.Eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		fromSlave = append(fromSlave, popAll(t, c, slave, group, topic, invisible)...)
 		return len(fromSlave) >= 6
 	}, "the acting slave popped %d of the 6 not popped before", len(fromSlave))
@@ -114,7 +114,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 	if st := master.pop.state.Stats(); st.InFlight != 7 {
 		t.Fatalf("returning master has %+v in flight, want the slave's 7", st)
 	}
-	testutil.Eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		return !slave.acting.on.Load() && !slave.acting.acted.Load() && slave.pop.replica.upToDate.Load()
 	}, "the slave never followed the returning master again")
 	mustCode(t, invoke(t, c, slave.Addr(), ackReq(group, fromSlave[3])), protocol.SlaveNotAvailable)
@@ -129,7 +129,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		}
 	}
 	var back []popped
-	testutil.Eventually(t, 20*time.Second, func() bool {
+	testutil.Eventually(t, 40*time.Second, func() bool {
 		back = append(back, popAll(t, c, master, group, topic, time.Minute)...)
 		return len(back) >= len(want)
 	}, "the returning master redelivered %d of %d", len(back), len(want))

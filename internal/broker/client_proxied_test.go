@@ -52,5 +52,5 @@ func TestProxiedClientRegistrations(t *testing.T) {
 		t.Fatalf("after unregister %v", got)
 	}
 	c.Close()
-	testutil.Eventually(t, 10*time.Second, func() bool { return len(ids()) == 0 }, "proxied clients outlived the endpoint's connection: %v", ids())
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(ids()) == 0 }, "proxied clients outlived the endpoint's connection: %v", ids())
 }

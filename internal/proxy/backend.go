@@ -65,7 +65,14 @@ type backend struct {
 
 	mu     sync.Mutex
 	routes map[string]*topicRoute // by topic; guarded by mu
+	// down holds brokers forgotten in the last routeTTL (forgetBroker) and
+	// when; guarded by mu.
+	down map[string]time.Time
 }
+
+// routeRetry is how long a route naming a broker that just failed stays
+// cached: the name servers may not have dropped it yet.
+const routeRetry = 500 * time.Millisecond
 
 func newBackend(rc *remoting.Client, localName, localAddr string, namesrv []string) *backend {
 	return &backend{rc: rc, localName: localName, localAddr: localAddr, namesrv: namesrv, routes: map[string]*topicRoute{}}
@@ -90,9 +97,64 @@ func (b *backend) route(ctx context.Context, topic string) (*topicRoute, error) 
 		return nil, err
 	}
 	b.mu.Lock()
+	for _, bq := range r.brokers {
+		if at, ok := b.down[bq.addr]; ok && time.Since(at) < routeTTL {
+			r.fetched = time.Now().Add(routeRetry - routeTTL) // look again soon
+			break
+		}
+	}
 	b.routes[topic] = r
 	b.mu.Unlock()
 	return r, nil
+}
+
+// forgetBroker drops every cached route naming the broker at addr, after
+// its connection closed, a call to it failed, or it answered that it does
+// not serve as master: the next call reads the route again, so a failover
+// (a new master, or a slave acting as master) shows within a request
+// instead of routeTTL. Cluster mode only.
+func (b *backend) forgetBroker(addr string) {
+	if b.localAddr != "" || addr == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if b.down == nil {
+		b.down = map[string]time.Time{}
+	}
+	for a, at := range b.down {
+		if now.Sub(at) >= routeTTL {
+			delete(b.down, a)
+		}
+	}
+	b.down[addr] = now
+	for t, r := range b.routes {
+		for _, bq := range r.brokers {
+			if bq.addr == addr {
+				delete(b.routes, t)
+				break
+			}
+		}
+	}
+}
+
+// brokerWatch forgets a broker's routes when the connection to it closes.
+type brokerWatch struct{ b *backend }
+
+func (w brokerWatch) OnConnect(*remoting.Conn)          {}
+func (w brokerWatch) OnClose(c *remoting.Conn)          { w.b.forgetBroker(c.RemoteAddr()) }
+func (w brokerWatch) OnIdle(*remoting.Conn)             {}
+func (w brokerWatch) OnException(*remoting.Conn, error) {}
+
+// brokerGone reports whether a broker call's outcome means the broker at
+// addr no longer serves (transport error, or a slave / pre-online answer),
+// and forgets its routes then.
+func (b *backend) brokerGone(addr string, resp *protocol.Command, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) ||
+		resp != nil && (resp.Code == int32(protocol.SlaveNotAvailable) || resp.Code == int32(protocol.ServiceNotAvailable)) {
+		b.forgetBroker(addr)
+	}
 }
 
 // forget drops the cached route of topic (after a broker said it has no such

@@ -216,6 +216,7 @@ func (svc *service) pop(ctx context.Context, pr *receive) ([]*pb.Message, *pb.St
 		InitMode: protocol.PopInitModeMin, ExpType: pr.expType, Exp: pr.exp, Order: pr.fifo, AttemptID: pr.attemptID,
 	}
 	resp, err := svc.srv.rc.InvokeSync(ctx, pr.broker.addr, protocol.NewRequest(protocol.PopMessage, protocol.EncodeHeader(&h, false), nil))
+	svc.srv.backend.brokerGone(pr.broker.addr, resp, err)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return nil, statusf(pb.Code_MESSAGE_NOT_FOUND, "client is gone")
@@ -339,6 +340,7 @@ func (svc *service) ackHandle(ctx context.Context, group, topic string, h protoc
 	ah := protocol.AckMessageRequestHeader{ConsumerGroup: group, Topic: h.RealTopic(topic, group), QueueID: h.QueueID,
 		ExtraInfo: h.ExtraInfo(), Offset: h.QueueOffset}
 	resp, err := svc.srv.rc.InvokeSync(ctx, addr, protocol.NewRequest(protocol.AckMessage, protocol.EncodeHeader(&ah, false), nil))
+	svc.srv.backend.brokerGone(addr, resp, err)
 	if err != nil {
 		return toStatus(err)
 	}

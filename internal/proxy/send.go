@@ -119,6 +119,7 @@ func (s *sender) send(ctx context.Context, r *topicRoute, m *pb.Message) *pb.Sen
 			Code: int32(protocol.SendMessageV2), Language: protocol.LanguageGo, Version: protocol.CurrentVersion,
 			ExtList: protocol.AppendSendHeader(nil, &h, true), Body: m.GetBody(), SerializeType: protocol.SerializeRocketMQ,
 		})
+		s.svc.srv.backend.brokerGone(b.addr, resp, err)
 	}
 	if err != nil {
 		entry.Status = toStatus(err)

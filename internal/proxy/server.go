@@ -118,6 +118,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.rc = remoting.NewClient(remoting.ClientConfig{Logger: logger, Sign: cfg.Sign, TLS: cfg.BrokerTLS})
 	s.backend = newBackend(s.rc, cfg.BrokerName, cfg.BrokerAddr, cfg.Namesrv)
+	s.rc.AddConnListener(brokerWatch{s.backend})
 	s.svc = newService(s)
 	s.rc.RegisterProcessor(protocol.CheckTransactionState, s.svc.orphans.processCheck)
 	s.rc.RegisterProcessor(protocol.NotifyUnsubscribeLite, s.svc.processNotifyUnsubscribeLite) // lite.go
