@@ -89,12 +89,13 @@ func brokerOfHandle(h string) string {
 }
 
 // TestClusterModeProxyRegistersClients: behind `apogee proxy -n`, each
-// official v5 SimpleConsumer and PushConsumer is registered with the
-// brokers under its own client id (not the proxy's): the brokers'
-// consumerConnection and `apogee admin consumerConnection` list every one
-// with its address, language and subscription, consumerProgress shows the
-// POP group's offsets, and when the proxy goes its clients leave the
-// brokers' views.
+// official v5 SimpleConsumer, PushConsumer and Producer is registered with
+// the brokers under its own client id (not the proxy's): the brokers'
+// consumerConnection and `apogee admin consumerConnection` list every
+// consumer with its address, language and subscription,
+// producerConnection lists the producer on both brokers, consumerProgress
+// shows the POP group's offsets, and when the proxy goes its clients leave
+// the brokers' views.
 func TestClusterModeProxyRegistersClients(t *testing.T) {
 	_, ns := startProcess(t, "namesrv listening on ", "namesrv", "--listen", "127.0.0.1:0", "--log-level", "warn")
 	for _, name := range []string{"broker-rx", "broker-ry"} {
@@ -165,8 +166,28 @@ func TestClusterModeProxyRegistersClients(t *testing.T) {
 		}
 	}
 
-	// consumerProgress of the POP group, across both brokers.
+	// The producer too, on each broker of its topic (its group is the topic).
 	p := newProducer(t, endpoint, rmq.WithTopics(topic))
+	route, err := a.TopicRoute(ctx, topic)
+	if err != nil || len(route.Brokers) != 2 {
+		t.Fatalf("route %+v: %v", route, err)
+	}
+	for _, br := range route.Brokers {
+		eventually(t, 30*time.Second, "the producer on "+br.Name, func() bool {
+			conns, err := a.ProducerConnections(ctx, topic, br.MasterAddr())
+			if err != nil {
+				return false
+			}
+			for _, c := range conns {
+				if strings.HasPrefix(c.ClientID, prefix) && !seen[c.ClientID] && strings.HasPrefix(c.ClientAddr, "127.0.0.1:") {
+					return true
+				}
+			}
+			return false
+		})
+	}
+
+	// consumerProgress of the POP group, across both brokers.
 	for i := range 6 {
 		m := &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("reg %d", i))}
 		m.SetTag("TagA")

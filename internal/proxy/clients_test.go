@@ -85,9 +85,8 @@ func TestLocalClientsInAdminViews(t *testing.T) {
 }
 
 // testClientsInAdminViews: local mode registers the clients in-process;
-// cluster mode registers each consumer over remoting under its own client
-// id (cluster_clients.go) and leaves producers to the endpoint's own
-// registration (orphan.go).
+// cluster mode registers each one over remoting under its own client id
+// (cluster_clients.go).
 func testClientsInAdminViews(t *testing.T, local bool) {
 	e := startEnvWith(t, local)
 	e.createTopic(t, "AdminViewTopic", 2, "")
@@ -148,18 +147,17 @@ func testClientsInAdminViews(t *testing.T, local bool) {
 		t.Errorf("subscription table: %+v", cc.SubscriptionTable)
 	}
 	var pc protocol.ProducerConnection
-	if local { // cluster mode: the endpoint is the producer (orphan.go)
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		if code := admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc); code != protocol.Success {
-			t.Fatalf("producer connections: code %v", code)
+			return false
 		}
-		found := false
 		for _, conn := range pc.ConnectionSet {
-			found = found || conn.ClientID == "prod-admin" && strings.HasPrefix(conn.ClientAddr, "127.0.0.1:")
+			if conn.ClientID == "prod-admin" && strings.HasPrefix(conn.ClientAddr, "127.0.0.1:") {
+				return true
+			}
 		}
-		if !found {
-			t.Errorf("producer connection of prod-admin missing: %+v", pc)
-		}
-	}
+		return false
+	}, "producer connection of prod-admin")
 	// The producer says goodbye (NotifyClientTermination, as Node does);
 	// the consumer, as the Go client, only closes its Telemetry stream and
 	// expires clientExpiry later.
@@ -183,13 +181,16 @@ func testClientsInAdminViews(t *testing.T, local bool) {
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		return admin(protocol.GetConsumerConnectionList, map[string]string{"consumerGroup": "GAdminView"}, &cc) == protocol.ConsumerNotOnline
 	}, "consumer connections after expiry, want CONSUMER_NOT_ONLINE")
-	pc = protocol.ProducerConnection{}
-	admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc)
-	for _, conn := range pc.ConnectionSet {
-		if conn.ClientID == "prod-admin" {
-			t.Errorf("producer still listed after termination: %+v", pc)
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		pc = protocol.ProducerConnection{}
+		admin(protocol.GetProducerConnectionList, map[string]string{"producerGroup": "AdminViewTopic"}, &pc)
+		for _, conn := range pc.ConnectionSet {
+			if conn.ClientID == "prod-admin" {
+				return false
+			}
 		}
-	}
+		return true
+	}, "producer still listed after termination: %+v", &pc)
 }
 
 // TestConsumeType: simple consumers register CONSUME_ACTIVELY, push

@@ -9,20 +9,20 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// Cluster mode: each gRPC consumer is registered with the brokers of the
-// topics it subscribes to, under its own client id, so that the brokers'
-// consumerConnection, consumerProgress and console views list every v5
-// client, not the endpoint once. The endpoint sends HEART_BEAT with the
-// client's ConsumerData (built as local mode builds it) on each of the
-// client's heartbeats and settings, and UNREGISTER_CLIENT when the client
-// expires or terminates; both carry the ext fields below, which make the
-// broker key the registration by client id instead of by connection. The
-// brokers also drop them when the endpoint's connection closes, and after
-// their channelExpiredTimeout. Producers are not registered per client:
-// the endpoint registers itself as every gRPC producer group (orphan.go),
-// so that transaction checks reach it. Unlike Java's cluster-mode proxy,
-// which keeps its consumers to itself, this lets mqadmin-style tools see
-// them on the brokers.
+// Cluster mode: each gRPC client is registered with the brokers of the
+// topics it subscribes or publishes to, under its own client id, so that
+// the brokers' consumerConnection, producerConnection, consumerProgress
+// and console views list every v5 client, not the endpoint once. The
+// endpoint sends HEART_BEAT with the client's consumer or producer data
+// (built as local mode builds it) on each of the client's heartbeats and
+// settings, and UNREGISTER_CLIENT when the client expires or terminates;
+// both carry the ext fields below, which make the broker key the
+// registration by client id instead of by connection. The brokers also
+// drop them when the endpoint's connection closes, and after their
+// channelExpiredTimeout. Such channels have no connection, so the brokers'
+// transaction checks still go to the endpoint's own producer registration
+// (orphan.go). Unlike Java's cluster-mode proxy, which keeps its clients
+// to itself, this lets mqadmin-style tools see them on the brokers.
 
 // Ext fields of a proxied registration (Apogee); the broker's
 // ProxiedClientExt and ProxiedClientAddrExt.
@@ -62,14 +62,11 @@ func (r *clusterRegs) take(id string) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// registerCluster sends hb (consumers only) to the master brokers of its
-// subscribed topics, in the background: the client's RPC does not wait.
+// registerCluster sends hb to the master brokers of its subscribed or
+// published topics (a gRPC producer's group is its topic), in the
+// background: the client's RPC does not wait.
 func (svc *service) registerCluster(ctx context.Context, hb *protocol.HeartbeatData) {
-	if len(hb.ConsumerDataSet) == 0 {
-		return
-	}
 	reg := *hb
-	reg.ProducerDataSet = []protocol.ProducerData{}
 	body, err := protocol.MarshalJSON(&reg)
 	if err != nil {
 		return
@@ -79,6 +76,12 @@ func (svc *service) registerCluster(ctx context.Context, hb *protocol.HeartbeatD
 		for _, sd := range cd.SubscriptionDataSet {
 			topics = append(topics, sd.Topic)
 		}
+	}
+	for _, pd := range reg.ProducerDataSet {
+		topics = append(topics, pd.GroupName)
+	}
+	if len(topics) == 0 {
+		return
 	}
 	ext := map[string]string{extProxiedClient: "true"}
 	if ap := peerAddr(ctx); ap.IsValid() {
