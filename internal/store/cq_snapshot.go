@@ -348,7 +348,9 @@ func (s *Store) loadFromSnapshot(lastExitOK, marked bool) bool {
 		cq := s.restoreQueue(e, now)
 		s.putQueue(cq)
 		if len(e.pending) > 0 {
-			pend = append(pend, createJob{cq, e.pendTs})
+			// A missing time holds the checkpoint at the start of the log
+			// (setHold(0) would mean nothing is pending).
+			pend = append(pend, createJob{cq, max(e.pendTs, 1)})
 		}
 	}
 	// The creator makes their files once it runs, oldest first (the
