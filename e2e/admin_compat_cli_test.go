@@ -83,6 +83,23 @@ func TestAdminMqadminOptionsCLI(t *testing.T) {
 		t.Fatalf("topicList -c table: %q", out)
 	}
 
+	// topicRoute prints RocketMQ's TopicRouteData JSON, as mqadmin.
+	var rd struct {
+		QueueDatas []struct {
+			BrokerName    string `json:"brokerName"`
+			ReadQueueNums int    `json:"readQueueNums"`
+		} `json:"queueDatas"`
+		BrokerDatas []struct {
+			Cluster     string            `json:"cluster"`
+			BrokerAddrs map[string]string `json:"brokerAddrs"`
+		} `json:"brokerDatas"`
+	}
+	if out := run(append([]string{"topicRoute", "-t", topic}, ns...)...); json.Unmarshal([]byte(out), &rd) != nil ||
+		len(rd.QueueDatas) != 1 || rd.QueueDatas[0].ReadQueueNums != 2 || len(rd.BrokerDatas) != 1 ||
+		rd.BrokerDatas[0].Cluster != cluster || rd.BrokerDatas[0].BrokerAddrs["0"] != brokerAddr {
+		t.Fatalf("topicRoute: not the route's TopicRouteData JSON: %q", out)
+	}
+
 	// queryMsgByKey: -m caps the count, -b/-e bound the store time, -c
 	// the cluster.
 	p := newProducer(t, nsAddr)

@@ -209,6 +209,13 @@ func (a *Admin) TopicRoute(ctx context.Context, topic string) (*TopicRoute, erro
 	return r, nil
 }
 
+// RouteData is a topic's route as the name server sent it (RocketMQ's
+// TopicRouteData: queueDatas, brokerDatas, ...), for tools that print it
+// as mqadmin topicRoute does.
+func (a *Admin) RouteData(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+	return a.route(ctx, topic)
+}
+
 func (a *Admin) route(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
 	resp, addr, err := a.invokeNameServer(ctx, protocol.NewRequest(protocol.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil))
 	if err != nil {

@@ -393,13 +393,14 @@ func topicClusterRows(ctx context.Context, a *admin.Admin, topics []string) (*re
 	return r, nil
 }
 
-// cmdTopicRoute is mqadmin's topicRoute; -l prints mqadmin's list format
-// (cluster, broker, addresses, queues, perm and a total line). --json
-// prints the route as data.
+// cmdTopicRoute is mqadmin's topicRoute: the route as RocketMQ's
+// TopicRouteData JSON; -l prints mqadmin's list format (cluster, broker,
+// addresses, queues, perm and a total line). --json prints Apogee's
+// admin.TopicRoute, as before.
 func cmdTopicRoute(g *globalFlags, af *adminFlags) *cobra.Command {
 	var topic string
 	var list bool
-	return adminCommand(g, af, "topicRoute", "Show where a topic lives (-l: mqadmin's list format)", func(c *cobra.Command) {
+	return adminCommand(g, af, "topicRoute", "Show a topic's route as RocketMQ's TopicRouteData JSON (-l: mqadmin's list format)", func(c *cobra.Command) {
 		c.Flags().StringVarP(&topic, "topic", "t", "", "topic name (required)")
 		c.Flags().BoolVarP(&list, "list", "l", false, "print one line per broker with its cluster and a total line")
 		c.MarkFlagRequired("topic")
@@ -424,11 +425,16 @@ func cmdTopicRoute(g *globalFlags, af *adminFlags) *cobra.Command {
 		if list {
 			return routeList(rt, addrs), nil
 		}
-		r := &result{value: rt, header: []string{"#BROKER_NAME", "#READ_QUEUES", "#WRITE_QUEUES", "#PERM", "#ADDRESSES"}}
-		for _, q := range rt.Queues {
-			r.rows = append(r.rows, []string{q.BrokerName, strconv.Itoa(q.ReadQueues), strconv.Itoa(q.WriteQueues), strconv.Itoa(q.Perm), addrs[q.BrokerName]})
+		// As mqadmin: the route as RocketMQ's TopicRouteData JSON.
+		rd, err := a.RouteData(ctx, topic)
+		if err != nil {
+			return nil, err
 		}
-		return r, nil
+		raw, err := json.MarshalIndent(rd, "", "\t")
+		if err != nil {
+			return nil, fmt.Errorf("topic %s: encode route: %w", topic, err)
+		}
+		return &result{value: rt, text: string(raw)}, nil
 	})
 }
 
