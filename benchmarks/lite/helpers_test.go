@@ -54,7 +54,7 @@ func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string
 	tb.Helper()
 	s := &server{data: data, nsPort: nsPort, brPort: brPort, started: time.Now(),
 		nsAddr: fmt.Sprintf("127.0.0.1:%d", nsPort), broker: fmt.Sprintf("127.0.0.1:%d", brPort)}
-	args := append([]string{"standalone", "--data", data,
+	args := append([]string{"standalone", "--data", data, "--console-port", "-1",
 		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
 		"--log-level", "warn", "--set", "metricsPromExporterPort=0", "--set", "brokerIP1=127.0.0.1",
 		// A clean stop flushes every consume queue: with 10^5..10^6 lite

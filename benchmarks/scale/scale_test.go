@@ -73,7 +73,7 @@ func startServer(tb testing.TB, data string, nsPort, brPort int) *server {
 		s.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 		metrics = []string{"--set", fmt.Sprintf("metricsPromExporterPort=%d", port), "--set", "metricsPprofEnable=true"}
 	}
-	args := append([]string{"standalone", "--data", data,
+	args := append([]string{"standalone", "--data", data, "--console-port", "-1",
 		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
 		"--log-level", "warn", "--set", "brokerIP1=127.0.0.1"}, metrics...)
 	s.cmd = exec.Command(apogeeBin(tb), args...)

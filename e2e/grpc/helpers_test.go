@@ -73,7 +73,7 @@ func startServer(t testing.TB, data string, extra ...string) *server {
 	if data == "" {
 		data = t.TempDir()
 	}
-	args := append([]string{"standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0",
+	args := append([]string{"standalone", "--data", data, "--namesrv-port", "0", "--broker-port", "0", "--console-port", "-1",
 		"--grpc-port", "0", "--log-level", "warn", "--set", "metricsPromExporterPort=0",
 		// Short invisible times keep the redelivery tests short.
 		"--set", "minInvisibleTimeMillsForRecv=1000"}, extra...)
