@@ -153,6 +153,10 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		a, perm := routeMaster()
 		return a == saddr && !protocol.PermWritable(perm) && protocol.PermReadable(perm)
 	}, "the route never named the slave as a read-only id 0")
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		kv, err := brokerRuntime(testutil.Context(t, 3*time.Second), rc, saddr)
+		return err == nil && kv["popActingMaster"] == "true"
+	}, "the slave never reported popActingMaster=true")
 	pc.addr = saddr
 	first := keep[0]
 	var lastErr error

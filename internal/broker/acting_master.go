@@ -358,7 +358,9 @@ func (b *Broker) takeOverPopState(ctx context.Context, addr string) (took bool, 
 func (b *Broker) serveTakeover(req *protocol.Command, rr pop.ReplRequest) (*protocol.Command, error) {
 	a := &b.acting
 	a.mu.Lock()
-	a.quietUntil.Store(time.Now().Add(takeoverQuiet).UnixMilli())
+	if a.on.Load() || a.acted.Load() {
+		a.quietUntil.Store(time.Now().Add(takeoverQuiet).UnixMilli())
+	}
 	if a.on.Load() {
 		a.on.Store(false)
 		b.pop.state.SetReadOnly(true)

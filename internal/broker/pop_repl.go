@@ -190,7 +190,8 @@ func (p *popService) replicateOnce(ctx context.Context, addr string) (more bool,
 // popRuntimeInfo adds the POP figures to GET_BROKER_RUNTIME_INFO:
 // popInFlightMessages (popped, neither acked nor revived; on a slave, its
 // copy of the master's) and, on a slave, popReplicaCaughtUp (its last
-// request to the master returned nothing new) and popReplicaSession.
+// request to the master returned nothing new), popReplicaSession and,
+// with enableSlaveActingMaster, popActingMaster (it serves POP now).
 func (b *Broker) popRuntimeInfo(table map[string]string) {
 	p := b.pop
 	if p == nil {
@@ -198,6 +199,9 @@ func (b *Broker) popRuntimeInfo(table map[string]string) {
 	}
 	table["popInFlightMessages"] = strconv.FormatInt(p.state.Stats().InFlight, 10)
 	if b.cfg.isSlave() {
+		if b.actingEnabled() { // acting_master.go
+			table["popActingMaster"] = strconv.FormatBool(b.acting.on.Load())
+		}
 		table["popReplicaCaughtUp"] = strconv.FormatBool(p.replica.upToDate.Load())
 		table["popReplicaSession"] = strconv.FormatUint(p.state.ReplicaRequest().Session, 10)
 	}
