@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/apogeemq/apogee/internal/protocol"
@@ -14,20 +15,11 @@ import (
 // SubscriptionGroups lists the consumer groups a broker knows
 // (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), sorted.
 func (a *Admin) SubscriptionGroups(ctx context.Context, brokerAddr string) ([]string, error) {
-	resp, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.GetAllSubscriptionGroupConfig, nil, nil))
+	table, err := a.GroupConfigTable(ctx, brokerAddr) // export.go
 	if err != nil {
 		return nil, err
 	}
-	var w protocol.SubscriptionGroupWrapper
-	if err := protocol.UnmarshalFastJSON(resp.Body, &w); err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(w.SubscriptionGroupTable))
-	for g := range w.SubscriptionGroupTable {
-		out = append(out, g)
-	}
-	slices.Sort(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(table)), nil
 }
 
 // ConsumeMessageDirectly asks one consumer client of group, through the

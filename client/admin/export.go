@@ -160,15 +160,7 @@ func decodeRunningInfo(clientID string, body []byte) (*RunningInfo, error) {
 	for mq, st := range queues {
 		ri.Queues = append(ri.Queues, QueueState{Queue: mq, State: st})
 	}
-	slices.SortFunc(ri.Queues, func(x, y QueueState) int {
-		if c := strings.Compare(x.Queue.Topic, y.Queue.Topic); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.Queue.BrokerName, y.Queue.BrokerName); c != 0 {
-			return c
-		}
-		return x.Queue.QueueID - y.Queue.QueueID
-	})
+	slices.SortFunc(ri.Queues, func(x, y QueueState) int { return compareQueue(x.Queue, y.Queue) })
 	for _, s := range w.SubscriptionSet {
 		typ := s.ExpressionType
 		if typ == "" {
