@@ -213,6 +213,30 @@ func (c *configFile) replay(apply func(e configLogEntry) error) (int, error) {
 	return total, nil
 }
 
+// replayTable replays the change logs into a manager's table: apply runs
+// under mu for each put or delete, after version has taken the entry's
+// DataVersion when it is not older. A compaction an interrupted run left
+// unfinished (.old present) is finished. It returns the number of
+// changes applied.
+func (c *configFile) replayTable(mu sync.Locker, version *protocol.DataVersion, apply func(e configLogEntry) error) (int, error) {
+	_, oldErr := os.Stat(c.oldPath())
+	n, err := c.replay(func(e configLogEntry) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.DataVersion.Counter >= version.Counter {
+			*version = e.DataVersion
+		}
+		return apply(e)
+	})
+	if err != nil {
+		return n, err
+	}
+	if oldErr == nil {
+		return n, c.compact()
+	}
+	return n, nil
+}
+
 func (c *configFile) replayFile(path string, apply func(e configLogEntry) error) (int, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -75,13 +74,7 @@ func (m *SubscriptionGroupManager) encode() ([]byte, error) {
 // replayLog applies subscriptionGroup.json.log (and a .old left by an
 // interrupted compaction, which is then finished).
 func (m *SubscriptionGroupManager) replayLog() error {
-	_, oldErr := os.Stat(m.cf.oldPath())
-	n, err := m.cf.replay(func(e configLogEntry) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if e.DataVersion.Counter >= m.version.Counter {
-			m.version = e.DataVersion
-		}
+	n, err := m.cf.replayTable(&m.mu, &m.version, func(e configLogEntry) error {
 		if e.Op == "delete" {
 			delete(m.groups, e.Key)
 			delete(m.forbidden, e.Key)
@@ -100,16 +93,10 @@ func (m *SubscriptionGroupManager) replayLog() error {
 		m.groups[e.Key] = &g
 		return nil
 	})
-	if err != nil {
-		return err
-	}
 	if n > 0 {
 		m.logger.Info("subscription group changes replayed from the change log", "changes", n)
 	}
-	if oldErr == nil {
-		return m.cf.compact()
-	}
-	return nil
+	return err
 }
 
 func (m *SubscriptionGroupManager) load() error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"sync"
 	"time"
 
@@ -107,13 +106,7 @@ func (m *TopicConfigManager) load() error {
 // replayLog applies topics.json.log (and a .old left by an interrupted
 // compaction, which is then finished).
 func (m *TopicConfigManager) replayLog() error {
-	_, oldErr := os.Stat(m.cf.oldPath())
-	n, err := m.cf.replay(func(e configLogEntry) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if e.DataVersion.Counter >= m.version.Counter {
-			m.version = e.DataVersion
-		}
+	n, err := m.cf.replayTable(&m.mu, &m.version, func(e configLogEntry) error {
 		if e.Op == "delete" {
 			delete(m.topics, e.Key)
 			return nil
@@ -129,16 +122,10 @@ func (m *TopicConfigManager) replayLog() error {
 		m.topics[e.Key] = &tc
 		return nil
 	})
-	if err != nil {
-		return err
-	}
 	if n > 0 {
 		m.logger.Info("topic changes replayed from the change log", "changes", n, "topics", m.Len())
 	}
-	if oldErr == nil {
-		return m.cf.compact()
-	}
-	return nil
+	return err
 }
 
 func normalizeTopicConfig(tc *protocol.TopicConfig) {
