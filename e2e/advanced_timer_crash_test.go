@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +40,7 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 		"--broker-name", "broker-t", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "metricsPromExporterPort=0", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "timerPrecisionMs=200", "--set", "timerFlushIntervalMs=100"}
-	start := func() *exec.Cmd { return startApogeeProcess(t, bin, listening, args...) }
+	start := func() *testutil.Child { return startApogeeProcess(t, bin, listening, args...) }
 	proc := start()
 	waitRoute(t, ns, "TBW102")
 
@@ -82,10 +80,7 @@ func TestTimerMessagesSurviveKill(t *testing.T) {
 	a := newTimerArrivals()
 	startTimerConsumer(t, nsAddr, topic, a)
 	testutil.Eventually(t, 30*time.Second, func() bool { return a.n.Load() >= n/4 }, "first deliveries (%d)", a.n.Load())
-	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	proc.Kill()
 	t.Logf("killed with %d of %d timers consumed", a.n.Load(), n)
 	start()
 	testutil.Eventually(t, 60*time.Second, func() bool { return a.n.Load() == n }, "consumed %d of %d after the kill", a.n.Load(), n)

@@ -3,12 +3,10 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +53,7 @@ func TestKillRestartSyncFlush(t *testing.T) {
 		"--broker-name", "broker-k", "--flush-disk-type", "SYNC_FLUSH", "--log-level", "warn",
 		"--set", "vipChannelEnable=false", "--set", "metricsPromExporterPort=0", "--set", "mappedFileSizeCommitLog=8388608",
 		"--set", "mappedFileSizeConsumeQueue=200000", "--set", "messageIndexEnable=false"}
-	start := func() *exec.Cmd { return startApogeeProcess(t, bin, listening, args...) }
+	start := func() *testutil.Child { return startApogeeProcess(t, bin, listening, args...) }
 	proc := start()
 	waitRoute(t, ns, "TBW102")
 
@@ -85,10 +83,7 @@ func TestKillRestartSyncFlush(t *testing.T) {
 		}
 	}()
 	testutil.Eventually(t, 60*time.Second, func() bool { return nAcked.Load() >= 300 }, "only %d sends acknowledged", nAcked.Load())
-	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	proc.Kill()
 	close(stop)
 	wg.Wait()
 	var ids []string
@@ -130,18 +125,8 @@ func TestStandaloneBinary(t *testing.T) {
 	newPushConsumer(t, nsAddr, uniqueName(t, "cg"), topic, "*", r)
 	r.waitAll(t, 60*time.Second, ids, "sent through standalone")
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("standalone exited with %v after SIGTERM", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("standalone did not stop after SIGTERM")
+	if err := cmd.Stop(20 * time.Second); err != nil {
+		t.Fatalf("standalone after SIGTERM: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(data, "broker", "config", "topics.json")); err != nil {
 		t.Fatalf("metadata not under --data: %v", err)

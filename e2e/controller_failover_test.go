@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -37,7 +36,7 @@ type ctlBroker struct {
 	dir  string
 	conf string
 	addr string
-	cmd  *exec.Cmd
+	cmd  *testutil.Child
 }
 
 func newCtlBroker(t testing.TB, bin string, g *controllerGroup, nsAddr, cluster, name string, extra map[string]string) *ctlBroker {
@@ -96,14 +95,13 @@ func (b *ctlBroker) start() {
 
 func (b *ctlBroker) signal(sig syscall.Signal) {
 	if b.cmd != nil {
-		_ = b.cmd.Process.Signal(sig)
+		_ = b.cmd.Cmd.Process.Signal(sig)
 	}
 }
 
 func (b *ctlBroker) kill() {
 	if b.cmd != nil {
-		_ = b.cmd.Process.Kill()
-		_ = b.cmd.Wait()
+		b.cmd.Kill()
 		b.cmd = nil
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // freeLoopbackPorts reserves n loopback ports (closed again before use,
@@ -37,14 +38,14 @@ type controllerGroup struct {
 	raft     []string
 	rpc      []string
 	confs    []string
-	procs    []*exec.Cmd
+	procs    []*testutil.Child
 	extraArg []string
 }
 
 // writeControllerConfs writes one controller.conf per node under dir.
 func newControllerGroup(t testing.TB, bin string, n int, extra map[string]string) *controllerGroup {
 	ports := freeLoopbackPorts(t, 2*n)
-	g := &controllerGroup{t: t, bin: bin, raft: ports[:n], rpc: ports[n:], procs: make([]*exec.Cmd, n)}
+	g := &controllerGroup{t: t, bin: bin, raft: ports[:n], rpc: ports[n:], procs: make([]*testutil.Child, n)}
 	dir := t.TempDir()
 	for i := range n {
 		var b strings.Builder
@@ -77,8 +78,7 @@ func (g *controllerGroup) startAll() {
 // kill SIGKILLs node i.
 func (g *controllerGroup) kill(i int) {
 	if p := g.procs[i]; p != nil {
-		_ = p.Process.Kill()
-		_ = p.Wait()
+		p.Kill()
 		g.procs[i] = nil
 	}
 }

@@ -182,10 +182,7 @@ func TestDiskFullRefusesAndRecovers(t *testing.T) {
 	// long before the first cleanup pass (a minute after start).
 	disk.fillTo(t, 0.95)
 	waitRefused("disk full again")
-	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	proc.Kill()
 	started := time.Now()
 	proc = startApogeeProcess(t, bin, listening, args...)
 	waitRoute(t, ns, topic)

@@ -7,7 +7,6 @@ package e2e
 // server (startNamesrv) in namesrv_test.go.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -244,36 +243,9 @@ func buildApogeeBinary(t *testing.T) string {
 // returns true; whatever it records is visible once this returns). The
 // rest of stdout is drained. The process is killed at cleanup if it still
 // runs.
-func startApogeeProcess(t testing.TB, bin string, ready func(line string) bool, args ...string) *exec.Cmd {
+func startApogeeProcess(t testing.TB, bin string, ready func(line string) bool, args ...string) *testutil.Child {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = &logWriter{t: t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if ready(sc.Text()) {
-				close(started)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s %s did not start", filepath.Base(bin), strings.Join(args, " "))
-	}
-	return cmd
+	return testutil.StartChild(t, testutil.ChildOptions{Ready: ready, Stderr: &logWriter{t: t}}, bin, args...)
 }
 
 // listening is a ready function for startApogeeProcess: the first line

@@ -1,13 +1,10 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"net"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,85 +18,29 @@ import (
 
 // limitedStandalone is `apogee standalone` run under `ulimit -n`.
 type limitedStandalone struct {
-	cmd            *exec.Cmd
+	child          *testutil.Child
 	nsAddr, broker string
-	mu             sync.Mutex
-	stderr         strings.Builder // guarded by mu
 }
 
-func (p *limitedStandalone) log() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
+func (p *limitedStandalone) log() string { return p.child.Logs() }
 
 func startLimitedStandalone(t *testing.T, bin, data string, nofile int) *limitedStandalone {
 	t.Helper()
-	p := &limitedStandalone{}
-	script := fmt.Sprintf("ulimit -n %d && exec %s standalone --data %s --namesrv-port 0 --broker-port 0 --log-level info --set metricsPromExporterPort=0",
+	script := fmt.Sprintf("ulimit -n %d && exec %s standalone --data %s --namesrv-port 0 --broker-port 0 --grpc-port -1 --console-port -1 --log-level info --set metricsPromExporterPort=0",
 		nofile, bin, data)
-	p.cmd = exec.Command("/bin/sh", "-c", script)
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-	}()
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "name server listening on "); ok {
-				p.nsAddr = a
-			}
-			if i := strings.Index(line, " listening on "); strings.HasPrefix(line, "broker ") && i > 0 {
-				p.broker = line[i+len(" listening on "):]
-				close(ready)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("standalone under ulimit -n %d did not start:\n%s", nofile, p.log())
-	}
-	return p
+	var a testutil.Addrs
+	c := testutil.StartChild(t, testutil.ChildOptions{Ready: func(line string) bool {
+		a.Scan(line)
+		return a.Namesrv != "" && a.Broker != ""
+	}}, "/bin/sh", "-c", script)
+	return &limitedStandalone{child: c, nsAddr: a.Namesrv, broker: a.Broker}
 }
 
 // stop sends SIGTERM and requires a clean exit.
 func (p *limitedStandalone) stop(t *testing.T) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("standalone exited with %v after SIGTERM:\n%s", err, p.log())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("standalone did not stop after SIGTERM")
+	if err := p.child.Stop(20 * time.Second); err != nil {
+		t.Fatalf("standalone after SIGTERM: %v\n%s", err, p.log())
 	}
 }
 

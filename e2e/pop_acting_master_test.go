@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -145,10 +144,7 @@ func TestPopSlaveActingMaster(t *testing.T) {
 		return err == nil && resp.Code == int32(protocol.Success)
 	}, "the slave's POP state or topic never caught up")
 
-	if err := master.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = master.Wait()
+	master.Kill()
 	testutil.Eventually(t, 30*time.Second, func() bool {
 		a, perm := routeMaster()
 		return a == saddr && !protocol.PermWritable(perm) && protocol.PermReadable(perm)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,10 +161,7 @@ func TestPopSurvivesKill(t *testing.T) {
 		t.Fatalf("popped %d acked + %d unacked of %d", len(acked), len(unacked), n)
 	}
 
-	if err := proc.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = proc.Wait()
+	proc.Kill()
 	startApogeeProcess(t, bin, listening, args...)
 
 	// After the restart the unacked messages come back (their checkpoints

@@ -53,7 +53,7 @@ func BenchmarkSendProcesses(b *testing.B) {
 		"--set", "mappedFileSizeCommitLog=268435456",
 		"--set", "waitTimeMillsInSendQueue=10000") // no flow control: the machine is loaded
 	s.createTopic(b, topic, "", 8)
-	pid := s.cmd.Process.Pid
+	pid := s.child.Pid()
 	body := make([]byte, size)
 	for i := range body {
 		body[i] = byte('a' + i%26)

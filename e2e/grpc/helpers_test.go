@@ -19,6 +19,7 @@ import (
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 
 	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // apogeeBin is the apogee binary TestMain builds from this tree.
@@ -55,18 +56,16 @@ func TestMain(m *testing.M) {
 
 // server is a running `apogee standalone` child process.
 type server struct {
-	cmd     *exec.Cmd
+	child   *testutil.Child
 	namesrv string // name server address
 	broker  string // broker remoting address
 	grpc    string // gRPC endpoint address
 	data    string
-	stderr  *os.File
-	done    chan struct{}
 }
 
 // startServer runs `apogee standalone` on free ports in a temp data
 // directory (or data, when given, to restart on the same store) and waits
-// for its three listening lines. It is stopped (SIGTERM, then SIGKILL) at
+// for its listening lines. It is stopped (SIGTERM, then SIGKILL) at
 // cleanup.
 func startServer(t testing.TB, data string, extra ...string) *server {
 	t.Helper()
@@ -77,81 +76,29 @@ func startServer(t testing.TB, data string, extra ...string) *server {
 		"--grpc-port", "0", "--log-level", "warn", "--set", "metricsPromExporterPort=0",
 		// Short invisible times keep the redelivery tests short.
 		"--set", "minInvisibleTimeMillsForRecv=1000"}, extra...)
-	cmd := exec.Command(apogeeBin, args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errFile, err := os.CreateTemp(t.TempDir(), "stderr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = errFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: cmd, data: data, stderr: errFile, done: make(chan struct{})}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "name server listening on "):
-				s.namesrv = strings.TrimPrefix(line, "name server listening on ")
-			case strings.HasPrefix(line, "broker ") && strings.Contains(line, " listening on "):
-				s.broker = line[strings.LastIndex(line, " ")+1:]
-			case strings.HasPrefix(line, "grpc endpoint listening on "):
-				s.grpc = strings.TrimPrefix(line, "grpc endpoint listening on ")
-				close(ready)
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	go func() {
-		_ = cmd.Wait()
-		close(s.done)
-	}()
-	select {
-	case <-ready:
-	case <-s.done:
-		t.Fatalf("apogee exited early:\n%s", s.logs())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("apogee did not print its addresses within 30 s:\n%s", s.logs())
-	}
+	var a testutil.Addrs
+	c := testutil.StartChild(t, testutil.ChildOptions{Ready: func(line string) bool {
+		a.Scan(line)
+		return a.GRPC != ""
+	}}, apogeeBin, args...)
+	s := &server{child: c, namesrv: a.Namesrv, broker: a.Broker, grpc: a.GRPC, data: data}
 	t.Cleanup(func() { s.stop(t) })
 	return s
 }
 
-func (s *server) logs() string {
-	b, _ := os.ReadFile(s.stderr.Name())
-	return string(b)
-}
+func (s *server) logs() string { return s.child.Logs() }
 
-// stop terminates the process by its PID and waits for it.
+// stop terminates the process by its PID (SIGTERM, SIGKILL after 15 s)
+// and waits for it.
 func (s *server) stop(t testing.TB) {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	_ = s.child.Stop(15 * time.Second)
 	if t.Failed() {
 		t.Logf("apogee stderr:\n%s", s.logs())
 	}
 }
 
 // kill SIGKILLs the process and waits for it.
-func (s *server) kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
+func (s *server) kill() { s.child.Kill() }
 
 // createTopic creates topic on the cluster with the given message.type
 // ("" leaves the attribute unset).
