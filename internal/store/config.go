@@ -90,13 +90,11 @@ type Config struct {
 	// WriteWithoutMmap appends to the commit log with pwrite and syncs with
 	// fdatasync instead of copying into the mapping and msync (readers
 	// still use the mapping). It disables the transient pool and prefault.
-	// Under SYNC_FLUSH appends are staged in memory and the flusher writes
-	// each group with one pwrite before its fdatasync. (Under ASYNC_FLUSH
-	// appends are staged and written with pwrite whether or not it is set,
-	// unless transientStorePoolEnable is in effect: see stagedAppends.)
-	// Recommended with
-	// SYNC_FLUSH: no write-protect fault per put and no TLB shootdown per
-	// sync, and about half the CPU per put of the mapped path.
+	// Without the transient pool appends are staged and written with
+	// pwrite whether or not it is set (see stagedAppends): under
+	// SYNC_FLUSH the flusher writes each group with one pwrite before its
+	// fdatasync, with no write-protect fault per put and no TLB shootdown
+	// per sync.
 	WriteWithoutMmap bool `conf:"writeWithoutMmap"`
 
 	// Keys RocketMQ operators set that this store accepts with RocketMQ's
@@ -321,12 +319,13 @@ func (c *Config) poolActive() bool {
 
 // stagedAppends reports whether commit-log appends are staged in memory and
 // written to the file with pwrite (mappedFile.stage) rather than copied into
-// the mapping: always with writeWithoutMmap, and under ASYNC_FLUSH unless
-// the transient pool is in effect. A full-page pwrite into a fresh page
-// does not zero it; the first write fault on a fresh page of the mapping
-// does (with readahead, a whole large folio at a time).
+// the mapping: unless the transient pool is in effect. A full-page pwrite
+// into a fresh page does not zero it; the first write fault on a fresh page
+// of the mapping does (with readahead, a whole large folio at a time), and
+// under SYNC_FLUSH every msync write-protects the page being filled again,
+// so the next put into the mapping takes a fault under the append lock.
 func (c *Config) stagedAppends() bool {
-	return c.WriteWithoutMmap || !c.syncFlush() && !c.poolActive()
+	return !c.poolActive()
 }
 
 // parseDeleteWhen parses "04;16" into hours.

@@ -57,7 +57,7 @@ type mappedFile struct {
 	// fdatasync (writeWithoutMmap); readers still use the mapping, which
 	// shares the page cache.
 	writeThrough bool
-	// stage, when set (writeWithoutMmap under SYNC_FLUSH), makes appends
+	// stage, when set (Config.stagedAppends: without the transient pool), makes appends
 	// staged: the writer copies records into this ring (shared by the
 	// store's files; only the last file appends, and a file is fully
 	// committed before the next one starts) at position mod len(stage), and

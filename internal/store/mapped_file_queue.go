@@ -322,7 +322,7 @@ func (q *mappedFileQueue) flush(leastPages int) (bool, error) {
 		q.flushedWhere.Store(where)
 	}
 	ts := f.storeTimestamp.Load()
-	if fault := q.syncFault.Load(); fault != nil && f.readPosition() > f.flushed.Load() {
+	if fault := q.syncFault.Load(); fault != nil && f.wrote.Load() > f.flushed.Load() {
 		if err := (*fault)(); err != nil {
 			return true, err
 		}

@@ -524,6 +524,14 @@ func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(P
 			wake(s.wakeFlush)
 			return
 		}
+		if s.stage != nil {
+			// WAIT=false is acknowledged without the sync but, as through
+			// the mapping, only once its bytes are in the page cache.
+			if end, err := s.commitStagedOnce(); err != nil || end < res.WroteOffset+int64(res.WroteBytes) {
+				s.stats.putFailures.Add(1)
+				res = PutResult{Status: UnknownError, Remark: "commit-log write failed"}
+			}
+		}
 		wake(s.wakeFlush)
 		s.replicate(res, wait, done)
 		return

@@ -120,19 +120,28 @@ func TestStagedAppends(t *testing.T) {
 	}
 }
 
-// TestStagedAsyncAckMeansInFile: under ASYNC_FLUSH (no transient pool)
-// appends are staged and written with pwrite by store-stage-commit; a put
+// TestStagedAsyncAckMeansInFile: without the transient pool appends are
+// staged and written with pwrite (by store-stage-commit under ASYNC_FLUSH,
+// by the flusher under SYNC_FLUSH, by the put itself for a SYNC_FLUSH put
+// with WAIT=false); a put
 // is acknowledged only once its record is in the file (a read through a
 // descriptor, not the mapping, finds it) and readable, so a killed process
 // loses nothing it acknowledged. Concurrent writers and 64 KiB files make
 // batches of several puts and BLANK records at every roll; WAIT=false puts
 // follow the same rule.
 func TestStagedAsyncAckMeansInFile(t *testing.T) {
+	for _, ft := range []string{AsyncFlush, SyncFlush} {
+		t.Run(ft, func(t *testing.T) { testStagedAckMeansInFile(t, ft) })
+	}
+}
+
+func testStagedAckMeansInFile(t *testing.T, ft string) {
 	cfg := testConfig(t.TempDir())
+	cfg.FlushDiskType = ft
 	s := openStore(t, cfg)
 	mustPut(t, s, newMsg("First", 0, "x", nil))
 	if s.stage == nil || !s.commitLog.last().writeThrough {
-		t.Fatal("ASYNC_FLUSH without the pool does not stage its appends")
+		t.Fatalf("%s without the pool does not stage its appends", ft)
 	}
 	const writers, puts = 4, 150
 	errs := make(chan error, writers*puts)
