@@ -172,14 +172,15 @@ func interleaved(b *testing.B, chunk int, op func(), baseline func(*testing.B, i
 	return opDur, baseDur
 }
 
-// forWriteModes runs bench under SYNC_FLUSH with mapped-file appends and
-// with writeWithoutMmap (pwrite) appends, as sub-benchmarks.
+// forWriteModes runs bench under SYNC_FLUSH with staged (pwrite) appends
+// and with the transient pool (committed into the mapping, msync), as
+// sub-benchmarks.
 func forWriteModes(b *testing.B, bench func(*testing.B, Config)) {
-	for _, pwrite := range []bool{false, true} {
-		b.Run(fmt.Sprintf("writeWithoutMmap=%v", pwrite), func(b *testing.B) {
+	for _, pool := range []bool{false, true} {
+		b.Run(fmt.Sprintf("transientStorePoolEnable=%v", pool), func(b *testing.B) {
 			cfg := benchConfig(b.TempDir())
 			cfg.FlushDiskType = SyncFlush
-			cfg.WriteWithoutMmap = pwrite
+			cfg.TransientStorePoolEnable = pool
 			bench(b, cfg)
 		})
 	}
