@@ -66,12 +66,34 @@ type LiteConfig struct {
 	// lite.topic.expiration in ms (default 60000, a minute). Apogee's: tests
 	// shorten it to see expiry in seconds.
 	LiteExpirationUnitMs int64 `conf:"liteExpirationUnitMs"`
+	// MaxClientEventCount is a lite client's event queue capacity when its
+	// group has no lite.sub.client.max.event.cnt (default 100; lite_events.go).
+	MaxClientEventCount int `conf:"maxClientEventCount"`
+	// LiteEventCheckInterval is how often clients taken for blocked lose
+	// their queued events to other clients (ms, default 10000).
+	LiteEventCheckInterval int64 `conf:"liteEventCheckInterval"`
+	// LiteEventFullDispatchDelayTime is the delay of a client's full
+	// dispatch after its queue was full (ms, default 10000).
+	LiteEventFullDispatchDelayTime int64 `conf:"liteEventFullDispatchDelayTime"`
+	// LiteEventFullDispatchDelayTimeForWildcardGroup is that delay for a
+	// wildcard group none of whose clients could take an event (ms, 10000).
+	LiteEventFullDispatchDelayTimeForWildcardGroup int64 `conf:"liteEventFullDispatchDelayTimeForWildcardGroup"`
+	// LiteSubscriptionCheckInterval is how often idle lite subscriptions
+	// are looked for (ms, default 120000).
+	LiteSubscriptionCheckInterval int64 `conf:"liteSubscriptionCheckInterval"`
+	// LiteSubscriptionCheckTimeoutMills: a client whose subscriptions no
+	// LITE_SUBSCRIPTION_CTL changed for this long loses them (ms, default
+	// 180000; clients send their complete set every 30 s).
+	LiteSubscriptionCheckTimeoutMills int64 `conf:"liteSubscriptionCheckTimeoutMills"`
 }
 
 // DefaultLiteConfig returns the defaults above.
 func DefaultLiteConfig() LiteConfig {
 	return LiteConfig{MaxLmqConsumeQueueNum: 20000, LiteTtlCheckInterval: 60000, MinLiteTTl: 60000,
-		MaxLiteSubscriptionCount: 1000000, LiteExpirationUnitMs: 60000}
+		MaxLiteSubscriptionCount: 1000000, LiteExpirationUnitMs: 60000,
+		MaxClientEventCount: 100, LiteEventCheckInterval: 10000, LiteEventFullDispatchDelayTime: 10000,
+		LiteEventFullDispatchDelayTimeForWildcardGroup: 10000, LiteSubscriptionCheckInterval: 120000,
+		LiteSubscriptionCheckTimeoutMills: 180000}
 }
 
 // liteService owns the lite registry and the expiry loop.
@@ -83,13 +105,16 @@ type liteService struct {
 	// subs is the remoting clients' lite subscriptions (lite_pop.go:
 	// LITE_SUBSCRIPTION_CTL, POP_LITE_MESSAGE).
 	subs   *lite.Subscriptions
+	disp   *liteEvents // lite_events.go: the clients' event queues
 	connMu sync.Mutex
 	conns  map[string]*remoting.Conn // client id -> its connection, for NOTIFY_UNSUBSCRIBE_LITE; guarded by connMu
 }
 
 func newLiteService(b *Broker) *liteService {
-	return &liteService{b: b, registry: lite.NewRegistry(), wake: make(chan struct{}, 1),
+	l := &liteService{b: b, registry: lite.NewRegistry(), wake: make(chan struct{}, 1),
 		subs: lite.NewSubscriptions(), conns: map[string]*remoting.Conn{}}
+	l.disp = newLiteEvents(l)
+	return l
 }
 
 // isLiteTopic reports whether the topic is typed message.type=LITE.
@@ -125,6 +150,10 @@ func (b *Broker) startLite() {
 		b.goFunc("lite-restore", func() { l.refine(queues, at) })
 	}
 	b.goFunc("lite-expire", l.expireLoop)
+	if b.pop != nil {
+		b.Store.AddArrivalNotifier(l.disp.onArrival)
+		b.goFunc("lite-events", l.disp.loop)
+	}
 }
 
 // refine reads the real last write times of the restored lite topics, in

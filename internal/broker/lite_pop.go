@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -106,9 +105,11 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 						return nil, protocol.Errorf(protocol.IllegalOperation, "all wildcard patterns are invalid, group:%s, topic:%s", e.Group, e.Topic)
 					}
 				}
+				g, par, was, _, _, _ := l.subs.Client(e.ClientID, 1)
+				fresh := !was || g != e.Group || par != e.Topic
 				added, again := l.subs.Replace(e.ClientID, e.Group, e.Topic, queues, wildcard, patterns, now)
 				tell = append(tell, again...)
-				b.liteWake(e.Topic, added, wildcard)
+				l.disp.onSubscribe(e.Group, added, wildcard && fresh)
 				continue
 			}
 			if wildcard {
@@ -131,7 +132,7 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 				}
 				added = queues
 			}
-			b.liteWake(e.Topic, added, false)
+			l.disp.onSubscribe(e.Group, added, false)
 		case protocol.LiteActionPartialRemove:
 			removed := l.subs.Remove(e.ClientID, queues, now)
 			if gc, ok := b.Groups.Get(e.Group); ok && gc.Attributes[attrLiteResetOnUnsubscribe] == "true" {
@@ -142,28 +143,10 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 		case protocol.LiteActionCompleteRemove:
 			l.subs.Drop(e.ClientID)
 			l.setConn(e.ClientID, nil)
+			l.disp.onDrop(e.ClientID)
 		}
 	}
 	return protocol.NewResponse(req, protocol.Success, ""), nil
-}
-
-// liteWake re-runs held lite pops that newly subscribed queues (or, for a
-// wildcard client, any lite topic of parent) may answer.
-func (b *Broker) liteWake(parent string, queues []string, wildcard bool) {
-	if b.pop == nil {
-		return
-	}
-	if wildcard { // one matching lite topic is enough for held pops to look
-		for _, t := range b.lite.registry.List(parent, 0) {
-			if q := lite.QueueName(parent, t.Name); b.lite.subs.Subscribers(q) != nil {
-				queues = append(queues, q)
-				break
-			}
-		}
-	}
-	for _, q := range queues {
-		b.pop.hold.notify(q)
-	}
 }
 
 // liteQueues maps lite topic names to their queue names, skipping invalid
@@ -293,7 +276,7 @@ func (p *popService) serveLite(conn *remoting.Conn, req *protocol.Command, deadl
 			switch p.hold.park(&heldPop{conn: conn, req: req, topic: h.Topic, group: h.ConsumerGroup, queueID: -1,
 				order: true, deadline: deadline, kind: heldPopLite, client: h.ClientID}) {
 			case parkHeld:
-				if first && p.liteHasMessage(h.ClientID, h.ConsumerGroup, h.Topic, now) {
+				if first && p.liteHasMessage(h.ClientID) {
 					p.hold.notify(h.Topic) // arrived while parking (see serve)
 				}
 				return nil, nil
@@ -342,81 +325,69 @@ func liteOrderCountInfo(body []byte) string {
 	return sb.String()
 }
 
-// liteQueuesOf returns the queues one pop of the client looks at, in
-// order: its subscribed lite topics that exist (round robin start), or for
-// a wildcard client every lite topic of its parent (random start).
-func (p *popService) liteQueuesOf(client, group, parent string) []string {
-	l := p.b.lite
-	g, par, wildcard, queues, ok := l.subs.Snapshot(client)
-	if !ok || g != group || par != parent {
-		return nil
-	}
-	if wildcard {
-		all := l.registry.List(parent, 0)
-		if len(all) == 0 {
-			return nil
-		}
-		patterns := l.subs.Patterns(client)
-		start := rand.IntN(len(all))
-		queues = make([]string, 0, len(all))
-		for i := range all {
-			if n := all[(start+i)%len(all)].Name; len(patterns) == 0 || lite.MatchAnyPattern(patterns, n) {
-				queues = append(queues, lite.QueueName(parent, n))
-			}
-		}
-		return queues
-	}
-	out := queues[:0]
-	for _, q := range queues {
-		if l.registry.Exists(q) {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
-// popLite pops the client's lite topics in FIFO mode until the batch is
-// full.
+// popLite pops the lite topics named by the client's queued events
+// (lite_events.go), oldest first, in FIFO mode until the batch is full. An
+// event whose lite topic the client no longer consumes, or that has
+// nothing to deliver (blocked, or consumed), is dropped: the ack or the end
+// of the invisible time that unblocks it queues a new one. An event queued
+// again during this pop stays for the next.
 func (p *popService) popLite(h *protocol.PopLiteMessageRequestHeader, now int64) *popResult {
 	res := &popResult{reviveQid: protocol.PopOrderReviveQueue}
-	queues := p.liteQueuesOf(h.ClientID, h.ConsumerGroup, h.Topic)
-	if len(queues) == 0 {
+	l := p.b.lite
+	g, par, _, _, _, ok := l.subs.Client(h.ClientID, 1)
+	if !ok || g != h.ConsumerGroup || par != h.Topic {
 		return res
 	}
-	f, _ := p.b.newPopFilter(h.Topic, "", "")
+	var f *popFilter
 	ph := protocol.PopMessageRequestHeader{ConsumerGroup: h.ConsumerGroup, QueueID: 0, MaxMsgNums: h.MaxMsgNum,
 		InvisibleTime: h.InvisibleTime, BornTime: h.BornTime, InitMode: protocol.PopInitModeMax, Order: true, AttemptID: h.AttemptID}
-	for _, q := range queues {
-		need := h.MaxMsgNum - int32(res.count)
-		if need <= 0 {
+	var seen map[string]struct{}
+	var again []string
+	for res.count < int(h.MaxMsgNum) {
+		q, ok := l.disp.events.Poll(h.ClientID, now)
+		if !ok {
 			break
 		}
+		if _, dup := seen[q]; dup {
+			again = append(again, q)
+			continue
+		}
+		if seen == nil {
+			seen = map[string]struct{}{}
+		}
+		seen[q] = struct{}{}
+		if !l.registry.Exists(q) || !l.subs.Wants(h.ClientID, q) {
+			continue
+		}
+		if f == nil {
+			f, _ = p.b.newPopFilter(h.Topic, "", "")
+		}
+		before := res.count
 		ph.Topic = q
-		p.popQueue(&ph, q, 0, need, f, now, res)
+		p.popQueue(&ph, q, 0, h.MaxMsgNum-int32(res.count), f, now, res)
+		if res.count > before {
+			l.disp.unblockAt(h.ConsumerGroup, q, now+h.InvisibleTime)
+		}
+	}
+	if len(again) > 0 {
+		capacity, _ := l.disp.capacity(h.ConsumerGroup)
+		for _, q := range again {
+			l.disp.events.Offer(h.ClientID, h.ConsumerGroup, q, capacity, now)
+		}
 	}
 	return res
 }
 
-// liteHasMessage reports whether a lite pop of the client would find a
-// message (the hold's re-checks).
-func (p *popService) liteHasMessage(client, group, parent string, now int64) bool {
-	for _, q := range p.liteQueuesOf(client, group, parent) {
-		if p.hasMessage(group, q, 0, 1, true, now) {
-			return true
-		}
-	}
-	return false
+// liteHasMessage reports whether a lite pop of the client may find a
+// message: it has a queued event (the hold's re-checks).
+func (p *popService) liteHasMessage(client string) bool {
+	return p.b.lite.disp.events.Has(client)
 }
 
-// liteWoken reports whether an arrival among woken (topics) concerns a held
-// lite pop of client under parent.
-func (p *popService) liteWoken(client, parent string, woken map[string]bool) bool {
-	for w := range woken {
-		if par, _, ok := lite.SplitQueueName(w); ok && par == parent && p.b.lite.subs.Wants(client, w) {
-			return true
-		}
-	}
-	return false
+// liteWoken reports whether a held lite pop of client has something to
+// look at after arrivals (woken): an event was queued for it.
+func (p *popService) liteWoken(client string, woken map[string]bool) bool {
+	return len(woken) > 0 && p.b.lite.disp.events.Has(client)
 }
 
 // setConn records (or, with nil, forgets) the connection a client's lite
@@ -447,6 +418,7 @@ func (l *liteService) dropClosedClients() {
 	l.connMu.Unlock()
 	for _, id := range gone {
 		l.subs.Drop(id)
+		l.disp.onDrop(id)
 	}
 }
 

@@ -314,7 +314,10 @@ func TestLiteExclusiveAndOffsetOption(t *testing.T) {
 	if strings.Join(all, ",") != "a0,a1,a2,a3,b0" && strings.Join(all, ",") != "b0,a0,a1,a2,a3" {
 		t.Fatalf("wildcard client popped %v, want a0..a3 and b0", all)
 	}
-	// With patterns (RocketMQ's LitePatternMatcher): only matching lite topics.
+	// With patterns (RocketMQ's LitePatternMatcher): only matching lite
+	// topics. C4 leaves first: in a shared group one client gets each event.
+	mustCode(t, invoke(t, c1.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionCompleteRemove,
+		ClientID: "C4", Group: "GW", Topic: "P"})), protocol.Success)
 	for _, n := range []string{"pay__refund", "pay__ok", "ship__ok"} {
 		mustCode(t, invoke(t, c1.Client, b.Addr(), sendReq("P", -1, []byte(n), liteSend(n, n))), protocol.Success)
 		waitDispatched(t, b, lite.QueueName("P", n), 0, 1)

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 
+	"github.com/apogeemq/apogee/internal/lite"
 	"github.com/apogeemq/apogee/internal/pop"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
@@ -103,6 +104,9 @@ func (p *popService) ack(k pop.QueueKey, ei *protocol.ReceiptHandle, offsets []i
 	if n > 0 {
 		p.acked.Add(int64(n))
 		p.hold.notify(k.Topic)
+		if lite.IsQueueName(k.Topic) {
+			b.lite.disp.onUnblockable(k.Group, k.Topic) // lite_events.go
+		}
 	}
 	return n, nil
 }
@@ -188,6 +192,9 @@ func (b *Broker) processChangeInvisibleTime(_ context.Context, _ *remoting.Conn,
 		rh.PopTime, rh.InvisibleTime = ei.PopTime, now+h.InvisibleTime-ei.PopTime
 		if r == pop.Acked {
 			b.pop.hold.notify(h.Topic) // the queue may unblock at the new time
+			if lite.IsQueueName(h.Topic) {
+				b.lite.disp.unblockAt(h.ConsumerGroup, h.Topic, now+h.InvisibleTime) // lite_events.go
+			}
 		}
 	} else {
 		var popTime int64

@@ -197,7 +197,7 @@ func (h *popHold) process(now time.Time) time.Time {
 			}
 			rhit := hit
 			if r.kind == heldPopLite {
-				rhit = h.p.liteWoken(r.client, topic, woken)
+				rhit = h.p.liteWoken(r.client, woken)
 			}
 			if rhit || !now.Before(r.deadline) || scanDue && h.p.mayHaveMessage(r, now) {
 				run = append(run, r)
@@ -375,7 +375,7 @@ func (b *Broker) processPollingInfo(_ context.Context, _ *remoting.Conn, req *pr
 // held (it only reads the store and the POP state, which lock their own).
 func (p *popService) mayHaveMessage(r *heldPop, now time.Time) bool {
 	if r.kind == heldPopLite {
-		return p.liteHasMessage(r.client, r.group, r.topic, now.UnixMilli())
+		return p.liteHasMessage(r.client)
 	}
 	tc, ok := p.b.Topics.Get(r.topic)
 	if !ok {

@@ -397,10 +397,11 @@ func (s *Subscriptions) ClientCount() int {
 	return len(s.clients)
 }
 
-// Idle returns the clients whose subscriptions have not changed since
-// before (ms): clients re-send their complete set periodically, so one
-// that stopped is gone.
-func (s *Subscriptions) Idle(before int64) []string {
+// DropIdle forgets the clients whose subscriptions have not changed since
+// before (ms) and returns them: clients re-send their complete set
+// periodically, so one that stopped is gone (RocketMQ's
+// cleanupExpiredSubscriptions).
+func (s *Subscriptions) DropIdle(before int64) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -409,5 +410,66 @@ func (s *Subscriptions) Idle(before int64) []string {
 			out = append(out, c)
 		}
 	}
+	for _, c := range out {
+		s.dropLocked(c)
+		delete(s.tombs, c)
+	}
 	return out
+}
+
+// Subscriber is one client subscribed to a lite topic, with its group.
+type Subscriber struct {
+	Client, Group string
+}
+
+// SubscribersOf returns the clients consuming queue (wildcard clients of
+// its parent whose patterns match included) with their groups; with group
+// set, only that group's.
+func (s *Subscriptions) SubscribersOf(queue, group string) []Subscriber {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Subscriber
+	for id := range s.byQueue[queue] {
+		if c := s.clients[id]; c != nil && (group == "" || c.group == group) {
+			out = append(out, Subscriber{Client: id, Group: c.group})
+		}
+	}
+	if p, _, ok := SplitQueueName(queue); ok {
+		for id := range s.wildcard[p] {
+			if c := s.clients[id]; c != nil && (group == "" || c.group == group) && c.matches(queue) {
+				out = append(out, Subscriber{Client: id, Group: c.group})
+			}
+		}
+	}
+	return out
+}
+
+// ClientsOf returns the clients of group holding subscriptions.
+func (s *Subscriptions) ClientsOf(group string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for id, c := range s.clients {
+		if c.group == group {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Client returns a client's group, parent, whether it is a wildcard
+// client, how many lite topics it subscribes and up to max of them
+// (max <= 0: all); ok is false for an unknown client.
+func (s *Subscriptions) Client(client string, max int) (group, parent string, wildcard bool, count int, queues []string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[client]
+	if c == nil {
+		return "", "", false, 0, nil, false
+	}
+	n := len(c.order)
+	if max > 0 && n > max {
+		n = max
+	}
+	return c.group, c.parent, c.wildcard, len(c.order), append([]string(nil), c.order[:n]...), true
 }

@@ -1,0 +1,170 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apogeemq/apogee/internal/lite"
+	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/testutil"
+)
+
+// TestLiteEventDispatch: a lite pop reads the lite topics of its client's
+// queued events. The queue is bounded by lite.sub.client.max.event.cnt:
+// past it a full dispatch (liteEventFullDispatchDelayTime later) queues
+// the rest; an unacked batch comes back when its invisible time ends; a
+// client that stops popping loses its events to another client of the
+// group.
+func TestLiteEventDispatch(t *testing.T) {
+	cfg := popTestConfig(t, t.TempDir())
+	cfg.LiteEventFullDispatchDelayTime = 100
+	cfg.LiteEventCheckInterval = 3600 * 1000 // checkBlocked is called below
+	b := startBroker(t, cfg)
+	c := newLiteClient(t)
+	createTypedTopic(t, c.Client, b, "P", 1, "+message.type=LITE")
+	createLiteGroup(t, c.Client, b, "G", map[string]string{"lite.bind.topic": "P", "lite.sub.client.max.event.cnt": "10"})
+	var names []string
+	for i := range 15 {
+		n := fmt.Sprint("t", i)
+		names = append(names, n)
+		mustCode(t, invoke(t, c.Client, b.Addr(), sendReq("P", -1, []byte(n), liteSend(n, n))), protocol.Success)
+	}
+	for _, n := range names {
+		waitDispatched(t, b, lite.QueueName("P", n), 0, 1)
+	}
+	mustCode(t, invoke(t, c.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionPartialAdd,
+		ClientID: "C1", Group: "G", Topic: "P", LiteTopicSet: names})), protocol.Success)
+	if n := b.lite.disp.events.Len("C1"); n != 10 {
+		t.Fatalf("%d events queued, want the capacity 10", n)
+	}
+	pop := func(client string, pollMs, invisible int64) []litePopped {
+		t.Helper()
+		req := popLiteReq(client, "G", "P", pollMs)
+		var h protocol.PopLiteMessageRequestHeader
+		if err := protocol.DecodeHeader(req.ExtFields, &h, false); err != nil {
+			t.Fatal(err)
+		}
+		h.InvisibleTime = invisible
+		req = protocol.NewRequest(protocol.PopLiteMessage, protocol.EncodeHeader(&h, false), nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(pollMs)*time.Millisecond+10*time.Second)
+		defer cancel()
+		resp, err := c.InvokeSync(ctx, b.Addr(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if protocol.ResponseCode(resp.Code) == protocol.PollingTimeout {
+			return nil
+		}
+		mustCode(t, resp, protocol.Success)
+		got, rh := decodeLitePop(t, resp)
+		if invisible >= 30000 {
+			for _, m := range got {
+				liteAck(t, c.Client, b, "G", rh, m)
+			}
+		}
+		return got
+	}
+	first := pop("C1", 0, 30000)
+	if len(first) != 10 {
+		t.Fatalf("first pop = %q, want the 10 queued lite topics", bodies(first))
+	}
+	// The full dispatch queues the other 5 (the queue is below its low
+	// water mark now); a held pop is answered by them.
+	var rest []string
+	for len(rest) < 5 {
+		got := pop("C1", 5000, 30000)
+		if got == nil {
+			t.Fatalf("held pop timed out with %v of the rest", rest)
+		}
+		for _, m := range got {
+			rest = append(rest, m.body)
+		}
+	}
+	all := append(strings.Split(bodies(first), ","), rest...)
+	sort.Strings(all)
+	want := append([]string(nil), names...)
+	sort.Strings(want)
+	if strings.Join(all, ",") != strings.Join(want, ",") {
+		t.Fatalf("popped %v, want each of %v once", all, want)
+	}
+
+	// Not acked: the lite topic comes back when its invisible time ends.
+	mustCode(t, invoke(t, c.Client, b.Addr(), sendReq("P", -1, []byte("again"), liteSend("t0", "again"))), protocol.Success)
+	if got := pop("C1", 5000, 1000); bodies(got) != "again" {
+		t.Fatalf("pop = %q, want again", bodies(got))
+	}
+	t0 := time.Now()
+	if got := pop("C1", 10000, 30000); bodies(got) != "again" || got[0].queue != lite.QueueName("P", "t0") {
+		t.Fatalf("pop after the invisible time = %q, want again", bodies(got))
+	}
+	if d := time.Since(t0); d < 500*time.Millisecond {
+		t.Fatalf("redelivered after %v, before its invisible time", d)
+	}
+
+	// C2 joins the group (same lite topic); C1 stops popping. Its event
+	// goes to C2 once C1 is taken for blocked.
+	mustCode(t, invoke(t, c.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionPartialAdd,
+		ClientID: "C2", Group: "G", Topic: "P", LiteTopicSet: []string{"t1"}})), protocol.Success)
+	// C2 is chosen last for a moment, so the event goes to C1.
+	b.lite.disp.mu.Lock()
+	b.lite.disp.black["C2"] = b.now().UnixMilli() + 300
+	b.lite.disp.mu.Unlock()
+	mustCode(t, invoke(t, c.Client, b.Addr(), sendReq("P", -1, []byte("blk"), liteSend("t1", "blk"))), protocol.Success)
+	testutil.Eventually(t, 10*time.Second, func() bool { return b.lite.disp.events.Len("C1") == 1 }, "C1 has the event for t1")
+	if n := b.lite.disp.events.Len("C2"); n != 0 {
+		t.Fatalf("C2 has %d events, want 0", n)
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool { return !b.lite.disp.blacklisted("C2", b.now().UnixMilli()) }, "C2 chosen first again")
+	b.lite.disp.checkBlocked(b.now().UnixMilli() + lite.ClientLongPollingMs + 1)
+	if b.lite.disp.events.Len("C1") != 0 || b.lite.disp.events.Len("C2") != 1 {
+		t.Fatalf("after the blocked check C1 has %d events, C2 %d; want 0 and 1",
+			b.lite.disp.events.Len("C1"), b.lite.disp.events.Len("C2"))
+	}
+	if got := pop("C2", 5000, 30000); bodies(got) != "blk" {
+		t.Fatalf("C2 popped %q, want blk", bodies(got))
+	}
+}
+
+// TestLiteIdleSubscriptions: a client whose subscriptions no
+// LITE_SUBSCRIPTION_CTL changed for liteSubscriptionCheckTimeoutMills loses
+// them at the next check; one that re-sent its complete set keeps them.
+func TestLiteIdleSubscriptions(t *testing.T) {
+	cfg := popTestConfig(t, t.TempDir())
+	cfg.LiteSubscriptionCheckInterval = 3600 * 1000 // dropIdleSubscriptions is called below
+	b := startBroker(t, cfg)
+	if cfg.LiteSubscriptionCheckTimeoutMills != 180000 {
+		t.Fatalf("liteSubscriptionCheckTimeoutMills default = %d, want 180000", cfg.LiteSubscriptionCheckTimeoutMills)
+	}
+	c := newLiteClient(t)
+	createTypedTopic(t, c.Client, b, "P", 1, "+message.type=LITE")
+	createLiteGroup(t, c.Client, b, "G", nil)
+	sub := func(client, action string) {
+		t.Helper()
+		mustCode(t, invoke(t, c.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: action,
+			ClientID: client, Group: "G", Topic: "P", LiteTopicSet: []string{"a", "b"}})), protocol.Success)
+	}
+	sub("C1", protocol.LiteActionPartialAdd)
+	sub("C2", protocol.LiteActionPartialAdd)
+	t0 := b.now().UnixMilli()
+	if gone := b.lite.disp.dropIdleSubscriptions(t0 + 1000); len(gone) != 0 {
+		t.Fatalf("dropped %v a second after subscribing", gone)
+	}
+	testutil.Eventually(t, 5*time.Second, func() bool { return b.now().UnixMilli() > t0 }, "the clock moves")
+	sub("C2", protocol.LiteActionCompleteAdd) // C2's periodic complete set
+	t2 := b.now().UnixMilli()
+	// At t2 + timeout C1 (subscribed before t2) is idle, C2 not yet.
+	gone := b.lite.disp.dropIdleSubscriptions(t2 + cfg.LiteSubscriptionCheckTimeoutMills)
+	if len(gone) != 1 || gone[0] != "C1" {
+		t.Fatalf("dropped %v, want C1", gone)
+	}
+	if _, _, _, n, _, ok := b.lite.subs.Client("C2", 0); !ok || n != 2 {
+		t.Fatalf("C2 has %d subscriptions (known %v), want 2", n, ok)
+	}
+	if n := b.lite.subs.Count(); n != 2 {
+		t.Fatalf("%d subscriptions left, want C2's 2", n)
+	}
+}
