@@ -90,6 +90,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *protocol.Command, allowSuspend b
 	resp.Remark = status.String()
 	if code == protocol.Success {
 		resp.Body = b.pullBody(&h, res, rh.NextBeginOffset)
+		// The store's buffer goes back to it once remoting has copied or
+		// written the body (nothing else keeps resp).
+		resp.BodyDone = res.Release
 	}
 	if b.logger.Enabled(context.Background(), slog.LevelDebug) { // boxing the args costs allocations per pull
 		b.logger.Debug("pull", "group", h.ConsumerGroup, "topic", h.Topic, "queueId", h.QueueID, "offset", h.QueueOffset,

@@ -37,6 +37,11 @@ type Command struct {
 	ExtList       []string
 	Body          []byte        // payload; a decoded Body aliases the frame buffer
 	SerializeType SerializeType // how it arrived / how it will be encoded
+	// BodyDone, when set on a command handed to remoting, runs once when
+	// the transport no longer references Body (copied into its write
+	// buffer, written, or dropped with the connection), so that the sender
+	// can reuse Body's storage. A frame that fails to queue never calls it.
+	BodyDone func()
 }
 
 // NewRequest returns a JSON-serialized request from Go at CurrentVersion.

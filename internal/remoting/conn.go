@@ -216,7 +216,7 @@ func (c *Conn) send(cmd *protocol.Command, done func(error), mode writeMode) err
 		c.closeWith(fmt.Errorf("remoting: write queue over %d bytes: %w", maxPendingWrite, ErrConnClosed))
 		return c.closedError()
 	}
-	c.pending.add(hdr, cmd.Body, done)
+	c.pending.add(hdr, cmd.Body, done, cmd.BodyDone)
 	wake := true
 	switch mode {
 	case writeNow:

@@ -49,10 +49,15 @@ type writeBatch struct {
 	bytes      int // total bytes queued
 	underused  int // consecutive batches that fit in one chunk
 	dones      []func(error)
+	// bodyDones are the BodyDone hooks of bodies written from the
+	// caller's slice: they run in finish, after the write. A copied body's
+	// hook runs in add (it does not make the batch non-contiguous).
+	bodyDones []func()
 }
 
 // add queues one frame: its encoded header (length word included) and body.
-func (b *writeBatch) add(header, body []byte, done func(error)) {
+// bodyDone, if not nil, runs once body is no longer referenced.
+func (b *writeBatch) add(header, body []byte, done func(error), bodyDone func()) {
 	copied := len(body) <= copyBody || (b.empty() && len(body) <= inlineBody)
 	need := len(header)
 	if copied {
@@ -64,9 +69,15 @@ func (b *writeBatch) add(header, body []byte, done func(error)) {
 	b.arena = append(b.arena, header...)
 	if copied {
 		b.arena = append(b.arena, body...)
+		if bodyDone != nil {
+			bodyDone()
+		}
 	} else {
 		b.bufs = append(b.bufs, b.arena[b.chunkStart:len(b.arena):len(b.arena)], body)
 		b.chunkStart = len(b.arena)
+		if bodyDone != nil {
+			b.bodyDones = append(b.bodyDones, bodyDone)
+		}
 	}
 	b.bytes += len(header) + len(body)
 	if done != nil {
@@ -128,6 +139,11 @@ func (b *writeBatch) finish(err error) {
 	b.dones = b.dones[:0]
 	clear(b.bufs)
 	b.bufs = b.bufs[:0]
+	for _, d := range b.bodyDones {
+		d()
+	}
+	clear(b.bodyDones)
+	b.bodyDones = b.bodyDones[:0]
 	if len(b.full) == 0 {
 		if b.underused++; b.underused >= underusedLimit && b.free != nil {
 			clear(b.free)

@@ -21,7 +21,7 @@ func BenchmarkWriteBatch(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					for range burst {
-						wb.add(hdr, body, nil)
+						wb.add(hdr, body, nil, nil)
 					}
 					wb.finish(nil)
 				}
@@ -64,7 +64,7 @@ func BenchmarkWriteBatchTCP(b *testing.B) {
 			start := cpuTime()
 			for b.Loop() {
 				for range burst {
-					wb.add(hdr, body, nil)
+					wb.add(hdr, body, nil, nil)
 				}
 				if err := wb.writeTo(nc); err != nil {
 					b.Fatal(err)

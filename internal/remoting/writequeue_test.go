@@ -13,9 +13,9 @@ func TestWriteBatch(t *testing.T) {
 	big := bytes.Repeat([]byte("B"), copyBody+1)
 	var calls []error
 	done := func(err error) { calls = append(calls, err) }
-	b.add([]byte("h1"), []byte("small"), done)
-	b.add([]byte("h2"), big, nil)
-	b.add([]byte("h3"), nil, done)
+	b.add([]byte("h1"), []byte("small"), done, nil)
+	b.add([]byte("h2"), big, nil, nil)
+	b.add([]byte("h3"), nil, done, nil)
 	if b.empty() || b.bytes != 2+5+2+len(big)+2 {
 		t.Fatalf("bytes %d", b.bytes)
 	}
@@ -56,7 +56,7 @@ func TestWriteBatch(t *testing.T) {
 	body := make([]byte, 1000)
 	fill := func() {
 		for range 300 {
-			b.add([]byte("hdr"), body, nil)
+			b.add([]byte("hdr"), body, nil, nil)
 		}
 	}
 	fill()
@@ -74,14 +74,14 @@ func TestWriteBatch(t *testing.T) {
 	}
 	// Once batches fit in one chunk again, the spare chunks go.
 	for range underusedLimit {
-		b.add([]byte("small"), nil, nil)
+		b.add([]byte("small"), nil, nil, nil)
 		b.finish(nil)
 	}
 	if b.free != nil {
 		t.Fatalf("%d spare chunks kept after %d small batches", len(b.free), underusedLimit)
 	}
 	// An oversized chunk (one big frame) is not kept.
-	b.add(make([]byte, 2*maxChunk), nil, nil)
+	b.add(make([]byte, 2*maxChunk), nil, nil, nil)
 	b.finish(nil)
 	if cap(b.arena) > maxChunk {
 		t.Fatalf("chunk of %d bytes retained", cap(b.arena))
@@ -92,8 +92,8 @@ func TestWriteBatch(t *testing.T) {
 // of leaves the rest, in order, for the write loop.
 func TestWriteBatchConsume(t *testing.T) {
 	var b writeBatch
-	b.add([]byte("h1"), []byte("body1"), nil)
-	b.add([]byte("h2"), nil, nil)
+	b.add([]byte("h1"), []byte("body1"), nil, nil)
+	b.add([]byte("h2"), nil, nil, nil)
 	if !b.contiguous() {
 		t.Fatal("small frames without callbacks are contiguous")
 	}
@@ -105,12 +105,12 @@ func TestWriteBatchConsume(t *testing.T) {
 	if !b.empty() || len(b.arena) != 0 {
 		t.Fatalf("after full consume: %q, %d bytes", b.arena, b.bytes)
 	}
-	b.add([]byte("h"), nil, func(error) {})
+	b.add([]byte("h"), nil, func(error) {}, nil)
 	if b.contiguous() {
 		t.Fatal("a frame with a completion callback is left to the write loop")
 	}
 	b.finish(nil)
-	b.add([]byte("h"), bytes.Repeat([]byte("x"), inlineBody+1), nil)
+	b.add([]byte("h"), bytes.Repeat([]byte("x"), inlineBody+1), nil, nil)
 	if b.contiguous() {
 		t.Fatal("a referenced large body is not contiguous")
 	}
@@ -118,12 +118,39 @@ func TestWriteBatchConsume(t *testing.T) {
 	// A lone frame's body up to inlineBody is copied (it can then be
 	// written in place); behind another frame it is referenced.
 	mid := bytes.Repeat([]byte("m"), copyBody+1)
-	b.add([]byte("h"), mid, nil)
+	b.add([]byte("h"), mid, nil, nil)
 	if !b.contiguous() {
 		t.Fatal("the first frame of a batch is not contiguous")
 	}
-	b.add([]byte("h"), mid, nil)
+	b.add([]byte("h"), mid, nil, nil)
 	if b.contiguous() || len(b.bufs) != 2 || &b.bufs[1][0] != &mid[0] {
 		t.Fatalf("second body not referenced (%d segments)", len(b.bufs))
+	}
+}
+
+// TestWriteBatchBodyDone: a copied body's hook runs when it is copied (the
+// batch stays contiguous, so it can still be written in place); a
+// referenced body's hook runs only when the batch is finished, written or
+// failed.
+func TestWriteBatchBodyDone(t *testing.T) {
+	for _, err := range []error{nil, net.ErrClosed} {
+		var b writeBatch
+		var small, big int
+		b.add([]byte("h1"), bytes.Repeat([]byte("s"), 100), nil, func() { small++ })
+		if small != 1 || !b.contiguous() {
+			t.Fatalf("copied body: hook ran %d times, contiguous %v", small, b.contiguous())
+		}
+		b.add([]byte("h2"), bytes.Repeat([]byte("B"), copyBody+1), nil, func() { big++ })
+		if big != 0 {
+			t.Fatal("a referenced body's hook ran before the write")
+		}
+		b.finish(err)
+		if small != 1 || big != 1 {
+			t.Fatalf("after finish(%v): hooks ran %d and %d times, want once each", err, small, big)
+		}
+		b.finish(nil)
+		if big != 1 {
+			t.Fatal("a hook ran again in the next batch")
+		}
 	}
 }

@@ -54,7 +54,7 @@ type PropertiesFilterless interface {
 
 // GetResult is the outcome of GetMessage. Messages are raw stored records
 // (layout in doc.go), copied out of the mapping: they stay valid however
-// long the caller keeps them.
+// long the caller keeps them, until it calls Release.
 type GetResult struct {
 	Status          GetStatus
 	NextBeginOffset int64
@@ -66,6 +66,10 @@ type GetResult struct {
 	Buffer                  []byte
 	TotalBytes              int
 	SuggestPullingFromSlave bool
+
+	buf   *[]byte     // Buffer's storage, from pool (nil: nothing to release)
+	pool  *getBufPool // where Release returns buf
+	class int         // buf's class in pool
 }
 
 // GetMessage reads up to maxMsgNums messages (and about maxBytes) from a
@@ -113,7 +117,14 @@ func (s *Store) GetMessage(group, topic string, queueID int32, offset int64, max
 		return res
 	}
 	next := offset + int64(sc.examined)
-	res.Buffer, res.Messages, next = s.copyPicked(sc.picked, sc.total, next)
+	if sc.total > 0 {
+		res.buf, res.class = s.getBufs.get(sc.total)
+		res.pool = &s.getBufs
+		res.Buffer, res.Messages, next = s.copyPicked(*res.buf, sc.picked, next)
+		*res.buf = res.Buffer
+	} else {
+		res.Buffer, res.Messages, next = s.copyPicked(nil, sc.picked, next)
+	}
 	status := sc.status
 	if sc.unreadable && sc.examined == 0 {
 		status = OffsetFoundNull // retried from the same offset
@@ -149,13 +160,12 @@ func checkQueueOffset(offset, minO, maxO int64) (status GetStatus, next int64, o
 }
 
 // copyPicked is GetMessage's second pass: it copies the picked records
-// (total bytes) into one buffer, holding each commit-log file while
+// into buf (empty, with room for all of them), holding each commit-log file while
 // consecutive units fall in it. next is where the batch ends after pass 1;
 // a picked unit that is no longer readable but not deleted ends the batch
 // before it (next becomes its queue offset: never stepped over), and a
 // deleted one is dropped.
-func (s *Store) copyPicked(picked []pickedUnit, total, next int64) (buf []byte, msgs [][]byte, nextOut int64) {
-	buf = make([]byte, 0, total)
+func (s *Store) copyPicked(buf []byte, picked []pickedUnit, next int64) (_ []byte, msgs [][]byte, nextOut int64) {
 	msgs = make([][]byte, 0, len(picked))
 	var cur *mappedFile
 	for _, u := range picked {

@@ -62,6 +62,9 @@ type Store struct {
 	// 0 when no append holds it.
 	beginTimeInLock atomic.Int64
 	encodePool      sync.Pool
+	// getBufs recycles GetMessage buffers a caller hands back
+	// (GetResult.Release; get_buf.go).
+	getBufs getBufPool
 
 	queuesMu sync.RWMutex
 	queues   map[string]topicQueues // guarded by queuesMu
