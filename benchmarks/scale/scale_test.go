@@ -317,8 +317,8 @@ func (s *sender) sendHeld(ctx context.Context, topic string, q int32, wg *sync.W
 }
 
 // publishFor sends round-robin over the n topics named prefix... for d and
-// returns the acknowledged rate; next is the round-robin cursor.
-func (s *sender) publishFor(tb testing.TB, prefix string, n int, d time.Duration, next *int) float64 {
+// returns the acknowledged rate and count; next is the round-robin cursor.
+func (s *sender) publishFor(tb testing.TB, prefix string, n int, d time.Duration, next *int) (float64, int64) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	a0 := s.acked.Load()
@@ -334,7 +334,43 @@ func (s *sender) publishFor(tb testing.TB, prefix string, n int, d time.Duration
 	if s.failed.Load() > 0 {
 		tb.Fatalf("%d sends failed: %v", s.failed.Load(), s.err)
 	}
-	return float64(s.acked.Load()-a0) / el.Seconds()
+	return float64(s.acked.Load()-a0) / el.Seconds(), s.acked.Load() - a0
+}
+
+// cpuTime is the CPU time (user + system) process pid has used, from
+// /proc/<pid>/stat (clock ticks of 10 ms); 0 where it cannot be read.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// writeBehind reads the broker's consume-queue write-behind figures
+// (GET_BROKER_RUNTIME_INFO); absent keys read as 0.
+func writeBehind(tb testing.TB, a *admin.Admin, broker string) (bytes, peak, writes, units int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	info, err := a.BrokerRuntimeInfo(ctx, broker)
+	if err != nil {
+		tb.Logf("runtime info: %v", err)
+		return
+	}
+	v := func(k string) int64 { n, _ := strconv.ParseInt(info[k], 10, 64); return n }
+	return v("consumeQueueWriteBehindBytes"), v("consumeQueueWriteBehindPeakBytes"),
+		v("consumeQueueWriteBehindWrites"), v("consumeQueueWriteBehindUnits")
 }
 
 // pullAll reads every queue's backlog with pipelined PULL_MESSAGE requests
@@ -501,6 +537,10 @@ func BenchmarkPublishQueues(b *testing.B) {
 			n, float64(n)/acked.Seconds(), float64(n)/dispatched.Seconds(), float64(n)/time.Since(t0).Seconds())
 	}
 	rates := make(map[int][]float64)
+	cpu := make(map[int]time.Duration) // broker CPU during each count's rounds
+	msgs := make(map[int]int64)
+	pid := s.cmd.Process.Pid
+	cpu0 := cpuTime(pid)
 	b.ResetTimer()
 	for r := 0; r < *roundsFlag; r++ {
 		for _, n := range counts {
@@ -508,20 +548,38 @@ func BenchmarkPublishQueues(b *testing.B) {
 			if r == *roundsFlag-1 && n == counts[len(counts)-1] {
 				prof = s.profile(b, fmt.Sprintf("publish-%d", n), *chunkFlag)
 			}
-			rates[n] = append(rates[n], snd.publishFor(b, fmt.Sprintf("P%d-", n), n, *chunkFlag, cursor[n]))
+			c0 := cpuTime(pid)
+			rate, got := snd.publishFor(b, fmt.Sprintf("P%d-", n), n, *chunkFlag, cursor[n])
+			cpu[n] += cpuTime(pid) - c0
+			msgs[n] += got
+			rates[n] = append(rates[n], rate)
 			if prof != nil {
 				<-prof
 			}
 		}
 	}
 	b.StopTimer()
+	cpuAll := cpuTime(pid) - cpu0
 	base := median(rates[counts[0]])
+	perMsg := func(n int) float64 { return float64(cpu[n].Microseconds()) / float64(max(msgs[n], 1)) }
+	var msgsAll int64
 	for _, n := range counts {
 		m := median(rates[n])
+		msgsAll += msgs[n]
 		b.ReportMetric(m, fmt.Sprintf("msgs/s-%dq", n))
 		b.ReportMetric(m/base, fmt.Sprintf("x%dq/%dq", n, counts[0]))
-		b.Logf("%6d queues: %.0f msgs/s median of %d rounds %v, x%.2f of %d queue(s)", n, m, len(rates[n]), rates[n], m/base, counts[0])
+		// Broker CPU (user + system) during this count's rounds over the
+		// messages acknowledged in them; background work (flushes, the
+		// write-behind's timed writes) counts in whichever round it runs.
+		b.ReportMetric(perMsg(n), fmt.Sprintf("cpu-us/msg-%dq", n))
+		b.Logf("%6d queues: %.0f msgs/s median of %d rounds %v, x%.2f of %d queue(s); broker CPU %.1f us/msg (x%.2f)",
+			n, m, len(rates[n]), rates[n], m/base, counts[0], perMsg(n), perMsg(n)/perMsg(counts[0]))
 	}
+	b.ReportMetric(float64(cpuAll.Microseconds())/float64(max(msgsAll, 1)), "cpu-us/msg-all")
+	wbBytes, wbPeak, wbWrites, wbUnits := writeBehind(b, a, s.broker)
+	b.ReportMetric(float64(wbPeak)/(1<<20), "writebehind-peak-MiB")
+	b.Logf("consume-queue write-behind: %.1f MiB buffered now, %.1f MiB at most, %d writes of %d units (%.1f a write)",
+		float64(wbBytes)/(1<<20), float64(wbPeak)/(1<<20), wbWrites, wbUnits, float64(wbUnits)/float64(max(wbWrites, 1)))
 	b.ReportMetric(float64(snd.busy.Load()), "busy-resends")
 	b.ReportMetric(float64(snd.retried.Load()), "error-resends")
 	s.resources(b).Report(b, "after-publish-")

@@ -284,6 +284,13 @@ func (b *Broker) processBrokerRuntimeInfo(_ context.Context, _ *remoting.Conn, r
 	if st.MessagesIn > 0 {
 		table["putMessageAverageSize"] = javaDouble(float64(st.BytesIn) / float64(st.MessagesIn))
 	}
+	// Consume-queue units kept in memory for unmapped queues (the store's
+	// write-behind): buffer bytes now and at most, pwrites and their units.
+	wb := b.Store.WriteBehind()
+	table["consumeQueueWriteBehindBytes"] = i64(wb.Bytes)
+	table["consumeQueueWriteBehindPeakBytes"] = i64(wb.Peak)
+	table["consumeQueueWriteBehindWrites"] = i64(wb.Writes)
+	table["consumeQueueWriteBehindUnits"] = i64(wb.Written)
 	b.popRuntimeInfo(table)        // pop_repl.go
 	b.addForwardRuntimeInfo(table) // controller_forward.go
 	body, err := (&protocol.KVTable{Table: table}).Encode()

@@ -51,11 +51,14 @@ func (s *Store) CleanExpiredConsumeQueues() int {
 		if !ok {
 			continue
 		}
+		s.creator.createMu.Lock()
 		cq.writeMu.Lock()
 		cq.deleted.Store(true)
+		cq.forgetBehind()
 		cq.files.destroyAll()
 		cq.writeMu.Unlock()
 		os.Remove(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName, cq.topic))
+		s.creator.createMu.Unlock()
 		s.putMu.Lock()
 		delete(s.topicQueueTable, tqKey{cq.topic, cq.queueID})
 		s.putMu.Unlock()

@@ -41,6 +41,10 @@ type checkpoint struct {
 	// unit still in memory (cq_create.go): the persisted
 	// logicsMsgTimestamp stays below it.
 	logicsHold atomic.Int64
+	// behindHold, when not 0, is the store time of the oldest unit kept in
+	// memory by the consume-queue write-behind (cq_behind.go); the same
+	// rule.
+	behindHold atomic.Int64
 
 	mu sync.Mutex // serialises persist
 	f  *os.File
@@ -100,6 +104,9 @@ func (cp *checkpoint) persist() error {
 	be.PutUint64(buf[cpPhysicMsgTimestamp:], uint64(cp.physicMsgTimestamp.Load()))
 	logics := cp.logicsMsgTimestamp.Load()
 	if h := cp.logicsHold.Load(); h > 0 && h <= logics {
+		logics = h - 1
+	}
+	if h := cp.behindHold.Load(); h > 0 && h <= logics {
 		logics = h - 1
 	}
 	be.PutUint64(buf[cpLogicsMsgTimestamp:], uint64(logics))

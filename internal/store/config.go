@@ -144,6 +144,15 @@ type Config struct {
 	// (0 = half of vm.max_map_count less 1024: 31741 with the default
 	// 65530). Not a RocketMQ key.
 	MaxMappedConsumeQueueFiles int `conf:"maxMappedConsumeQueueFiles"`
+	// ConsumeQueueWriteBehindBytes bounds the memory of consume-queue units
+	// kept back for queues that are not mapped past that limit, written
+	// with one pwrite per queue (cq_behind.go; 0 disables: a pwrite per
+	// unit). Not a RocketMQ key.
+	ConsumeQueueWriteBehindBytes int64 `conf:"consumeQueueWriteBehindBytes"`
+	// ConsumeQueueWriteBehindMaxAge is how long such a unit may stay in
+	// memory (the checkpoint is held below it meanwhile). Not a RocketMQ
+	// key.
+	ConsumeQueueWriteBehindMaxAge time.Duration `conf:"consumeQueueWriteBehindMaxAge"`
 }
 
 // DefaultConfig returns RocketMQ 5.x defaults (docs/defaults.md §2). The
@@ -197,6 +206,8 @@ func DefaultConfig() Config {
 		StoreHost:                         netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 10911),
 		CleanupInitialDelay:               60 * time.Second,
 		PrefaultAheadBytes:                16 << 20,
+		ConsumeQueueWriteBehindBytes:      64 << 20,
+		ConsumeQueueWriteBehindMaxAge:     60 * time.Second,
 		UseReentrantLockWhenPutMessage:    true,
 		TopicQueueLockNum:                 32,
 		AutoMessageVersionOnTopicLen:      true,
@@ -257,6 +268,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushIntervalCommitLog <= 0 {
 		bad("flushIntervalCommitLog", c.FlushIntervalCommitLog, "must be positive")
+	}
+	if c.ConsumeQueueWriteBehindBytes > 0 && c.ConsumeQueueWriteBehindMaxAge <= 0 {
+		bad("consumeQueueWriteBehindMaxAge", c.ConsumeQueueWriteBehindMaxAge, "must be positive with write-behind")
 	}
 	if c.FlushIntervalConsumeQueue <= 0 {
 		bad("flushIntervalConsumeQueue", c.FlushIntervalConsumeQueue, "must be positive")

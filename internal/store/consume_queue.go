@@ -78,6 +78,12 @@ type consumeQueue struct {
 	pendEnd  atomic.Int64
 	// deleted is set (under writeMu) when the queue's topic is deleted.
 	deleted atomic.Bool
+	// wb buffers the units of the queue while its last file is not mapped
+	// past the mapping limit (cq_behind.go); wbGen is its FIFO generation
+	// while pending holds such units, else 0 (changed under writeMu and
+	// wb.mu).
+	wb    *writeBehind
+	wbGen atomic.Uint32
 }
 
 // newConsumeQueue builds the queue; its files are sparse and mapped
@@ -150,9 +156,10 @@ func (cq *consumeQueue) recover() error {
 // putUnit appends the unit for queueOffset (4.1 putMessagePositionInfo);
 // storeTs is the record's store time. Re-dispatch of an already built unit
 // is skipped as success. A queue without a file while the creator runs
-// keeps the unit in memory (putPending); a file not mapped while the
-// mapping limit is reached gets the unit by pwrite instead of evicting
-// another file's mapping.
+// keeps the unit in memory (putPending); so does a queue whose last file
+// is not mapped while the mapping limit is reached (write-behind,
+// cq_behind.go), instead of evicting another file's mapping or a pwrite
+// per unit.
 func (cq *consumeQueue) putUnit(u cqUnit, queueOffset, storeTs int64) error {
 	cq.writeMu.Lock()
 	defer cq.writeMu.Unlock()
@@ -160,6 +167,11 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset, storeTs int64) error {
 		return nil
 	}
 	if cq.pendEnd.Load() > 0 || (cq.bg.active() && cq.files.last() == nil) {
+		cq.putPending(u, queueOffset, storeTs)
+		return nil
+	}
+	if cq.behindTail(queueOffset) {
+		cq.wb.enter(cq, storeTs)
 		cq.putPending(u, queueOffset, storeTs)
 		return nil
 	}

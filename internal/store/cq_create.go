@@ -54,6 +54,12 @@ type queueCreator struct {
 	// beforeCreate, when set, runs before each creation (a test seam).
 	beforeCreate func()
 
+	// createMu is held while a queue's file is made, from its deleted
+	// check to the install, and by topic deletion from marking the queues
+	// deleted to removing their directory: a creation never makes a
+	// directory again after its removal.
+	createMu sync.Mutex
+
 	mu   sync.Mutex
 	jobs []createJob // FIFO, oldest first; guarded by mu
 	wake chan struct{}
@@ -161,7 +167,10 @@ func (c *queueCreator) serveUntil(quit <-chan struct{}, deadline time.Time) bool
 		if c.beforeCreate != nil {
 			c.beforeCreate()
 		}
-		if err := c.create(j.cq); err != nil {
+		c.createMu.Lock()
+		err := c.create(j.cq)
+		c.createMu.Unlock()
+		if err != nil {
 			c.onError(err)
 			return false
 		}
@@ -367,7 +376,7 @@ func (cq *consumeQueue) putPending(u cqUnit, queueOffset, storeTs int64) {
 	first := len(cq.pending) == 0
 	if first {
 		cq.pendFrom = queueOffset
-		if queueOffset > 0 {
+		if queueOffset > 0 && cq.wbGen.Load() == 0 { // a new queue (write-behind: after its files)
 			cq.minLogicOffset.Store(queueOffset * CQUnitSize)
 		}
 	} else if end := cq.pendFrom + int64(len(cq.pending)); queueOffset < end {
@@ -377,11 +386,16 @@ func (cq *consumeQueue) putPending(u cqUnit, queueOffset, storeTs int64) {
 		cq.log.Warn("consume queue gap: unit appended at current end", "topic", cq.topic,
 			"queueId", cq.queueID, "expected", queueOffset, "actual", end)
 	}
+	c0 := cap(cq.pending)
 	cq.pending = append(cq.pending, u)
-	cq.pendEnd.Store(cq.pendFrom + int64(len(cq.pending)))
+	n := len(cq.pending)
+	cq.pendEnd.Store(cq.pendFrom + int64(n))
 	cq.pendMu.Unlock()
 	cq.maxPhysicOffset.Store(u.PhyOffset + int64(u.Size))
-	if first {
+	switch {
+	case cq.wbGen.Load() != 0:
+		cq.wb.grew(cq, n, cap(cq.pending)-c0)
+	case first:
 		cq.bg.enqueue(cq, storeTs)
 	}
 }

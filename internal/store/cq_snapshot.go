@@ -280,6 +280,7 @@ func (s *Store) restoreQueue(e cqSnapshotEntry, now int64) *consumeQueue {
 	size := s.cfg.MappedFileSizeConsumeQueue
 	cq := newConsumeQueue(s.cfg.StorePathRootDir, e.topic, e.queueID, size, s.log, s.mapper)
 	cq.bg = s.creator
+	cq.wb = s.behind
 	if len(e.pending) > 0 {
 		cq.pending, cq.pendFrom = e.pending, e.pendFrom
 		cq.pendEnd.Store(e.pendFrom + int64(len(e.pending)))

@@ -223,6 +223,21 @@ func (s *Store) creatorError(err error) {
 	}
 }
 
+// behindError is the write-behind's report, as creatorError.
+func (s *Store) behindError(err error) {
+	if err != nil {
+		why := err.Error()
+		s.logicsErrReason.Store(&why)
+		if s.logicsError.CompareAndSwap(false, true) {
+			s.log.Error("consume queue write-behind failed; writes refused until it succeeds", "err", err)
+		}
+		return
+	}
+	if s.logicsError.Load() && s.logicsError.CompareAndSwap(true, false) {
+		s.log.Info("consume queue write-behind writes again")
+	}
+}
+
 // tagsCode is the consume-queue tag field: the tag hash, or for the
 // schedule topic the delivery time (8.8).
 func (s *Store) tagsCode(r *dispatchRequest) int64 {

@@ -84,6 +84,9 @@ type Store struct {
 	mapper *mapper
 	// creator makes new queues' first files off dispatch (cq_create.go).
 	creator *queueCreator
+	// behind buffers the units of queues not mapped past the mapping
+	// limit (cq_behind.go); nil when disabled.
+	behind *writeBehind
 
 	index *indexService
 
@@ -177,6 +180,10 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 	}
 	s.mapper = newMapper(limit)
 	s.creator = newQueueCreator(s.log, func(ts int64) { s.cp.logicsHold.Store(ts) }, s.mapper, s.creatorError)
+	if cfg.ConsumeQueueWriteBehindBytes > 0 {
+		s.behind = newWriteBehind(s.log, cfg.ConsumeQueueWriteBehindBytes, cfg.ConsumeQueueWriteBehindMaxAge,
+			func(ts int64) { s.cp.behindHold.Store(ts) }, s.behindError)
+	}
 	s.confirmOffset.Store(-1)
 	s.snapshotEnd = -1
 	s.createBudget = closeCreateBudget
@@ -221,6 +228,10 @@ func (s *Store) Start() error {
 	s.goFunc("store-dispatch", s.runDispatch)
 	s.creator.running.Store(true) // before any put can be dispatched
 	s.goFunc("store-cq-create", func() { s.creator.run(s.quit) })
+	if s.behind != nil {
+		s.behind.running.Store(true)
+		s.goFunc("store-cq-behind", func() { s.behind.run(s.quit) })
+	}
 	if s.prefault.ahead > 0 && !s.cfg.WarmMapedFileEnable && s.stage == nil {
 		s.goFunc("store-prefault", s.runPrefault)
 	}
@@ -370,8 +381,11 @@ func (s *Store) Close() error {
 	// After dispatch stopped: pending units to their files, for a few
 	// seconds at most; the units of the queues left go into the snapshot.
 	s.creator.drainFor(s.createBudget)
+	s.behind.drainFor(s.createBudget)
 	tServices := time.Now()
-	left := s.creator.pendingQueues()
+	jobTimes := s.creator.jobTimes()
+	left := s.creator.pendingQueues() + s.behind.jobTimes(jobTimes)
+	wbStats := s.behind.stats()
 	clean := s.dispatchBehind() == 0 && !s.flushFailed.Load()
 	if !s.flushFailed.Load() {
 		for i := 0; i < 10; i++ {
@@ -398,7 +412,7 @@ func (s *Store) Close() error {
 		t0 := time.Now()
 		queues := s.allQueues()
 		if serr := writeCQSnapshot(s.cfg.StorePathRootDir, s.cfg.MappedFileSizeConsumeQueue,
-			s.reputFrom.Load(), s.cp.lastImage(), queues, s.creator.jobTimes()); serr != nil {
+			s.reputFrom.Load(), s.cp.lastImage(), queues, jobTimes); serr != nil {
 			s.log.Warn("consume-queue snapshot not written; the next start loads every queue directory", "err", serr)
 		} else {
 			snapshot = true
@@ -425,7 +439,8 @@ func (s *Store) Close() error {
 	s.log.Info("store stopped", "clean", clean && err == nil, "queuesLeftPending", left, "took", time.Since(t0),
 		"dispatch", tDispatch.Sub(t0), "services", tRoutines.Sub(tDispatch),
 		"queueFiles", tServices.Sub(tRoutines), "queuesWithoutFile", pending, "commitLogFlush", tLog.Sub(tServices),
-		"consumeQueueFlush", tQueues.Sub(tLog), "snapshot", tSnap.Sub(tQueues), "unmap", time.Since(tSnap))
+		"consumeQueueFlush", tQueues.Sub(tLog), "snapshot", tSnap.Sub(tQueues), "unmap", time.Since(tSnap),
+		"writeBehindPeakBytes", wbStats.Peak, "writeBehindWrites", wbStats.Writes, "writeBehindUnits", wbStats.Written)
 	return err
 }
 
@@ -532,6 +547,7 @@ func (s *Store) loadConsumeQueues() error {
 			}
 			cq := newConsumeQueue(s.cfg.StorePathRootDir, t.Name(), int32(id), s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
 			cq.bg = s.creator
+			cq.wb = s.behind
 			if err := cq.files.load(); err != nil {
 				return err
 			}
@@ -590,6 +606,7 @@ func (s *Store) findOrCreateQueue(topic string, queueID int32) *consumeQueue {
 	}
 	cq := newConsumeQueue(s.cfg.StorePathRootDir, topic, queueID, s.cfg.MappedFileSizeConsumeQueue, s.log, s.mapper)
 	cq.bg = s.creator
+	cq.wb = s.behind
 	s.queues[topic] = tq.set(cq)
 	s.queueCount++
 	if s.queueList != nil {
@@ -750,13 +767,18 @@ func (s *Store) DeleteTopics(topics []string) error {
 			}
 		}
 		s.queuesMu.Unlock()
+		// The creator makes no file of these queues while they are marked
+		// deleted and their directory removed (it would make it again).
+		s.creator.createMu.Lock()
 		for _, cq := range qs {
 			cq.writeMu.Lock()
 			cq.deleted.Store(true)
+			cq.forgetBehind()
 			cq.files.destroyAll()
 			cq.writeMu.Unlock()
 		}
 		os.RemoveAll(filepath.Join(s.cfg.StorePathRootDir, consumeQueueDirName, t))
+		s.creator.createMu.Unlock()
 		// The offsets of the topic's queues (RocketMQ removes those of
 		// its consume queues too): no scan of the table per topic.
 		s.putMu.Lock()
