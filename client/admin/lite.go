@@ -59,3 +59,47 @@ func (a *Admin) LiteTopicInfo(ctx context.Context, brokerAddr, parent, liteTopic
 	}
 	return out, nil
 }
+
+// LiteClientInfo is one client's lite subscriptions under a parent on one
+// broker and its last pops (GET_LITE_CLIENT_INFO); maxCount (<= 0: 1000)
+// bounds the names answered.
+func (a *Admin) LiteClientInfo(ctx context.Context, brokerAddr, parent, group, clientID string, maxCount int) (protocol.GetLiteClientInfoResponseBody, error) {
+	if maxCount <= 0 {
+		maxCount = 1000
+	}
+	h := protocol.GetLiteClientInfoRequestHeader{ParentTopic: parent, Group: group, ClientID: clientID, MaxCount: int32(maxCount)}
+	resp, err := a.invokeOK(ctx, brokerAddr, parent, protocol.NewRequest(protocol.GetLiteClientInfo, protocol.EncodeHeader(&h, false), nil))
+	if err != nil {
+		return protocol.GetLiteClientInfoResponseBody{}, err
+	}
+	out, err := protocol.DecodeGetLiteClientInfoBody(resp.Body)
+	if err != nil {
+		return out, fmt.Errorf("admin: lite client info of %s on %s: %w", clientID, brokerAddr, err)
+	}
+	return out, nil
+}
+
+// LiteGroupInfo is a lite group's lag on one broker (GET_LITE_GROUP_INFO):
+// of liteTopic when set, else the total with the topK lite topics by lag
+// count and by age.
+func (a *Admin) LiteGroupInfo(ctx context.Context, brokerAddr, group, liteTopic string, topK int) (protocol.GetLiteGroupInfoResponseBody, error) {
+	h := protocol.GetLiteGroupInfoRequestHeader{Group: group, LiteTopic: liteTopic, TopK: int32(topK)}
+	resp, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.GetLiteGroupInfo, protocol.EncodeHeader(&h, false), nil))
+	if err != nil {
+		return protocol.GetLiteGroupInfoResponseBody{}, err
+	}
+	out, err := protocol.DecodeGetLiteGroupInfoBody(resp.Body)
+	if err != nil {
+		return out, fmt.Errorf("admin: lite group info of %s on %s: %w", group, brokerAddr, err)
+	}
+	return out, nil
+}
+
+// TriggerLiteDispatch asks one broker to queue again the backlog of a lite
+// group's client (every client of the group with clientID "")
+// (TRIGGER_LITE_DISPATCH).
+func (a *Admin) TriggerLiteDispatch(ctx context.Context, brokerAddr, group, clientID string) error {
+	h := protocol.TriggerLiteDispatchRequestHeader{Group: group, ClientID: clientID}
+	_, err := a.invokeOK(ctx, brokerAddr, "", protocol.NewRequest(protocol.TriggerLiteDispatch, protocol.EncodeHeader(&h, false), nil))
+	return err
+}

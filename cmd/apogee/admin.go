@@ -161,6 +161,7 @@ var adminCommands = []func(*globalFlags, *adminFlags) *cobra.Command{
 	cmdConsumerProgress, cmdConsumerConnection, cmdUpdateSubGroup, cmdDeleteSubGroup, cmdBrokerStatus,
 	cmdQueryMsgByID, cmdQueryMsgByKey, cmdResetOffsetByTime, cmdSendMessage, cmdConsumeMessage, cmdProducerConnection,
 	cmdGetBrokerLiteInfo, cmdGetParentTopicInfo, cmdGetLiteTopicInfo, // admin_lite.go
+	cmdGetLiteClientInfo, cmdGetLiteGroupInfo, cmdTriggerLiteDispatch,
 }
 
 func cmdProducerConnection(g *globalFlags, af *adminFlags) *cobra.Command {

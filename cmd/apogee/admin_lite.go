@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -11,10 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/apogeemq/apogee/client/admin"
+	"github.com/apogeemq/apogee/internal/protocol"
 )
 
 // Lite topic commands (RocketMQ 5.5): getBrokerLiteInfo, getParentTopicInfo,
-// getLiteTopicInfo, each over -b broker or every master of -c cluster.
+// getLiteTopicInfo, each over -b broker or every master of -c cluster;
+// getLiteClientInfo, getLiteGroupInfo, triggerLiteDispatch over the brokers
+// of the parent's route, with mqadmin's options.
 
 func cmdGetBrokerLiteInfo(g *globalFlags, af *adminFlags) *cobra.Command {
 	var broker, cluster string
@@ -101,6 +105,186 @@ func cmdGetLiteTopicInfo(g *globalFlags, af *adminFlags) *cobra.Command {
 				r.rows = append(r.rows, []string{addr, info.ParentTopic, info.LiteTopic,
 					strconv.FormatInt(info.TopicOffset.MinOffset, 10), strconv.FormatInt(info.TopicOffset.MaxOffset, 10),
 					time.UnixMilli(info.TopicOffset.LastUpdateTimestamp).UTC().Format(time.RFC3339Nano)})
+			}
+			r.value = all
+			return r, nil
+		})
+}
+
+// liteRouteBrokers returns the brokers (name, master address) of a LITE
+// parent's route, sorted by name, as mqadmin's lite commands walk them.
+func liteRouteBrokers(ctx context.Context, a *admin.Admin, parent string) ([][2]string, error) {
+	rt, err := a.TopicRoute(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	for _, b := range rt.Brokers {
+		if addr := b.MasterAddr(); addr != "" {
+			out = append(out, [2]string{b.Name, addr})
+		}
+	}
+	return out, nil
+}
+
+func liteTime(ms int64) string {
+	if ms <= 0 {
+		return "N/A"
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// cmdGetLiteClientInfo is mqadmin getLiteClientInfo: -p parent, -g group,
+// -c client id, -s to list the lite topics.
+func cmdGetLiteClientInfo(g *globalFlags, af *adminFlags) *cobra.Command {
+	var parent, group, clientID string
+	var detail bool
+	return adminCommand(g, af, "getLiteClientInfo", "Show a lite client's subscription count and last pops per broker of the parent",
+		func(c *cobra.Command) {
+			c.Flags().StringVarP(&parent, "parentTopic", "p", "", "LITE parent topic (required)")
+			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			c.Flags().StringVarP(&clientID, "clientId", "c", "", "client id (required)")
+			c.Flags().BoolVarP(&detail, "showDetail", "s", false, "list the subscribed lite topics")
+			c.MarkFlagRequired("parentTopic")
+			c.MarkFlagRequired("group")
+			c.MarkFlagRequired("clientId")
+		},
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			brokers, err := liteRouteBrokers(ctx, a, parent)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{header: []string{"#Broker", "#LiteTopicCount", "#LastAccessTime", "#LastConsumeTime"}}
+			if detail {
+				r.header = append(r.header, "#LiteTopics")
+			}
+			all := map[string]any{}
+			for _, b := range brokers {
+				info, err := a.LiteClientInfo(ctx, b[1], parent, group, clientID, 0)
+				if err != nil {
+					r.rows = append(r.rows, []string{b[0], "error: " + err.Error(), "", ""})
+					continue
+				}
+				all[b[0]] = info
+				count := "N/A"
+				if info.LiteTopicCount > 0 {
+					count = strconv.Itoa(info.LiteTopicCount)
+				}
+				row := []string{b[0], count, liteTime(info.LastAccessTime), liteTime(info.LastConsumeTime)}
+				if detail {
+					row = append(row, strings.Join(info.LiteTopicSet, ","))
+				}
+				r.rows = append(r.rows, row)
+			}
+			r.value = all
+			return r, nil
+		})
+}
+
+// cmdGetLiteGroupInfo is mqadmin getLiteGroupInfo: -p parent, -g group,
+// -l one lite topic's offsets, -k topK (default 20) per broker.
+func cmdGetLiteGroupInfo(g *globalFlags, af *adminFlags) *cobra.Command {
+	var parent, group, liteTopic string
+	var topK int
+	return adminCommand(g, af, "getLiteGroupInfo", "Show a lite group's lag: total and topK lite topics, or one lite topic's offsets",
+		func(c *cobra.Command) {
+			c.Flags().StringVarP(&parent, "parentTopic", "p", "", "LITE parent topic (required)")
+			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			c.Flags().StringVarP(&liteTopic, "liteTopic", "l", "", "one lite topic's detail")
+			c.Flags().IntVarP(&topK, "topK", "k", 20, "topK of each broker")
+			c.MarkFlagRequired("parentTopic")
+			c.MarkFlagRequired("group")
+		},
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			brokers, err := liteRouteBrokers(ctx, a, parent)
+			if err != nil {
+				return nil, err
+			}
+			all := map[string]any{}
+			total, earliest := int64(0), int64(-1)
+			var byCount, byTime []protocol.LiteLagInfo
+			r := &result{}
+			if liteTopic != "" {
+				r.header = []string{"#Broker Name", "#BrokerOffset", "#ConsumeOffset", "#LagCount", "#LastUpdate"}
+			} else {
+				r.header = []string{"#Order", "#NO", "#Lite Topic", "#Lag Count", "#UnconsumedTimestamp"}
+			}
+			for _, b := range brokers {
+				info, err := a.LiteGroupInfo(ctx, b[1], group, liteTopic, topK)
+				if err != nil {
+					if liteTopic != "" {
+						r.rows = append(r.rows, []string{b[0], "error: " + err.Error(), "", "", ""})
+					}
+					continue
+				}
+				all[b[0]] = info
+				total += max(info.TotalLagCount, 0)
+				if ts := info.EarliestUnconsumedTimestamp; ts > 0 && (earliest < 0 || ts < earliest) {
+					earliest = ts
+				}
+				if liteTopic != "" {
+					w := info.LiteTopicOffsetWrapper
+					if w == nil {
+						r.rows = append(r.rows, []string{b[0], "-", "-", "-", "-"})
+						continue
+					}
+					r.rows = append(r.rows, []string{b[0], strconv.FormatInt(w.BrokerOffset, 10), strconv.FormatInt(w.ConsumerOffset, 10),
+						strconv.FormatInt(w.BrokerOffset-w.ConsumerOffset, 10), liteTime(w.LastTimestamp)})
+				}
+				byCount = append(byCount, info.LagCountTopK...)
+				byTime = append(byTime, info.LagTimestampTopK...)
+			}
+			if liteTopic == "" {
+				slices.SortStableFunc(byCount, func(x, y protocol.LiteLagInfo) int { return cmp.Compare(y.LagCount, x.LagCount) })
+				slices.SortStableFunc(byTime, func(x, y protocol.LiteLagInfo) int {
+					return cmp.Compare(x.EarliestUnconsumedTimestamp, y.EarliestUnconsumedTimestamp)
+				})
+				for i, l := range byCount {
+					r.rows = append(r.rows, []string{"lagCount", strconv.Itoa(i + 1), l.LiteTopic, strconv.FormatInt(l.LagCount, 10), liteTime(l.EarliestUnconsumedTimestamp)})
+				}
+				for i, l := range byTime {
+					r.rows = append(r.rows, []string{"lagTime", strconv.Itoa(i + 1), l.LiteTopic, strconv.FormatInt(l.LagCount, 10), liteTime(l.EarliestUnconsumedTimestamp)})
+				}
+			}
+			r.text = "Lite Group Info: [" + group + "] [" + parent + "]\nTotal Lag Count: " + strconv.FormatInt(total, 10)
+			if liteTopic == "" {
+				r.text += "\nMin Unconsumed Timestamp: " + strconv.FormatInt(earliest, 10)
+			}
+			r.value = map[string]any{"brokers": all, "totalLagCount": total, "earliestUnconsumedTimestamp": earliest}
+			return r, nil
+		})
+}
+
+// cmdTriggerLiteDispatch is mqadmin triggerLiteDispatch: -p parent, -g
+// group, optional -c client id and -b broker name.
+func cmdTriggerLiteDispatch(g *globalFlags, af *adminFlags) *cobra.Command {
+	var parent, group, clientID, brokerName string
+	return adminCommand(g, af, "triggerLiteDispatch", "Queue a lite group's (or one client's) backlog again on the parent's brokers",
+		func(c *cobra.Command) {
+			c.Flags().StringVarP(&parent, "parentTopic", "p", "", "LITE parent topic (required)")
+			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			c.Flags().StringVarP(&clientID, "clientId", "c", "", "client id (default: every client of the group)")
+			c.Flags().StringVarP(&brokerName, "brokerName", "b", "", "only this broker")
+			c.MarkFlagRequired("parentTopic")
+			c.MarkFlagRequired("group")
+		},
+		func(ctx context.Context, a *admin.Admin) (*result, error) {
+			brokers, err := liteRouteBrokers(ctx, a, parent)
+			if err != nil {
+				return nil, err
+			}
+			r := &result{header: []string{"#Broker", "#Result"}}
+			all := map[string]string{}
+			for _, b := range brokers {
+				if brokerName != "" && b[0] != brokerName {
+					continue
+				}
+				res := "dispatched"
+				if err := a.TriggerLiteDispatch(ctx, b[1], group, clientID); err != nil {
+					res = "error: " + err.Error()
+				}
+				all[b[0]] = res
+				r.rows = append(r.rows, []string{b[0], res})
 			}
 			r.value = all
 			return r, nil

@@ -171,6 +171,60 @@ func TestLiteRemotingConsumer(t *testing.T) {
 		_ = c1.Ack(ctx, msgs[0])
 	}
 
+	// Admin (mqadmin's lite commands): pop-1's subscriptions and last pop,
+	// the group's lag on r1 after two unconsumed sends, a trigger.
+	send("r1", "a3")
+	send("r1", "a4")
+	mqadmin := func(args ...string) []byte {
+		t.Helper()
+		out, err := exec.Command(apogeeBin, append(append([]string{"admin"}, args...), "-n", s.namesrv, "--json")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("apogee admin %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	var clientInfo map[string]struct {
+		LiteTopicCount int      `json:"liteTopicCount"`
+		LiteTopicSet   []string `json:"liteTopicSet"`
+		LastAccessTime int64    `json:"lastAccessTime"`
+	}
+	if out := mqadmin("getLiteClientInfo", "-p", parent, "-g", "PopGroup", "-c", "pop-1", "-s"); json.Unmarshal(out, &clientInfo) != nil ||
+		clientInfo["broker-a"].LiteTopicCount != 2 || len(clientInfo["broker-a"].LiteTopicSet) != 2 || clientInfo["broker-a"].LastAccessTime <= 0 {
+		t.Fatalf("getLiteClientInfo: %s, want 2 lite topics and a last access", out)
+	}
+	var groupInfo struct {
+		Brokers map[string]struct {
+			TotalLagCount          int64 `json:"totalLagCount"`
+			LiteTopicOffsetWrapper struct {
+				BrokerOffset   int64 `json:"brokerOffset"`
+				ConsumerOffset int64 `json:"consumerOffset"`
+			} `json:"liteTopicOffsetWrapper"`
+			LagCountTopK []struct {
+				LiteTopic string `json:"liteTopic"`
+				LagCount  int64  `json:"lagCount"`
+			} `json:"lagCountTopK"`
+		} `json:"brokers"`
+		TotalLagCount int64 `json:"totalLagCount"`
+	}
+	eventually(t, 20*time.Second, "r1's two new messages stored", func() bool {
+		out := mqadmin("getLiteGroupInfo", "-p", parent, "-g", "PopGroup", "-l", "r1")
+		return json.Unmarshal(out, &groupInfo) == nil && groupInfo.TotalLagCount == 2
+	})
+	if w := groupInfo.Brokers["broker-a"].LiteTopicOffsetWrapper; w.BrokerOffset != 5 || w.ConsumerOffset != 3 {
+		t.Fatalf("getLiteGroupInfo -l r1: %+v, want broker offset 5, consumer offset 3", groupInfo)
+	}
+	if out := mqadmin("getLiteGroupInfo", "-p", parent, "-g", "PopGroup", "-k", "5"); json.Unmarshal(out, &groupInfo) != nil ||
+		groupInfo.TotalLagCount != 2 || len(groupInfo.Brokers["broker-a"].LagCountTopK) != 1 ||
+		groupInfo.Brokers["broker-a"].LagCountTopK[0].LiteTopic != "r1" {
+		t.Fatalf("getLiteGroupInfo: %s, want a lag of 2, all of r1", out)
+	}
+	if out := mqadmin("triggerLiteDispatch", "-p", parent, "-g", "PopGroup", "-c", "pop-1"); !strings.Contains(string(out), "dispatched") {
+		t.Fatalf("triggerLiteDispatch: %s", out)
+	}
+	if got := receiveAll(t, c1, 2, 20*time.Second); strings.Join(got, ",") != "r1:a3,r1:a4" {
+		t.Fatalf("after the trigger c1 received %v, want r1 a3,a4", got)
+	}
+
 	// Offset options on a group new to r3.
 	c2, _, _ := newLitePop(t, s, "pop-2", "PopGroup2", parent)
 	if err := c2.Subscribe(ctx, litepop.FromMax, "r3"); err != nil {

@@ -168,3 +168,115 @@ func TestLiteIdleSubscriptions(t *testing.T) {
 		t.Fatalf("%d subscriptions left, want C2's 2", n)
 	}
 }
+
+// TestLiteAdminRequests: GET_LITE_CLIENT_INFO, GET_LITE_GROUP_INFO and
+// TRIGGER_LITE_DISPATCH answer RocketMQ's bodies and codes.
+func TestLiteAdminRequests(t *testing.T) {
+	b := startBroker(t, popTestConfig(t, t.TempDir()))
+	c := newLiteClient(t)
+	createTypedTopic(t, c.Client, b, "P", 1, "+message.type=LITE")
+	createTypedTopic(t, c.Client, b, "Plain", 1, "")
+	createLiteGroup(t, c.Client, b, "G", map[string]string{"lite.bind.topic": "P"})
+	createLiteGroup(t, c.Client, b, "Q", map[string]string{"lite.bind.topic": "Other"})
+	createLiteGroup(t, c.Client, b, "NoLite", nil)
+	for i := range 3 {
+		mustCode(t, invoke(t, c.Client, b.Addr(), sendReq("P", -1, []byte(fmt.Sprint("a", i)), liteSend("a", fmt.Sprint("a", i)))), protocol.Success)
+	}
+	mustCode(t, invoke(t, c.Client, b.Addr(), sendReq("P", -1, []byte("b0"), liteSend("b", "b0"))), protocol.Success)
+	waitDispatched(t, b, lite.QueueName("P", "a"), 0, 3)
+	waitDispatched(t, b, lite.QueueName("P", "b"), 0, 1)
+	mustCode(t, invoke(t, c.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionPartialAdd,
+		ClientID: "C1", Group: "G", Topic: "P", LiteTopicSet: []string{"a", "b", "c"}})), protocol.Success)
+	call := func(code protocol.RequestCode, h any, want protocol.ResponseCode) *protocol.Command {
+		t.Helper()
+		resp := invoke(t, c.Client, b.Addr(), protocol.NewRequest(code, protocol.EncodeHeader(h, false), nil))
+		mustCode(t, resp, want)
+		return resp
+	}
+
+	// GET_LITE_CLIENT_INFO: before any pop, then after one.
+	clientInfo := func(h protocol.GetLiteClientInfoRequestHeader) protocol.GetLiteClientInfoResponseBody {
+		t.Helper()
+		body, err := protocol.DecodeGetLiteClientInfoBody(call(protocol.GetLiteClientInfo, &h, protocol.Success).Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	ci := clientInfo(protocol.GetLiteClientInfoRequestHeader{ParentTopic: "P", Group: "G", ClientID: "C1", MaxCount: 2})
+	if ci.LiteTopicCount != 3 || len(ci.LiteTopicSet) != 2 || !strings.HasPrefix(ci.LiteTopicSet[0], "%LMQ%$P$") {
+		t.Fatalf("client info = %+v, want 3 lite topics, 2 listed", ci)
+	}
+	resp := invoke(t, c.Client, b.Addr(), popLiteReq("C1", "G", "P", 0))
+	mustCode(t, resp, protocol.Success)
+	got, rh := decodeLitePop(t, resp)
+	if bodies(got) != "a0,a1,a2,b0" && bodies(got) != "b0,a0,a1,a2" {
+		t.Fatalf("pop = %q, want a0..a2 and b0", bodies(got))
+	}
+	ci = clientInfo(protocol.GetLiteClientInfoRequestHeader{ParentTopic: "P", Group: "G", ClientID: "C1", MaxCount: 10})
+	if ci.LiteTopicCount != 3 || len(ci.LiteTopicSet) != 3 || ci.LastAccessTime <= 0 || ci.LastConsumeTime <= 0 {
+		t.Fatalf("client info after a pop = %+v", ci)
+	}
+	if ci := clientInfo(protocol.GetLiteClientInfoRequestHeader{ParentTopic: "P", Group: "G", ClientID: "nobody", MaxCount: 10}); ci.LiteTopicCount != -1 || ci.LastAccessTime != -1 {
+		t.Fatalf("unknown client's info = %+v, want -1 count and access", ci)
+	}
+	for _, c := range []struct {
+		h    protocol.GetLiteClientInfoRequestHeader
+		want protocol.ResponseCode
+	}{
+		{protocol.GetLiteClientInfoRequestHeader{ParentTopic: "Nope", Group: "G", ClientID: "C1", MaxCount: 1}, protocol.TopicNotExist},
+		{protocol.GetLiteClientInfoRequestHeader{ParentTopic: "Plain", Group: "G", ClientID: "C1", MaxCount: 1}, protocol.InvalidParameter},
+		{protocol.GetLiteClientInfoRequestHeader{ParentTopic: "P", Group: "Nope", ClientID: "C1", MaxCount: 1}, protocol.SubscriptionGroupNotExist},
+		{protocol.GetLiteClientInfoRequestHeader{ParentTopic: "P", Group: "Q", ClientID: "C1", MaxCount: 1}, protocol.InvalidParameter},
+		{protocol.GetLiteClientInfoRequestHeader{ParentTopic: "P", Group: "G", ClientID: "C1", MaxCount: -1}, protocol.SystemError},
+	} {
+		call(protocol.GetLiteClientInfo, &c.h, c.want)
+	}
+
+	// GET_LITE_GROUP_INFO: a acked (lag 0), b not: committed offsets come
+	// with acks, so only a has one.
+	for _, m := range got {
+		if m.queue == lite.QueueName("P", "a") {
+			liteAck(t, c.Client, b, "G", rh, m)
+		}
+	}
+	mustCode(t, invoke(t, c.Client, b.Addr(), sendReq("P", -1, []byte("a3"), liteSend("a", "a3"))), protocol.Success)
+	waitDispatched(t, b, lite.QueueName("P", "a"), 0, 4)
+	groupInfo := func(h protocol.GetLiteGroupInfoRequestHeader) protocol.GetLiteGroupInfoResponseBody {
+		t.Helper()
+		body, err := protocol.DecodeGetLiteGroupInfoBody(call(protocol.GetLiteGroupInfo, &h, protocol.Success).Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	gi := groupInfo(protocol.GetLiteGroupInfoRequestHeader{Group: "G", TopK: 5})
+	if gi.ParentTopic != "P" || gi.TotalLagCount != 1 || len(gi.LagCountTopK) != 1 || gi.LagCountTopK[0].LiteTopic != "a" ||
+		len(gi.LagTimestampTopK) != 1 || gi.EarliestUnconsumedTimestamp <= 0 {
+		t.Fatalf("group info = %+v, want a lag of 1 on a", gi)
+	}
+	gi = groupInfo(protocol.GetLiteGroupInfoRequestHeader{Group: "G", LiteTopic: "a"})
+	if w := gi.LiteTopicOffsetWrapper; gi.TotalLagCount != 1 || w == nil || w.BrokerOffset != 4 || w.ConsumerOffset != 3 || w.LastTimestamp <= 0 {
+		t.Fatalf("group info of a = %+v %+v, want offsets 4/3", gi, gi.LiteTopicOffsetWrapper)
+	}
+	if gi := groupInfo(protocol.GetLiteGroupInfoRequestHeader{Group: "G", LiteTopic: "none"}); gi.TotalLagCount != -1 || gi.EarliestUnconsumedTimestamp != -1 {
+		t.Fatalf("group info of a missing lite topic = %+v, want -1 and -1", gi)
+	}
+	call(protocol.GetLiteGroupInfo, &protocol.GetLiteGroupInfoRequestHeader{Group: "Nope"}, protocol.SubscriptionGroupNotExist)
+	call(protocol.GetLiteGroupInfo, &protocol.GetLiteGroupInfoRequestHeader{Group: "NoLite"}, protocol.InvalidParameter)
+
+	// TRIGGER_LITE_DISPATCH: the events were taken; a trigger queues a's
+	// backlog again (b is in flight but not committed: queued too).
+	b.lite.disp.events.Remove("C1")
+	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "G", ClientID: "C1"}, protocol.Success)
+	if n := b.lite.disp.events.Len("C1"); n != 2 {
+		t.Fatalf("%d events after the trigger, want 2 (a, b)", n)
+	}
+	b.lite.disp.events.Remove("C1")
+	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "G"}, protocol.Success)
+	if n := b.lite.disp.events.Len("C1"); n != 2 {
+		t.Fatalf("%d events after the group's trigger, want 2", n)
+	}
+	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "Nope"}, protocol.SubscriptionGroupNotExist)
+	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "NoLite"}, protocol.InvalidParameter)
+}

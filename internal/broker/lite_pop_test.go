@@ -160,7 +160,7 @@ func TestLitePopMessage(t *testing.T) {
 	mustCode(t, invoke(t, c.Client, b.Addr(), protocol.NewRequest(protocol.LiteSubscriptionCtl, nil, nil)), protocol.IllegalOperation)
 	mustCode(t, invoke(t, c.Client, b.Addr(), liteCtl()), protocol.IllegalOperation)
 	mustCode(t, invoke(t, c.Client, b.Addr(), protocol.NewRequest(protocol.LiteSubscriptionCtl, nil, []byte(`{"subscriptionSet":[{"action":"JUMP"}]}`))), protocol.IllegalOperation)
-	for _, code := range []protocol.RequestCode{protocol.AckLiteMessage, protocol.GetLiteClientInfo, protocol.GetLiteGroupInfo, protocol.TriggerLiteDispatch} {
+	for _, code := range []protocol.RequestCode{protocol.AckLiteMessage} {
 		mustCode(t, invoke(t, c.Client, b.Addr(), protocol.NewRequest(code, nil, nil)), protocol.RequestCodeNotSupported)
 	}
 	// A group bound to another parent.

@@ -15,9 +15,9 @@ const (
 	GetBrokerLiteInfo     RequestCode = 200074 // body GetBrokerLiteInfoResponseBody
 	GetParentTopicInfo    RequestCode = 200075 // header GetParentTopicInfoRequestHeader
 	GetLiteTopicInfo      RequestCode = 200076 // header GetLiteTopicInfoRequestHeader
-	GetLiteClientInfo     RequestCode = 200077 // not served
-	GetLiteGroupInfo      RequestCode = 200078 // not served
-	TriggerLiteDispatch   RequestCode = 200079 // not served
+	GetLiteClientInfo     RequestCode = 200077 // header GetLiteClientInfoRequestHeader
+	GetLiteGroupInfo      RequestCode = 200078 // header GetLiteGroupInfoRequestHeader
+	TriggerLiteDispatch   RequestCode = 200079 // header TriggerLiteDispatchRequestHeader
 )
 
 // PopLiteMessageRequestHeader is POP_LITE_MESSAGE's header: one pop over
@@ -208,4 +208,88 @@ type GetLiteTopicInfoResponseBody struct {
 	LiteTopic        string          `json:"liteTopic"`
 	TopicOffset      LiteTopicOffset `json:"topicOffset"`
 	ShardingToBroker bool            `json:"shardingToBroker"`
+}
+
+// GetLiteClientInfoRequestHeader asks for one client's lite subscriptions
+// under a parent (GET_LITE_CLIENT_INFO). MaxCount bounds the names
+// answered: absent means 1000, and it must be > 0 (RocketMQ's check).
+type GetLiteClientInfoRequestHeader struct {
+	ParentTopic string `ext:"parentTopic"`
+	Group       string `ext:"group"`
+	ClientID    string `ext:"clientId"`
+	MaxCount    int32  `ext:"maxCount,omitempty"`
+}
+
+// GetLiteClientInfoResponseBody answers GET_LITE_CLIENT_INFO (RocketMQ's
+// field names). LiteTopicCount is -1 for a client without subscriptions;
+// LiteTopicSet holds the subscribed lite topics' queue names
+// (%LMQ%$parent$lite), at most maxCount. The times are ms, -1 when the
+// client never popped.
+type GetLiteClientInfoResponseBody struct {
+	ParentTopic     string   `json:"parentTopic"`
+	Group           string   `json:"group"`
+	ClientID        string   `json:"clientId"`
+	LastAccessTime  int64    `json:"lastAccessTime"`
+	LastConsumeTime int64    `json:"lastConsumeTime"`
+	LiteTopicCount  int      `json:"liteTopicCount"`
+	LiteTopicSet    []string `json:"liteTopicSet"`
+}
+
+// GetLiteGroupInfoRequestHeader asks for a lite group's lag
+// (GET_LITE_GROUP_INFO): of one lite topic when LiteTopic is set, else
+// the total and the TopK lite topics by lag count and by age.
+type GetLiteGroupInfoRequestHeader struct {
+	Group     string `ext:"group,req"`
+	LiteTopic string `ext:"liteTopic,omitempty"`
+	TopK      int32  `ext:"topK,omitempty"`
+}
+
+// LiteLagInfo is one lite topic's lag in GET_LITE_GROUP_INFO's TopK lists.
+type LiteLagInfo struct {
+	LiteTopic                   string `json:"liteTopic"`
+	LagCount                    int64  `json:"lagCount"`
+	EarliestUnconsumedTimestamp int64  `json:"earliestUnconsumedTimestamp"`
+}
+
+// GetLiteGroupInfoResponseBody answers GET_LITE_GROUP_INFO (RocketMQ's
+// field names). For one lite topic: TotalLagCount and
+// EarliestUnconsumedTimestamp are its own (-1 both for a lite topic
+// without messages) and LiteTopicOffsetWrapper its offsets (absent when
+// the group never committed one).
+type GetLiteGroupInfoResponseBody struct {
+	Group                       string         `json:"group"`
+	ParentTopic                 string         `json:"parentTopic"`
+	LiteTopic                   string         `json:"liteTopic,omitempty"`
+	EarliestUnconsumedTimestamp int64          `json:"earliestUnconsumedTimestamp"`
+	TotalLagCount               int64          `json:"totalLagCount"`
+	LiteTopicOffsetWrapper      *OffsetWrapper `json:"liteTopicOffsetWrapper,omitempty"`
+	LagCountTopK                []LiteLagInfo  `json:"lagCountTopK,omitempty"`
+	LagTimestampTopK            []LiteLagInfo  `json:"lagTimestampTopK,omitempty"`
+}
+
+// TriggerLiteDispatchRequestHeader asks the broker to queue the backlog of
+// a lite group's clients again (TRIGGER_LITE_DISPATCH): of one client when
+// ClientID is set, else of every client of the group.
+type TriggerLiteDispatchRequestHeader struct {
+	Group    string `ext:"group,req"`
+	ClientID string `ext:"clientId,omitempty"`
+}
+
+// DecodeGetLiteClientInfoBody decodes GET_LITE_CLIENT_INFO's answer (fastjson
+// as RocketMQ's broker writes it).
+func DecodeGetLiteClientInfoBody(data []byte) (GetLiteClientInfoResponseBody, error) {
+	var b GetLiteClientInfoResponseBody
+	if err := UnmarshalFastJSON(data, &b); err != nil {
+		return b, fmt.Errorf("protocol: GetLiteClientInfoResponseBody: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeGetLiteGroupInfoBody decodes GET_LITE_GROUP_INFO's answer (fastjson).
+func DecodeGetLiteGroupInfoBody(data []byte) (GetLiteGroupInfoResponseBody, error) {
+	var b GetLiteGroupInfoResponseBody
+	if err := UnmarshalFastJSON(data, &b); err != nil {
+		return b, fmt.Errorf("protocol: GetLiteGroupInfoResponseBody: %w", err)
+	}
+	return b, nil
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -86,6 +87,74 @@ func FuzzDecodePopLiteMessageHeader(f *testing.F) {
 		var back PopLiteMessageRequestHeader
 		if err := DecodeHeader(EncodeHeader(&h, false), &back, false); err != nil || back != h {
 			t.Fatalf("round trip %+v -> %+v %v", h, back, err)
+		}
+	})
+}
+
+// FuzzDecodeLiteAdminHeaders: any ext fields decode or error into the
+// GET_LITE_CLIENT_INFO, GET_LITE_GROUP_INFO and TRIGGER_LITE_DISPATCH
+// headers, and what decodes survives a round trip.
+func FuzzDecodeLiteAdminHeaders(f *testing.F) {
+	f.Add("P", "G", "c1", "1000", "l", "20")
+	f.Add("", "", "", "-1", "", "x")
+	f.Add("P", "G", "", "99999999999", "a b", "-5")
+	f.Fuzz(func(t *testing.T, parent, group, client, maxCount, liteTopic, topK string) {
+		ci := map[string]string{"parentTopic": parent, "group": group, "clientId": client, "maxCount": maxCount}
+		var h1 GetLiteClientInfoRequestHeader
+		if DecodeHeader(ci, &h1, false) == nil {
+			var back GetLiteClientInfoRequestHeader
+			if err := DecodeHeader(EncodeHeader(&h1, false), &back, false); err != nil || back != h1 {
+				t.Fatalf("client info round trip %+v -> %+v %v", h1, back, err)
+			}
+		}
+		gi := map[string]string{"group": group, "liteTopic": liteTopic, "topK": topK}
+		var h2 GetLiteGroupInfoRequestHeader
+		if DecodeHeader(gi, &h2, false) == nil {
+			var back GetLiteGroupInfoRequestHeader
+			if err := DecodeHeader(EncodeHeader(&h2, false), &back, false); err != nil || back != h2 {
+				t.Fatalf("group info round trip %+v -> %+v %v", h2, back, err)
+			}
+		}
+		td := map[string]string{"group": group, "clientId": client}
+		var h3 TriggerLiteDispatchRequestHeader
+		if DecodeHeader(td, &h3, false) == nil {
+			var back TriggerLiteDispatchRequestHeader
+			if err := DecodeHeader(EncodeHeader(&h3, false), &back, false); err != nil || back != h3 {
+				t.Fatalf("trigger round trip %+v -> %+v %v", h3, back, err)
+			}
+		}
+	})
+}
+
+// FuzzDecodeLiteAdminBodies: any bytes decode or error as the
+// GET_LITE_CLIENT_INFO and GET_LITE_GROUP_INFO answers; a decoded answer
+// encodes, decodes and encodes again to the same bytes.
+func FuzzDecodeLiteAdminBodies(f *testing.F) {
+	f.Add([]byte(`{"parentTopic":"P","group":"G","clientId":"c","lastAccessTime":1,"lastConsumeTime":2,"liteTopicCount":1,"liteTopicSet":["%LMQ%$P$a"]}`))
+	f.Add([]byte(`{"group":"G","parentTopic":"P","earliestUnconsumedTimestamp":-1,"totalLagCount":3,"liteTopicOffsetWrapper":{"brokerOffset":4,"consumerOffset":1,"lastTimestamp":9},"lagCountTopK":[{"liteTopic":"a","lagCount":3,"earliestUnconsumedTimestamp":5}]}`))
+	f.Add([]byte(`{group:"G",totalLagCount:"x"}`))
+	f.Add([]byte(`[1,2]`))
+	f.Add([]byte(`{"lagCountTopK":[]}`)) // empty lists encode as absent
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if ci, err := DecodeGetLiteClientInfoBody(data); err == nil {
+			enc, err := MarshalJSON(ci)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := DecodeGetLiteClientInfoBody(enc)
+			if again, _ := MarshalJSON(back); err != nil || !bytes.Equal(again, enc) {
+				t.Fatalf("client info round trip %s -> %s %v", enc, again, err)
+			}
+		}
+		if gi, err := DecodeGetLiteGroupInfoBody(data); err == nil {
+			enc, err := MarshalJSON(gi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := DecodeGetLiteGroupInfoBody(enc)
+			if again, _ := MarshalJSON(back); err != nil || !bytes.Equal(again, enc) {
+				t.Fatalf("group info round trip %s -> %s %v", enc, again, err)
+			}
 		}
 	})
 }
