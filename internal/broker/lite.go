@@ -190,13 +190,14 @@ func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.Send
 		b.stats.sendRejected.Add(1)
 		return nil, protocol.Errorf(protocol.MessageIllegal, "%s", err)
 	}
-	if _, err := b.lite.registry.Touch(h.Topic, name, b.now().UnixMilli(), b.cfg.MaxLmqConsumeQueueNum); err != nil {
+	queue, _, err := b.lite.registry.Touch(h.Topic, name, b.now().UnixMilli(), b.cfg.MaxLmqConsumeQueueNum)
+	if err != nil {
 		b.stats.sendRejected.Add(1)
 		return nil, protocol.Errorf(protocol.SystemError, "%slite topic count exceeds maxLmqConsumeQueueNum %d",
 			liteQuotaRemark, b.cfg.MaxLmqConsumeQueueNum)
 	}
 	ext := &message.Ext{
-		Message:        message.Message{Topic: lite.QueueName(h.Topic, name), Flag: h.Flag, Body: req.Body},
+		Message:        message.Message{Topic: queue, Flag: h.Flag, Body: req.Body},
 		SysFlag:        sysFlag,
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       bornHostOf(conn),

@@ -51,23 +51,27 @@ func NewRegistry() *Registry {
 // Touch records a send to lite topic name of parent at now (ms): it creates
 // the lite topic when absent, refusing with ErrQuota when the registry
 // already holds quota lite topics (quota <= 0: no limit), and moves it to
-// the back of its parent's expiry order. created reports a new lite topic.
-func (r *Registry) Touch(parent, name string, now int64, quota int) (created bool, err error) {
-	q := QueueName(parent, name)
+// the back of its parent's expiry order. It returns the lite topic's queue
+// name (QueueName, the registry's own string: a send to an existing lite
+// topic allocates nothing here); created reports a new lite topic.
+func (r *Registry) Touch(parent, name string, now int64, quota int) (queue string, created bool, err error) {
+	var buf [128]byte
+	key := append(append(append(append(buf[:0], Prefix...), parent...), Separator), name...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.topics[q]; ok {
+	if e, ok := r.topics[string(key)]; ok {
 		if now > e.lastWrite {
 			e.lastWrite = now
 		}
 		e.parent.moveToBack(e)
-		return false, nil
+		return e.queue, false, nil
 	}
 	if quota > 0 && len(r.topics) >= quota {
-		return false, ErrQuota
+		return "", false, ErrQuota
 	}
+	q := string(key)
 	r.insert(parent, q, now)
-	return true, nil
+	return q, true, nil
 }
 
 // Restore adds the lite topics found on disk (broker start): store topic

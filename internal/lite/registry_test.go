@@ -11,15 +11,15 @@ import (
 func TestRegistryTouchQuotaExpire(t *testing.T) {
 	r := NewRegistry()
 	for i, name := range []string{"a", "b", "c"} {
-		created, err := r.Touch("P", name, int64(100+i), 3)
+		_, created, err := r.Touch("P", name, int64(100+i), 3)
 		if !created || err != nil {
 			t.Fatalf("Touch %s = %v %v", name, created, err)
 		}
 	}
-	if _, err := r.Touch("P", "d", 200, 3); !errors.Is(err, ErrQuota) {
+	if _, _, err := r.Touch("P", "d", 200, 3); !errors.Is(err, ErrQuota) {
 		t.Fatalf("fourth lite topic: %v, want ErrQuota", err)
 	}
-	if created, err := r.Touch("P", "a", 150, 3); created || err != nil {
+	if _, created, err := r.Touch("P", "a", 150, 3); created || err != nil {
 		t.Fatalf("existing lite topic at quota: %v %v", created, err)
 	}
 	if r.Count("P") != 3 || r.Len() != 3 || r.Count("Q") != 0 {
