@@ -267,6 +267,9 @@ type pullRequest struct {
 	// previous answer's suggestWhichBrokerId); 0 = master. An unknown id
 	// falls back to the master.
 	brokerID int64
+	// scratch, when set, holds the decoded records (the result's msgs):
+	// valid until the caller's next pull with it (a pull loop's own).
+	scratch *message.ExtScratch
 }
 
 // pullResult is a pull answer: the response code, the offsets and the
@@ -347,7 +350,7 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 	if res.code == protocol.Success && len(resp.Body) > 0 {
 		// The response frame was read for this call and nothing else
 		// holds it: the messages' bodies may alias it (no copy).
-		msgs, err := message.DecodeStoredAllOwned(resp.Body, message.DecodeOptions{Decompress: true})
+		msgs, err := message.DecodeStoredAllOwnedScratch(resp.Body, message.DecodeOptions{Decompress: true}, r.scratch)
 		if err != nil && len(msgs) == 0 {
 			return nil, fmt.Errorf("client: pull body from %s: %w", addr, err)
 		}

@@ -191,7 +191,7 @@ func (h *hostString) of(a netip.AddrPort) string {
 }
 
 // messageExts converts the records of one pull response that keep accepts
-// (all when keep is nil) with few allocations: the MessageExt structs
+// (all when keep is nil; es is reordered) with few allocations: the MessageExt structs
 // share one slab and the offset message ids one string, host strings are
 // reused from message to message. A MessageExt a listener keeps therefore
 // keeps its batch's slab alive, as its body already kept the batch's
@@ -200,8 +200,12 @@ func messageExts(es []*message.Ext, keep func(*message.Ext) bool, mq MessageQueu
 	if len(es) == 0 {
 		return nil
 	}
-	kept := make([]*message.Ext, 0, len(es))
-	ids := make([]byte, 0, len(es)*message.OffsetMsgIDLenV4)
+	// es is the caller's and dead after this call: the kept records are
+	// compacted into it. The ids of a usual batch (32 IPv4 ones) are
+	// built on the stack and copied once into their string.
+	kept := es[:0]
+	var stack [32 * message.OffsetMsgIDLenV4]byte
+	ids := stack[:0]
 	for _, e := range es {
 		if keep == nil || keep(e) {
 			kept = append(kept, e)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/run"
@@ -452,6 +453,9 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 		}
 		pq.markPulled()
 	}
+	// The records of each pull are decoded into scratch and converted to
+	// MessageExts before the next pull: no Ext structs allocated per pull.
+	var scratch message.ExtScratch
 	for ctx.Err() == nil && !pq.dropped.Load() {
 		pq.markPulled() // a paused queue is alive, not expired
 		if c.suspended.Load() || c.isPaused(mq) {
@@ -470,6 +474,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 		req := &pullRequest{
 			mq: mq, offset: offset, maxNums: c.cfg.pullBatchSize, sysFlag: protocol.PullFlagSuspend,
 			suspend: c.cfg.pullSuspend, timeout: c.cfg.pullTimeout, expressionType: sub.expressionType(),
+			scratch: &scratch,
 		}
 		c.svc.preparePull(req)
 		if c.cfg.postSubscriptionOnPull || sub.sql92 || req.sysFlag&protocol.PullFlagSubscription != 0 {
@@ -507,6 +512,7 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 		switch res.code {
 		case protocol.Success:
 			msgs := messageExts(res.msgs, sub.match, mq, c.wireGroup, c.cfg.namespace)
+			scratch.Clear()
 			c.stats.pulled.Add(int64(len(msgs)))
 			offset = res.nextBeginOffset
 			if len(msgs) == 0 {

@@ -58,7 +58,7 @@ func DecodeStoredAll(b []byte, opt DecodeOptions) ([]*Ext, error) {
 	}
 	own := make([]byte, len(b))
 	copy(own, b)
-	return decodeAll(own, opt)
+	return decodeAll(own, opt, nil)
 }
 
 // DecodeStoredAllOwned is DecodeStoredAll for a buffer the caller hands
@@ -68,13 +68,41 @@ func DecodeStoredAllOwned(b []byte, opt DecodeOptions) ([]*Ext, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	return decodeAll(b, opt)
+	return decodeAll(b, opt, nil)
+}
+
+// ExtScratch is storage for the Ext structs of one decode that a caller
+// reuses from call to call (a pull loop converting every batch to its own
+// types before the next): DecodeStoredAllOwnedScratch then allocates no
+// Ext structs. The zero value is ready; it must not be shared by
+// concurrent decodes.
+type ExtScratch struct {
+	slab []Ext
+	ptrs []*Ext
+}
+
+// Clear drops the references the last decode left in s (topics,
+// properties, bodies), so that they do not outlive their messages.
+func (s *ExtScratch) Clear() {
+	clear(s.slab)
+	clear(s.ptrs)
+}
+
+// DecodeStoredAllOwnedScratch is DecodeStoredAllOwned with the Ext structs
+// (and the returned slice) in s: they are valid until the next decode into
+// s or s.Clear. A nil s allocates them, as DecodeStoredAllOwned does.
+func DecodeStoredAllOwnedScratch(b []byte, opt DecodeOptions, s *ExtScratch) ([]*Ext, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return decodeAll(b, opt, s)
 }
 
 // decodeAll decodes the records of own, which the result may alias. The
 // records are checked first, so that the Ext structs take one allocation
-// and the topics and properties of all records one string.
-func decodeAll(own []byte, opt DecodeOptions) ([]*Ext, error) {
+// (none with a scratch that has room) and the topics and properties of all
+// records one string.
+func decodeAll(own []byte, opt DecodeOptions, scratch *ExtScratch) ([]*Ext, error) {
 	var (
 		stack  [64]StoredView
 		views  = stack[:0]
@@ -107,8 +135,17 @@ func decodeAll(own []byte, opt DecodeOptions) ([]*Ext, error) {
 		sb.Write(v.rec[v.topicAt:])
 	}
 	strs := sb.String()
-	slab := make([]Ext, len(views))
-	msgs := make([]*Ext, len(views))
+	var slab []Ext
+	var msgs []*Ext
+	if scratch == nil {
+		slab, msgs = make([]Ext, len(views)), make([]*Ext, len(views))
+	} else {
+		if cap(scratch.slab) < len(views) {
+			scratch.slab, scratch.ptrs = make([]Ext, len(views)), make([]*Ext, len(views))
+		}
+		slab, msgs = scratch.slab[:len(views)], scratch.ptrs[:len(views)]
+		clear(slab) // fillFromView leaves fields unset (Body with SkipBody)
+	}
 	for i, v := range views {
 		m := &slab[i]
 		n := len(v.rec) - v.topicAt

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -68,6 +69,24 @@ func FuzzDecodeStored(f *testing.F) {
 		owned, ownedErr := DecodeStoredAllOwned(append([]byte(nil), b...), DecodeOptions{})
 		if len(owned) != len(all) || (allErr == nil) != (ownedErr == nil) {
 			t.Fatalf("DecodeStoredAllOwned: %d messages, %v; DecodeStoredAll: %d, %v", len(owned), ownedErr, len(all), allErr)
+		}
+		// A reused scratch decodes the same as fresh structs, also after a
+		// decode with bodies left a previous record in it.
+		scratch := &ExtScratch{}
+		if _, err := DecodeStoredAllOwnedScratch(append([]byte(nil), b...), DecodeOptions{}, scratch); (err == nil) != (allErr == nil) {
+			t.Fatalf("scratch decode: %v; DecodeStoredAll: %v", err, allErr)
+		}
+		for _, opt := range []DecodeOptions{{SkipBody: true}, {}} {
+			fresh, ferr := DecodeStoredAllOwned(append([]byte(nil), b...), opt)
+			reused, rerr := DecodeStoredAllOwnedScratch(append([]byte(nil), b...), opt, scratch)
+			if len(fresh) != len(reused) || (ferr == nil) != (rerr == nil) {
+				t.Fatalf("scratch decode %+v: %d messages, %v; fresh: %d, %v", opt, len(reused), rerr, len(fresh), ferr)
+			}
+			for i := range fresh {
+				if !reflect.DeepEqual(fresh[i], reused[i]) {
+					t.Fatalf("scratch decode %+v: record %d differs", opt, i)
+				}
+			}
 		}
 
 		m, n, err := DecodeStored(b, DecodeOptions{})
