@@ -383,7 +383,7 @@ func pullAll(tb testing.TB, c *remoting.Client, broker, prefix string, n int, wi
 	var failed atomic.Int64
 	var firstErr atomic.Pointer[string]
 	var pullQueue func(i int, off int64)
-	var retries atomic.Int64
+	var retries, moved atomic.Int64
 	pullQueue = func(i int, off int64) {
 		h := protocol.PullMessageRequestHeader{ConsumerGroup: "scalebench-c", Topic: topicName(prefix, i), QueueID: 0,
 			QueueOffset: off, MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, Subscription: "*", ExpressionType: "TAG"}
@@ -403,6 +403,18 @@ func pullAll(tb testing.TB, c *remoting.Client, broker, prefix string, n int, wi
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, ptr(err.Error()))
 				return
+			}
+			if resp.Code == int32(protocol.PullOffsetMoved) {
+				// The broker's disk-space cleanup deleted the oldest
+				// commit-log files (the shared disk above
+				// diskMaxUsedSpaceRatio): go on from where the queue
+				// starts now, as a consumer does.
+				if next, _ := strconv.ParseInt(resp.ExtFields["nextBeginOffset"], 10, 64); next > off {
+					moved.Add(1)
+					wg.Add(1)
+					go func() { defer wg.Done(); pullQueue(i, next) }()
+					return
+				}
 			}
 			if resp.Code != int32(protocol.Success) {
 				if resp.Code != int32(protocol.PullNotFound) {
@@ -436,6 +448,9 @@ func pullAll(tb testing.TB, c *remoting.Client, broker, prefix string, n int, wi
 			why = *p
 		}
 		tb.Fatalf("%d pulls failed: %s", failed.Load(), why)
+	}
+	if m := moved.Load(); m > 0 {
+		tb.Logf("%d queues: %d pulls moved past messages the disk cleanup deleted", n, m)
 	}
 	if r := retries.Load(); r > 0 {
 		tb.Logf("%d queues: %d pulls asked again after an error", n, r)
