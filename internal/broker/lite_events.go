@@ -118,7 +118,7 @@ func (d *liteEvents) capacity(group string) (int, bool) {
 		return n, false
 	}
 	if v, err := strconv.Atoi(gc.Attributes[attrLiteMaxEventCount]); err == nil && v > 0 {
-		n = v
+		n = max(v, 10) // RocketMQ's attribute range starts at 10
 	}
 	_, wildcard := gc.Attributes[attrLiteWildcard]
 	return n, wildcard

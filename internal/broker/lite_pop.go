@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,7 +107,7 @@ func (b *Broker) processLiteSubscriptionCtl(_ context.Context, conn *remoting.Co
 					}
 				}
 				g, par, was, _, _, _ := l.subs.Client(e.ClientID, 1)
-				fresh := !was || g != e.Group || par != e.Topic
+				fresh := !was || g != e.Group || par != e.Topic || !slices.Equal(l.subs.Patterns(e.ClientID), patterns)
 				added, again := l.subs.Replace(e.ClientID, e.Group, e.Topic, queues, wildcard, patterns, now)
 				tell = append(tell, again...)
 				l.disp.onSubscribe(e.Group, added, wildcard && fresh)

@@ -333,6 +333,12 @@ func TestLiteExclusiveAndOffsetOption(t *testing.T) {
 	if sort.Strings(pays); strings.Join(pays, ",") != "pay__ok,pay__refund" {
 		t.Fatalf("pattern pay__* popped %v, want pay__ok and pay__refund", pays)
 	}
+	// New patterns: the backlog they now match is dispatched.
+	mustCode(t, invoke(t, c1.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionCompleteAdd,
+		ClientID: "C5", Group: "GW", Topic: "P", LiteTopicSet: []string{"ship__*"}})), protocol.Success)
+	if got := pop(c1, "C5", "GW"); got != "ship__ok" {
+		t.Fatalf("pattern ship__* popped %q, want ship__ok", got)
+	}
 	mustCode(t, invoke(t, c1.Client, b.Addr(), liteCtl(protocol.LiteSubscriptionDTO{Action: protocol.LiteActionCompleteAdd,
 		ClientID: "C6", Group: "GW", Topic: "P", LiteTopicSet: []string{"bad*", "**__x"}})), protocol.IllegalOperation)
 }
