@@ -205,11 +205,23 @@ func jsonResponse(req *protocol.Command, v any) (*protocol.Command, error) {
 	return resp, nil
 }
 
-// processGetBrokerLiteInfo answers the broker's lite topic count, its quota
-// and the count per LITE parent.
+// processGetBrokerLiteInfo answers the broker's lite topic count, its
+// quota, the count per LITE parent, the lite subscriptions and event
+// queues, and the groups bound to each parent.
 func (b *Broker) processGetBrokerLiteInfo(_ context.Context, _ *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
+	groups := map[string][]string{}
+	for name, gc := range b.Groups.Wrapper().SubscriptionGroupTable {
+		if bind := gc.Attributes[attrLiteBindTopic]; bind != "" {
+			groups[bind] = append(groups[bind], name)
+		}
+	}
+	for _, g := range groups {
+		sort.Strings(g)
+	}
 	return jsonResponse(req, protocol.GetBrokerLiteInfoResponseBody{StoreType: "default",
-		MaxLmqNum: b.cfg.MaxLmqConsumeQueueNum, CurrentLmqNum: b.lite.registry.Len(), TopicMeta: b.lite.registry.Parents()})
+		MaxLmqNum: b.cfg.MaxLmqConsumeQueueNum, CurrentLmqNum: b.lite.registry.Len(),
+		LiteSubscriptionCount: b.lite.subs.Count(), EventMapSize: b.lite.disp.events.Clients(),
+		TopicMeta: b.lite.registry.Parents(), GroupMeta: groups})
 }
 
 // parentTopic returns a LITE parent's config: TOPIC_NOT_EXIST, or

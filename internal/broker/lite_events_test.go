@@ -277,6 +277,13 @@ func TestLiteAdminRequests(t *testing.T) {
 	if n := b.lite.disp.events.Len("C1"); n != 2 {
 		t.Fatalf("%d events after the group's trigger, want 2", n)
 	}
+	var bi protocol.GetBrokerLiteInfoResponseBody
+	if err := protocol.UnmarshalFastJSON(invoke(t, c.Client, b.Addr(), protocol.NewRequest(protocol.GetBrokerLiteInfo, nil, nil)).Body, &bi); err != nil {
+		t.Fatal(err)
+	}
+	if bi.LiteSubscriptionCount != 3 || bi.EventMapSize != 1 || strings.Join(bi.GroupMeta["P"], ",") != "G" || bi.TopicMeta["P"] != 2 {
+		t.Fatalf("broker lite info = %+v, want 3 subscriptions, 1 event queue, G bound to P", bi)
+	}
 	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "Nope"}, protocol.SubscriptionGroupNotExist)
 	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "NoLite"}, protocol.InvalidParameter)
 }

@@ -176,12 +176,17 @@ type GetLiteTopicInfoRequestHeader struct {
 }
 
 // GetBrokerLiteInfoResponseBody is GET_BROKER_LITE_INFO's answer (RocketMQ's
-// field names). topicMeta maps each LITE parent to its lite topic count.
+// field names). topicMeta maps each LITE parent to its lite topic count,
+// groupMeta each parent to the groups bound to it (lite.bind.topic);
+// eventMapSize is the number of clients with a lite event queue.
 type GetBrokerLiteInfoResponseBody struct {
-	StoreType     string         `json:"storeType"`
-	MaxLmqNum     int            `json:"maxLmqNum"`
-	CurrentLmqNum int            `json:"currentLmqNum"`
-	TopicMeta     map[string]int `json:"topicMeta"`
+	StoreType             string              `json:"storeType"`
+	MaxLmqNum             int                 `json:"maxLmqNum"`
+	CurrentLmqNum         int                 `json:"currentLmqNum"`
+	LiteSubscriptionCount int                 `json:"liteSubscriptionCount"`
+	EventMapSize          int                 `json:"eventMapSize"`
+	TopicMeta             map[string]int      `json:"topicMeta"`
+	GroupMeta             map[string][]string `json:"groupMeta,omitempty"`
 }
 
 // GetParentTopicInfoResponseBody is GET_PARENT_TOPIC_INFO's answer:
