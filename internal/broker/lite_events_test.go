@@ -154,7 +154,7 @@ func TestLiteIdleSubscriptions(t *testing.T) {
 		t.Fatalf("dropped %v a second after subscribing", gone)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { return b.now().UnixMilli() > t0 }, "the clock moves")
-	t2 := b.now().UnixMilli() // after C1's change, before C2's
+	t2 := b.now().UnixMilli()                 // after C1's change, before C2's
 	sub("C2", protocol.LiteActionCompleteAdd) // C2's periodic complete set
 	// At t2 + timeout C1 (subscribed before t2) is idle, C2 not yet.
 	gone := b.lite.disp.dropIdleSubscriptions(t2 + cfg.LiteSubscriptionCheckTimeoutMills)
