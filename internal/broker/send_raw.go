@@ -74,6 +74,10 @@ func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.Sen
 	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, ""), start)
 	})
+	// The store copied the body into the record before returning, and the
+	// header strings are copies: the frame buffer goes back to the
+	// connection's reader (protocol.Command.Release).
+	req.Release()
 }
 
 // canonicalProperties reports whether an encoded properties string can be

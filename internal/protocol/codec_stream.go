@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 )
 
 // FrameReader reads frames from a byte stream. The length word is checked
@@ -18,6 +20,33 @@ type FrameReader struct {
 	// listCodes: requests with these codes get their ROCKETMQ ext fields
 	// in ExtList instead of ExtFields (SetExtListCodes).
 	listCodes []int32
+	// frames recycles the buffers of ROCKETMQ requests of listCodes of at
+	// most pooledFrameMax bytes, by size class of 1 KiB: their owners give
+	// them back with Command.Release (the broker's plain send, once the
+	// store has copied the body). A frame never released is garbage, as
+	// any other.
+	frames [pooledFrameMax >> 10]sync.Pool
+}
+
+// pooledFrameMax is the largest frame FrameReader recycles.
+const pooledFrameMax = 16 << 10
+
+// pooledFrame is a recycled frame buffer and the pool it returns to.
+type pooledFrame struct {
+	buf  []byte
+	pool *sync.Pool
+}
+
+// pooledFrameFor reports whether the frame p (the L bytes after the length
+// word) is a ROCKETMQ-serialized request whose code is in listCodes.
+func (f *FrameReader) pooledFrameFor(p []byte) bool {
+	if len(f.listCodes) == 0 || len(p) < 4+rocketMQFixedLength || SerializeType(p[0]) != SerializeRocketMQ {
+		return false
+	}
+	if int32(binary.BigEndian.Uint32(p[4+9:]))&FlagResponse != 0 {
+		return false
+	}
+	return slices.Contains(f.listCodes, int32(int16(binary.BigEndian.Uint16(p[4:]))))
 }
 
 // SetExtListCodes makes Next decode the ext fields of ROCKETMQ-serialized
@@ -55,25 +84,37 @@ func NewFrameReader(r io.Reader, maxFrame, bufSize int) *FrameReader {
 // ErrFrameTooLarge or ErrBadFrame for bytes that cannot be a frame, or the
 // reader's error. After any error the stream is unusable.
 func (f *FrameReader) Next() (*Command, error) {
-	frame, err := f.NextRaw()
+	frame, pf, err := f.nextRaw(true)
 	if err != nil {
 		return nil, err
 	}
-	return decodeFrame(frame, f.listCodes)
+	c, err := decodeFrame(frame, f.listCodes)
+	if err != nil || pf == nil {
+		return c, err
+	}
+	c.frame = pf
+	return c, nil
 }
 
 // NextRaw reads one frame without decoding it: the L bytes after the length
 // word. The slice is newly allocated and owned by the caller.
 func (f *FrameReader) NextRaw() ([]byte, error) {
+	frame, _, err := f.nextRaw(false)
+	return frame, err
+}
+
+// nextRaw is NextRaw; with pool, a frame pooledFrameFor accepts is copied
+// into a recycled buffer, returned with it.
+func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, error) {
 	if _, err := io.ReadFull(f.r, f.lenBuf[:]); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	l := binary.BigEndian.Uint32(f.lenBuf[:])
 	if uint64(l)+4 > uint64(f.maxFrame) {
-		return nil, fmt.Errorf("%w: length %d exceeds limit %d", ErrFrameTooLarge, l, f.maxFrame-4)
+		return nil, nil, fmt.Errorf("%w: length %d exceeds limit %d", ErrFrameTooLarge, l, f.maxFrame-4)
 	}
 	if l < 4 {
-		return nil, badFrame("frame length %d has no room for the header-length word", l)
+		return nil, nil, badFrame("frame length %d has no room for the header-length word", l)
 	}
 	n := int(l)
 	if n <= f.r.Size() {
@@ -82,18 +123,28 @@ func (f *FrameReader) NextRaw() ([]byte, error) {
 		// make+ReadFull does not zero the bytes it then overwrites.
 		p, err := f.r.Peek(n)
 		if err != nil {
-			return nil, unexpected(err)
+			return nil, nil, unexpected(err)
+		}
+		if pool && n <= pooledFrameMax && f.pooledFrameFor(p) {
+			sp := &f.frames[(n-1)>>10]
+			pf, _ := sp.Get().(*pooledFrame)
+			if pf == nil {
+				pf = &pooledFrame{buf: make([]byte, 0, ((n-1)>>10+1)<<10), pool: sp}
+			}
+			pf.buf = append(pf.buf[:0], p...)
+			_, _ = f.r.Discard(n)
+			return pf.buf, pf, nil
 		}
 		frame := append([]byte(nil), p...)
 		_, _ = f.r.Discard(n)
-		return frame, nil
+		return frame, nil, nil
 	}
 	if n <= eagerAlloc {
 		frame := make([]byte, n)
 		if _, err := io.ReadFull(f.r, frame); err != nil {
-			return nil, unexpected(err)
+			return nil, nil, unexpected(err)
 		}
-		return frame, nil
+		return frame, nil, nil
 	}
 	frame := make([]byte, 0, eagerAlloc)
 	for len(frame) < n {
@@ -106,10 +157,10 @@ func (f *FrameReader) NextRaw() ([]byte, error) {
 		m, err := io.ReadFull(f.r, frame[len(frame):end])
 		frame = frame[:len(frame)+m]
 		if err != nil {
-			return nil, unexpected(err)
+			return nil, nil, unexpected(err)
 		}
 	}
-	return frame, nil
+	return frame, nil, nil
 }
 
 func unexpected(err error) error {

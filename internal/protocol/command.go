@@ -42,6 +42,25 @@ type Command struct {
 	// buffer, written, or dropped with the connection), so that the sender
 	// can reuse Body's storage. A frame that fails to queue never calls it.
 	BodyDone func()
+
+	// frame is the pooled buffer a FrameReader decoded this command from
+	// (requests of its ExtList codes); Release gives it back.
+	frame *pooledFrame
+}
+
+// Release gives the frame buffer a FrameReader decoded c from back to the
+// reader for a later frame, and clears Body. Only for the caller that owns c
+// and knows that nothing references Body (or any other slice of the frame)
+// any more: header strings (Remark, ExtFields, ExtList) are copies and stay
+// valid. A command not read from a pooling FrameReader, or released
+// already, is left as it is.
+func (c *Command) Release() {
+	f := c.frame
+	if f == nil {
+		return
+	}
+	c.frame, c.Body = nil, nil
+	f.pool.Put(f)
 }
 
 // NewRequest returns a JSON-serialized request from Go at CurrentVersion.
