@@ -53,13 +53,13 @@ type LiteConfig struct {
 	// key, default 20000): a send that would create one more is refused.
 	MaxLmqConsumeQueueNum int `conf:"maxLmqConsumeQueueNum"`
 	// LiteTtlCheckInterval is how often expired lite topics are looked for
-	// (ms, default 60000).
+	// (ms, default 120000).
 	LiteTtlCheckInterval int64 `conf:"liteTtlCheckInterval"`
 	// MinLiteTTl is the broker age before which nothing expires, and the
-	// least idle time of any expiry (ms, default 60000).
+	// least idle time of any expiry (ms, default 900000: 15 minutes).
 	MinLiteTTl int64 `conf:"minLiteTTl"`
 	// MaxLiteSubscriptionCount bounds the lite subscriptions the gRPC
-	// endpoint holds, over all clients (default 1,000,000; each client is
+	// endpoint holds, over all clients (default 100,000; each client is
 	// also bounded by its group's lite.sub.client.quota, default 2000).
 	MaxLiteSubscriptionCount int `conf:"maxLiteSubscriptionCount"`
 	// LiteExpirationUnitMs is the length of one unit of
@@ -89,8 +89,8 @@ type LiteConfig struct {
 
 // DefaultLiteConfig returns the defaults above.
 func DefaultLiteConfig() LiteConfig {
-	return LiteConfig{MaxLmqConsumeQueueNum: 20000, LiteTtlCheckInterval: 60000, MinLiteTTl: 60000,
-		MaxLiteSubscriptionCount: 1000000, LiteExpirationUnitMs: 60000,
+	return LiteConfig{MaxLmqConsumeQueueNum: 20000, LiteTtlCheckInterval: 120000, MinLiteTTl: 900000,
+		MaxLiteSubscriptionCount: 100000, LiteExpirationUnitMs: 60000,
 		MaxClientEventCount: 100, LiteEventCheckInterval: 10000, LiteEventFullDispatchDelayTime: 10000,
 		LiteEventFullDispatchDelayTimeForWildcardGroup: 10000, LiteSubscriptionCheckInterval: 120000,
 		LiteSubscriptionCheckTimeoutMills: 180000}

@@ -287,3 +287,28 @@ func TestLiteAdminRequests(t *testing.T) {
 	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "Nope"}, protocol.SubscriptionGroupNotExist)
 	call(protocol.TriggerLiteDispatch, &protocol.TriggerLiteDispatchRequestHeader{Group: "NoLite"}, protocol.InvalidParameter)
 }
+
+// TestLiteConfigDefaults: the lite broker.conf keys default to RocketMQ
+// 5.5's BrokerConfig values.
+func TestLiteConfigDefaults(t *testing.T) {
+	c := DefaultConfig()
+	for _, tc := range []struct {
+		key       string
+		got, want int64
+	}{
+		{"maxLmqConsumeQueueNum", int64(c.MaxLmqConsumeQueueNum), 20000},
+		{"liteTtlCheckInterval", c.LiteTtlCheckInterval, 120000},
+		{"minLiteTTl", c.MinLiteTTl, 15 * 60 * 1000},
+		{"maxLiteSubscriptionCount", int64(c.MaxLiteSubscriptionCount), 100000},
+		{"maxClientEventCount", int64(c.MaxClientEventCount), 100},
+		{"liteEventCheckInterval", c.LiteEventCheckInterval, 10000},
+		{"liteEventFullDispatchDelayTime", c.LiteEventFullDispatchDelayTime, 10000},
+		{"liteEventFullDispatchDelayTimeForWildcardGroup", c.LiteEventFullDispatchDelayTimeForWildcardGroup, 10000},
+		{"liteSubscriptionCheckInterval", c.LiteSubscriptionCheckInterval, 120000},
+		{"liteSubscriptionCheckTimeoutMills", c.LiteSubscriptionCheckTimeoutMills, 180000},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %d, want %d", tc.key, tc.got, tc.want)
+		}
+	}
+}
