@@ -42,15 +42,14 @@ type Subscriptions struct {
 	updated  map[string]int64               // client id -> ms of its last change (for idle cleanup)
 }
 
-// clientSubs is one client's subscriptions. Invariant: queues and order
-// hold the same names; byQueue[q] holds the client for each q in queues.
+// clientSubs is one client's subscriptions. Invariant: byQueue[q] holds
+// the client for each q in queues. A set, as RocketMQ's LiteSubscription:
+// adding or removing one costs O(1) however many the client holds.
 type clientSubs struct {
 	group, parent string
 	wildcard      bool
 	patterns      []string // a wildcard client's patterns (pattern.go); none: every lite topic
 	queues        map[string]struct{}
-	order         []string // queues in subscription order, for round robin
-	next          int      // where the next Snapshot starts in order
 }
 
 // NewSubscriptions returns an empty registry.
@@ -79,7 +78,6 @@ func (s *Subscriptions) addLocked(client string, c *clientSubs, q string) bool {
 		return false
 	}
 	c.queues[q] = struct{}{}
-	c.order = append(c.order, q)
 	set := s.byQueue[q]
 	if set == nil {
 		set = map[string]struct{}{}
@@ -95,12 +93,6 @@ func (s *Subscriptions) removeLocked(client string, c *clientSubs, q string) boo
 		return false
 	}
 	delete(c.queues, q)
-	for i, n := range c.order {
-		if n == q {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
 	if set := s.byQueue[q]; set != nil {
 		delete(set, client)
 		if len(set) == 0 {
@@ -116,7 +108,7 @@ func (s *Subscriptions) dropLocked(client string) {
 	if c == nil {
 		return
 	}
-	for _, q := range append([]string(nil), c.order...) {
+	for q := range c.queues {
 		s.removeLocked(client, c, q)
 	}
 	if c.wildcard {
@@ -252,7 +244,7 @@ func (s *Subscriptions) Replace(client, group, parent string, queues []string, w
 			}
 		}
 	}
-	for _, q := range append([]string(nil), c.order...) {
+	for q := range c.queues {
 		if _, ok := want[q]; !ok {
 			s.removeLocked(client, c, q)
 		}
@@ -309,27 +301,6 @@ func (s *Subscriptions) Clean(queue string) []Eviction {
 		}
 	}
 	return out
-}
-
-// Snapshot is a client's subscriptions for one pop: its group and parent,
-// whether it is a wildcard client, and its queues starting at its round
-// robin position (which advances by one, so consecutive pops start at
-// different lite topics).
-func (s *Subscriptions) Snapshot(client string) (group, parent string, wildcard bool, queues []string, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.clients[client]
-	if c == nil {
-		return "", "", false, nil, false
-	}
-	if n := len(c.order); n > 0 {
-		start := c.next % n
-		c.next = start + 1
-		queues = make([]string, 0, n)
-		queues = append(queues, c.order[start:]...)
-		queues = append(queues, c.order[:start]...)
-	}
-	return c.group, c.parent, c.wildcard, queues, true
 }
 
 // Wants reports whether an arrival on queue concerns the client: it
@@ -458,8 +429,8 @@ func (s *Subscriptions) ClientsOf(group string) []string {
 }
 
 // Client returns a client's group, parent, whether it is a wildcard
-// client, how many lite topics it subscribes and up to max of them
-// (max <= 0: all); ok is false for an unknown client.
+// client, how many lite topics it subscribes and up to max of them, in no
+// particular order (max <= 0: all); ok is false for an unknown client.
 func (s *Subscriptions) Client(client string, max int) (group, parent string, wildcard bool, count int, queues []string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -467,9 +438,16 @@ func (s *Subscriptions) Client(client string, max int) (group, parent string, wi
 	if c == nil {
 		return "", "", false, 0, nil, false
 	}
-	n := len(c.order)
+	n := len(c.queues)
 	if max > 0 && n > max {
 		n = max
 	}
-	return c.group, c.parent, c.wildcard, len(c.order), append([]string(nil), c.order[:n]...), true
+	queues = make([]string, 0, n)
+	for q := range c.queues {
+		if len(queues) == n {
+			break
+		}
+		queues = append(queues, q)
+	}
+	return c.group, c.parent, c.wildcard, len(c.queues), queues, true
 }

@@ -21,11 +21,8 @@ func TestSubscriptionsAddRemoveReplace(t *testing.T) {
 	if !s.Wants("c1", qa) || s.Wants("c1", qc) || s.Wants("c2", qa) {
 		t.Fatal("Wants wrong")
 	}
-	// Round robin: each snapshot starts one further.
-	_, _, _, q1, _ := s.Snapshot("c1")
-	_, _, _, q2, _ := s.Snapshot("c1")
-	if !slices.Equal(q1, []string{qa, qb}) || !slices.Equal(q2, []string{qb, qa}) {
-		t.Fatalf("snapshots %v %v", q1, q2)
+	if g, p, _, n, q, ok := s.Client("c1", 1); !ok || g != "g" || p != "P" || n != 2 || len(q) != 1 || (q[0] != qa && q[0] != qb) {
+		t.Fatalf("client = %s %s %d %v %v, want g P, 2, one of a b", g, p, n, q, ok)
 	}
 	if added, _ := s.Replace("c1", "g", "P", []string{qb, qc}, false, nil, 2); !slices.Equal(added, []string{qc}) || s.Count() != 2 {
 		t.Fatalf("replace added %v, count %d", added, s.Count())
@@ -95,7 +92,7 @@ func TestSubscriptionsConcurrent(t *testing.T) {
 			for j := range 200 {
 				q := QueueName("P", string(rune('a'+j%7)))
 				s.Add(id, "g", "P", []string{q}, i%2 == 0, 0, int64(j))
-				s.Snapshot(id)
+				s.Client(id, 0)
 				s.Wants(id, q)
 				if j%5 == 0 {
 					s.Remove(id, []string{q}, int64(j))
