@@ -360,10 +360,13 @@ func (s *Store) WriteBehind() BehindStats { return s.behind.stats() }
 
 // behindTail reports whether the unit for queueOffset goes to the
 // write-behind buffer: the queue's last file is not mapped while the
-// mapping limit is reached, and the unit follows its last one.
+// mapping limit is reached, the unit follows its last one, and the
+// buffers hold at most twice the budget.
 // REQUIRES: cq.writeMu, no pending units.
 func (cq *consumeQueue) behindTail(queueOffset int64) bool {
-	if !cq.wb.active() {
+	if !cq.wb.active() || cq.wb.mem.Load() > 2*cq.wb.budget {
+		// Twice the budget: the flusher is behind; write the unit at once
+		// (memory stays bounded whatever the inflow).
 		return false
 	}
 	f := cq.files.last()

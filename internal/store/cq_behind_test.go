@@ -160,3 +160,32 @@ func TestWriteBehindTriggers(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteBehindHardBound: past twice the budget a unit is written at
+// once instead of buffered.
+func TestWriteBehindHardBound(t *testing.T) {
+	s := openStore(t, behindConfig(t.TempDir()))
+	fillBehind(t, s, "WB", 3)
+	var cq *consumeQueue
+	for q := int32(0); q < behindQueues && cq == nil; q++ {
+		if c := s.getQueue("WB", q); c.wbGen.Load() != 0 {
+			cq = c
+		}
+	}
+	if cq == nil {
+		t.Fatal("no queue buffered")
+	}
+	if !s.behind.flushQueue(cq, 0) || cq.wbGen.Load() != 0 {
+		t.Fatal("buffered units not written")
+	}
+	cq.writeMu.Lock()
+	defer cq.writeMu.Unlock()
+	if !cq.behindTail(cq.maxOffset()) {
+		t.Fatal("an unmapped queue's next unit is not buffered")
+	}
+	s.behind.mem.Add(2*s.behind.budget + 1)
+	defer s.behind.mem.Add(-(2*s.behind.budget + 1))
+	if cq.behindTail(cq.maxOffset()) {
+		t.Fatal("buffered past twice the budget")
+	}
+}
