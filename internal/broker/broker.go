@@ -68,6 +68,9 @@ type Broker struct {
 	storeHost netip.AddrPort // same address, for ids
 	uniq      *message.UniqIDGenerator
 	bootTime  time.Time
+	// sendResps recycles send responses written to remoting connections
+	// (*sendResponse; send.go writeSendResponse).
+	sendResps sync.Pool
 
 	// registerWake asks the registration loop to register at once (after a
 	// topic change). Capacity 1, non-blocking send.

@@ -234,7 +234,23 @@ func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.Sen
 func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res store.PutResult, queueID int32, transactionID string,
 	tm *topicMeter, mt MessageType, recallHandle string) protocol.ResponseCode {
 	code, remark := putStatusResponse(res, b.Store.DiskUtil, b.cfg.Store.MaxMessageSize)
-	resp := protocol.NewResponse(req, code, remark)
+	// A remoting connection encodes the response before WriteResponse
+	// returns and keeps no reference to it (it has no body): the response
+	// and its ext list are recycled. Other connections (in-process sends)
+	// may keep it.
+	rc, recycle := conn.(*remoting.Conn)
+	var sr *sendResponse
+	var resp *protocol.Command
+	if recycle && rc != nil {
+		sr, _ = b.sendResps.Get().(*sendResponse)
+		if sr == nil {
+			sr = new(sendResponse)
+		}
+		sr.cmd = protocol.ResponseTo(req, code, remark)
+		resp = &sr.cmd
+	} else {
+		resp = protocol.NewResponse(req, code, remark)
+	}
 	if res.Status.Stored() {
 		b.stats.messagesIn.Add(int64(max(res.MsgNum, 1)))
 		b.stats.bytesIn.Add(int64(res.WroteBytes))
@@ -245,7 +261,11 @@ func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res sto
 		}
 		// An ext list, not a map: no hashing here and no key sort per frame
 		// in the encoder.
-		resp.ExtList = protocol.AppendSendResponseHeader(nil, &protocol.SendMessageResponseHeader{
+		var ext []string
+		if sr != nil {
+			ext = sr.ext[:0]
+		}
+		resp.ExtList = protocol.AppendSendResponseHeader(ext, &protocol.SendMessageResponseHeader{
 			MsgID:         msgID,
 			QueueID:       queueID,
 			QueueOffset:   res.QueueOffset,
@@ -263,13 +283,24 @@ func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res sto
 		}
 		b.logger.Debug("send failed", "status", res.Status.String(), "remark", res.Remark, "addr", conn.RemoteAddr())
 	}
-	if req.IsOneway() {
-		return code
+	if !req.IsOneway() {
+		if err := conn.WriteResponse(resp); err != nil {
+			b.logger.Debug("write send response", "addr", conn.RemoteAddr(), "opaque", req.Opaque, "err", err)
+		}
 	}
-	if err := conn.WriteResponse(resp); err != nil {
-		b.logger.Debug("write send response", "addr", conn.RemoteAddr(), "opaque", req.Opaque, "err", err)
+	if sr != nil && len(resp.Body) == 0 && resp.BodyDone == nil {
+		clear(sr.ext[:])
+		sr.cmd = protocol.Command{}
+		b.sendResps.Put(sr)
 	}
 	return code
+}
+
+// sendResponse is a recycled send response: the command and room for its
+// ext list (protocol.AppendSendResponseHeader writes at most 7 pairs).
+type sendResponse struct {
+	cmd protocol.Command
+	ext [14]string
 }
 
 // putStatusResponse maps a store put status to the send response code and

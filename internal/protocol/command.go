@@ -90,7 +90,14 @@ func NewRequestList(code RequestCode, ext []string, body []byte) *Command {
 // NewResponse returns a response to req: same Opaque and SerializeType,
 // FlagResponse set (docs/protocol.md §1.6, §2.5).
 func NewResponse(req *Command, code ResponseCode, remark string) *Command {
-	return &Command{
+	c := ResponseTo(req, code, remark)
+	return &c
+}
+
+// ResponseTo is NewResponse as a value, for a caller that keeps the
+// command in storage of its own.
+func ResponseTo(req *Command, code ResponseCode, remark string) Command {
+	return Command{
 		Code:          int32(code),
 		Language:      LanguageGo,
 		Version:       CurrentVersion,
