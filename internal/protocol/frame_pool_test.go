@@ -8,8 +8,9 @@ import (
 // TestFrameReaderRecyclesReleasedFrames: a listed ROCKETMQ request's frame
 // buffer is reused for a later frame once its command is released, and the
 // released command's header strings (copies) keep their values while the
-// buffer is overwritten; unlisted codes, responses and JSON headers, and
-// frames never released, are never reused.
+// buffer is overwritten; unlisted codes, responses and JSON headers are
+// never pooled. (sync.Pool may drop an item, under -race on purpose: reuse
+// is required at least once in a row of frames, not every time.)
 func TestFrameReaderRecyclesReleasedFrames(t *testing.T) {
 	frame := func(code RequestCode, flag int32, typ SerializeType, topic string, body []byte) []byte {
 		c := NewRequestList(code, []string{"a", "pg", "b", topic}, body)
@@ -20,63 +21,74 @@ func TestFrameReaderRecyclesReleasedFrames(t *testing.T) {
 		}
 		return b
 	}
-	bodyA, bodyB := bytes.Repeat([]byte{'a'}, 1500), bytes.Repeat([]byte{'b'}, 1400)
 	cases := []struct {
 		name   string
-		first  []byte
-		reused bool
+		code   RequestCode
+		flag   int32
+		typ    SerializeType
+		pooled bool
 	}{
-		{"listed request", frame(SendMessageV2, 0, SerializeRocketMQ, "TopicA", bodyA), true},
-		{"unlisted code", frame(PullMessage, 0, SerializeRocketMQ, "TopicA", bodyA), false},
-		{"response", frame(SendMessageV2, FlagResponse, SerializeRocketMQ, "TopicA", bodyA), false},
-		{"JSON header", frame(SendMessageV2, 0, SerializeJSON, "TopicA", bodyA), false},
+		{"listed request", SendMessageV2, 0, SerializeRocketMQ, true},
+		{"unlisted code", PullMessage, 0, SerializeRocketMQ, false},
+		{"response", SendMessageV2, FlagResponse, SerializeRocketMQ, false},
+		{"JSON header", SendMessageV2, 0, SerializeJSON, false},
 	}
+	const frames = 32
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var in bytes.Buffer
-			in.Write(tc.first)
-			in.Write(frame(SendMessageV2, 0, SerializeRocketMQ, "TopicB", bodyB))
+			bodies := make([][]byte, frames)
+			for i := range bodies {
+				bodies[i] = bytes.Repeat([]byte{byte('a' + i%26)}, 1200+i)
+				in.Write(frame(tc.code, tc.flag, tc.typ, string(rune('A'+i%26)), bodies[i]))
+			}
 			fr := NewFrameReader(&in, 0, 0)
 			fr.SetExtListCodes([]RequestCode{SendMessageV2})
-			a, err := fr.Next()
-			if err != nil {
-				t.Fatal(err)
+			reused := 0
+			var prev *Command
+			var prevFirst *byte
+			for i := range bodies {
+				c, err := fr.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(c.Body, bodies[i]) || c.Ext("b") != string(rune('A'+i%26)) {
+					t.Fatalf("frame %d: topic %q, body ok %v", i, c.Ext("b"), bytes.Equal(c.Body, bodies[i]))
+				}
+				if prev != nil {
+					if prev.Ext("b") != string(rune('A'+(i-1)%26)) || prev.Ext("a") != "pg" {
+						t.Fatalf("released command %d's header changed: %q %q", i-1, prev.Ext("a"), prev.Ext("b"))
+					}
+					if sameArray(prevFirst, c) {
+						reused++
+					}
+				}
+				if (c.frame != nil) != tc.pooled {
+					t.Fatalf("frame %d pooled = %v, want %v", i, c.frame != nil, tc.pooled)
+				}
+				prev, prevFirst = c, &c.Body[0]
+				c.Release()
+				if (c.Body == nil) != tc.pooled {
+					t.Fatalf("after Release Body is nil = %v, want %v (pooled frames only)", c.Body == nil, tc.pooled)
+				}
+				c.Release() // a second release is a no-op
 			}
-			if !bytes.Equal(a.Body, bodyA) {
-				t.Fatal("first body wrong")
+			if tc.pooled && reused == 0 {
+				t.Fatalf("no buffer reused in %d released frames", frames)
 			}
-			first := &a.Body[0]
-			a.Release()
-			if (a.Body == nil) != tc.reused {
-				t.Fatalf("after Release Body is nil = %v, want %v (pooled frames only)", a.Body == nil, tc.reused)
-			}
-			a.Release() // a second release is a no-op
-			b, err := fr.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(b.Body, bodyB) || b.Ext("b") != "TopicB" {
-				t.Fatalf("second frame: topic %q, body ok %v", b.Ext("b"), bytes.Equal(b.Body, bodyB))
-			}
-			if a.Ext("b") != "TopicA" || a.Ext("a") != "pg" {
-				t.Fatalf("released command's header changed: %q %q", a.Ext("a"), a.Ext("b"))
-			}
-			// Body offsets differ with the header, so compare buffers by
-			// their backing arrays' first header byte instead.
-			reused := sameArray(first, b)
-			if reused != tc.reused {
-				t.Fatalf("buffer reused = %v, want %v", reused, tc.reused)
+			if !tc.pooled && reused != 0 {
+				t.Fatalf("%d buffers reused", reused)
 			}
 		})
 	}
 }
 
-// sameArray reports whether b's frame buffer is the array p points into.
-func sameArray(p *byte, b *Command) bool {
-	if b.frame == nil {
+// sameArray reports whether c's frame buffer is the array p points into.
+func sameArray(p *byte, c *Command) bool {
+	if c.frame == nil {
 		return false
 	}
-	buf := b.frame.buf[:cap(b.frame.buf)]
+	buf := c.frame.buf[:cap(c.frame.buf)]
 	for i := range buf {
 		if &buf[i] == p {
 			return true
