@@ -439,33 +439,46 @@ func TestConfigValidate(t *testing.T) {
 }
 
 // TestAppendRawCommitLogReplicates: a slave fed with ReadCommitLog chunks of
-// a master ends up with an identical commit log and consume queues.
+// a master ends up with an identical commit log and consume queues, and
+// under either flush type each chunk is readable (MaxPhyOffset) as soon as
+// the append returns.
 func TestAppendRawCommitLogReplicates(t *testing.T) {
-	master := openStore(t, testConfig(t.TempDir()))
-	res := writeN(t, master, 150)
-	slaveCfg := testConfig(t.TempDir())
-	slaveCfg.BrokerRole = RoleSlave
-	slave := openStore(t, slaveCfg)
-	for off := int64(0); off < master.MaxPhyOffset(); {
-		chunk, err := master.ReadCommitLog(off, 10_000)
-		if err != nil || len(chunk) == 0 {
-			t.Fatalf("read master at %d: %v", off, err)
-		}
-		if err := slave.AppendRawCommitLog(off, chunk); err != nil {
-			t.Fatalf("append at %d: %v", off, err)
-		}
-		off += int64(len(chunk))
-	}
-	waitDispatched(t, slave, "T", 0, 150)
-	r := slave.GetMessage("g", "T", 0, 149, 1, 1<<20, nil)
-	if r.Status != Found || decode(t, r.Messages[0]).CommitLogOffset != res[149].WroteOffset {
-		t.Fatalf("slave read: %v", r.Status)
-	}
-	if err := slave.AppendRawCommitLog(0, []byte{1}); err == nil {
-		t.Fatal("append at a wrong offset accepted")
-	}
-	if p := put(t, slave, newMsg("T", 0, "x", nil)); p.Status != ServiceNotAvailable {
-		t.Fatalf("put on a slave: %v", p.Status)
+	for _, flush := range []string{AsyncFlush, SyncFlush} {
+		t.Run(flush, func(t *testing.T) {
+			master := openStore(t, testConfig(t.TempDir()))
+			res := writeN(t, master, 150)
+			slaveCfg := testConfig(t.TempDir())
+			slaveCfg.BrokerRole = RoleSlave
+			slaveCfg.FlushDiskType = flush
+			slave := openStore(t, slaveCfg)
+			for off := int64(0); off < master.MaxPhyOffset(); {
+				chunk, err := master.ReadCommitLog(off, 10_000)
+				if err != nil || len(chunk) == 0 {
+					t.Fatalf("read master at %d: %v", off, err)
+				}
+				if err := slave.AppendRawCommitLog(off, chunk); err != nil {
+					t.Fatalf("append at %d: %v", off, err)
+				}
+				off += int64(len(chunk))
+				// The slave reports MaxPhyOffset to its master right after
+				// the append: it must cover the chunk already, or a
+				// synchronous master waits for the next report.
+				if got := slave.MaxPhyOffset(); got != off {
+					t.Fatalf("after a raw append up to %d the slave's max offset is %d", off, got)
+				}
+			}
+			waitDispatched(t, slave, "T", 0, 150)
+			r := slave.GetMessage("g", "T", 0, 149, 1, 1<<20, nil)
+			if r.Status != Found || decode(t, r.Messages[0]).CommitLogOffset != res[149].WroteOffset {
+				t.Fatalf("slave read: %v", r.Status)
+			}
+			if err := slave.AppendRawCommitLog(0, []byte{1}); err == nil {
+				t.Fatal("append at a wrong offset accepted")
+			}
+			if p := put(t, slave, newMsg("T", 0, "x", nil)); p.Status != ServiceNotAvailable {
+				t.Fatalf("put on a slave: %v", p.Status)
+			}
+		})
 	}
 }
 

@@ -35,9 +35,12 @@ func (s *Store) AppendRawCommitLog(startOffset int64, data []byte) error {
 		s.setFlushFailed(err)
 		return err
 	}
-	if f.stage != nil && !s.cfg.syncFlush() {
+	if f.stage != nil {
 		// A replicated chunk is written out at once (one pwrite): HA
-		// chunks are large, and nothing else completes a slave's appends.
+		// chunks are large, nothing else completes a slave's appends under
+		// ASYNC_FLUSH, and the slave reports MaxPhyOffset (the committed
+		// end) to its master right after this returns, so under SYNC_FLUSH
+		// too it must already cover the chunk (the flusher then syncs it).
 		if err := f.commitStaged(); err != nil {
 			s.setFlushFailed(err)
 			return err
