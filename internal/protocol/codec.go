@@ -58,11 +58,12 @@ func AppendFrameHeader(dst []byte, c *Command) ([]byte, error) {
 // DecodeFrame decodes one frame: the L bytes that follow the length word.
 // The returned Command's Body aliases frame; strings are copied. Errors wrap
 // ErrBadFrame. It never panics on any input.
-func DecodeFrame(frame []byte) (*Command, error) { return decodeFrame(frame, nil) }
+func DecodeFrame(frame []byte) (*Command, error) { return decodeFrame(frame, nil, nil) }
 
 // decodeFrame is DecodeFrame; ROCKETMQ-serialized requests whose code is in
 // listCodes get their ext fields in ExtList instead of ExtFields.
-func decodeFrame(frame []byte, listCodes []int32) (*Command, error) {
+// A listed request's ExtList reuses scratch's capacity when it suffices.
+func decodeFrame(frame []byte, listCodes []int32, scratch []string) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, badFrame("frame of %d bytes has no header-length word", len(frame))
 	}
@@ -73,7 +74,7 @@ func decodeFrame(frame []byte, listCodes []int32) (*Command, error) {
 		return nil, badFrame("header length %d exceeds frame length %d", h, len(frame))
 	}
 	header := frame[4 : 4+h]
-	c := &Command{SerializeType: typ}
+	c := &Command{SerializeType: typ, ExtList: scratch[:0]}
 	var err error
 	switch typ {
 	case SerializeJSON:
@@ -85,6 +86,9 @@ func decodeFrame(frame []byte, listCodes []int32) (*Command, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(c.ExtList) == 0 {
+		c.ExtList = nil // decoders set no ExtList unless the list decode ran
 	}
 	if len(frame) > 4+h {
 		c.Body = frame[4+h:]

@@ -185,7 +185,10 @@ func decodeRocketMQExtList(ext []byte, c *Command) bool {
 		return false
 	}
 	str := string(ext)
-	list := make([]string, 0, 2*n)
+	list := c.ExtList[:0] // a recycled frame's list (FrameReader)
+	if cap(list) < 2*n {
+		list = make([]string, 0, 2*n)
+	}
 	var seen uint64 // filter of the keys so far
 	for off := 0; off < len(str); {
 		if len(str)-off < 6 {

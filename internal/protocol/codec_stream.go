@@ -31,10 +31,15 @@ type FrameReader struct {
 // pooledFrameMax is the largest frame FrameReader recycles.
 const pooledFrameMax = 16 << 10
 
-// pooledFrame is a recycled frame buffer and the pool it returns to.
+// pooledFrame is a recycled frame buffer, the ExtList storage of the
+// command decoded from it, and the pool they return to.
 type pooledFrame struct {
 	buf  []byte
-	pool *sync.Pool
+	list []string
+	// owned is the first element of the ExtList decoded into list: Release
+	// takes back only that storage.
+	owned *string
+	pool  *sync.Pool
 }
 
 // pooledFrameFor reports whether the frame p (the L bytes after the length
@@ -88,11 +93,19 @@ func (f *FrameReader) Next() (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := decodeFrame(frame, f.listCodes)
+	var scratch []string
+	if pf != nil {
+		scratch, pf.list = pf.list, nil // c owns it until Release
+	}
+	c, err := decodeFrame(frame, f.listCodes, scratch)
 	if err != nil || pf == nil {
 		return c, err
 	}
 	c.frame = pf
+	pf.owned = nil
+	if len(c.ExtList) > 0 {
+		pf.owned = &c.ExtList[0]
+	}
 	return c, nil
 }
 

@@ -48,18 +48,24 @@ type Command struct {
 	frame *pooledFrame
 }
 
-// Release gives the frame buffer a FrameReader decoded c from back to the
-// reader for a later frame, and clears Body. Only for the caller that owns c
-// and knows that nothing references Body (or any other slice of the frame)
-// any more: header strings (Remark, ExtFields, ExtList) are copies and stay
-// valid. A command not read from a pooling FrameReader, or released
-// already, is left as it is.
+// Release gives the frame buffer a FrameReader decoded c from, and the
+// storage of c.ExtList, back to the reader for a later frame, and clears
+// Body and ExtList. Only for the caller that owns c and knows that nothing
+// references Body (or any other slice of the frame) or the ExtList slice
+// any more: the header strings themselves (Remark, ExtFields, ExtList's
+// values) are copies and stay valid. A command not read from a pooling
+// FrameReader, or released already, is left as it is.
 func (c *Command) Release() {
 	f := c.frame
 	if f == nil {
 		return
 	}
-	c.frame, c.Body = nil, nil
+	if len(c.ExtList) > 0 && &c.ExtList[0] == f.owned {
+		clear(c.ExtList)
+		f.list = c.ExtList[:0]
+	}
+	f.owned = nil
+	c.frame, c.Body, c.ExtList = nil, nil, nil
 	f.pool.Put(f)
 }
 

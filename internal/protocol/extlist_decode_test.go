@@ -33,7 +33,7 @@ func TestExtListDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaList, err := decodeFrame(frame, codes)
+	viaList, err := decodeFrame(frame, codes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestExtListDecode(t *testing.T) {
 	}
 	// A missing required field is the same error either way.
 	short := sendFrame(t, []string{"a", "pg"})
-	c, err := decodeFrame(short, codes)
+	c, err := decodeFrame(short, codes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestExtListDecode(t *testing.T) {
 			return b[4:]
 		}(),
 	} {
-		c, err := decodeFrame(f, codes)
+		c, err := decodeFrame(f, codes, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -89,7 +89,7 @@ func TestExtListDecode(t *testing.T) {
 			t.Fatalf("%s: decoded into a list", name)
 		}
 	}
-	if c, _ := decodeFrame(sendFrame(t, []string{"a", "pg", "b", "T", "a", "pg2"}), codes); c.Ext("a") != "pg2" {
+	if c, _ := decodeFrame(sendFrame(t, []string{"a", "pg", "b", "T", "a", "pg2"}), codes, nil); c.Ext("a") != "pg2" {
 		t.Fatalf("repeated key: last value wins as in the map decode, got %q", c.Ext("a"))
 	}
 }
@@ -108,7 +108,7 @@ func FuzzExtListDecode(f *testing.F) {
 	codes := []int32{int32(SendMessageV2)}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		viaMap, merr := DecodeFrame(frame)
-		viaList, lerr := decodeFrame(frame, codes)
+		viaList, lerr := decodeFrame(frame, codes, nil)
 		if (merr == nil) != (lerr == nil) {
 			t.Fatalf("map decode error %v, list decode error %v", merr, lerr)
 		}
@@ -142,7 +142,7 @@ func BenchmarkDecodeSendFrameList(b *testing.B) {
 	codes := []int32{int32(SendMessageV2)}
 	b.ReportAllocs()
 	for b.Loop() {
-		c, err := decodeFrame(frame, codes)
+		c, err := decodeFrame(frame, codes, nil)
 		if err != nil || len(c.ExtList) == 0 {
 			b.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func BenchmarkDecodeSendHeaderOfList(b *testing.B) {
 	h := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchCPU", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
 		QueueID: 2, BornTimestamp: 1700000000000,
 		Properties: "TAGS\x01t\x02UNIQ_KEY\x01AC1100010000000000000000000000\x02WAIT\x01true\x02"}
-	c, err := decodeFrame(sendFrame(b, AppendSendHeader(nil, &h, true)), []int32{int32(SendMessageV2)})
+	c, err := decodeFrame(sendFrame(b, AppendSendHeader(nil, &h, true)), []int32{int32(SendMessageV2)}, nil)
 	if err != nil || len(c.ExtList) == 0 {
 		b.Fatal(err)
 	}

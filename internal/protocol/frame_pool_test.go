@@ -8,7 +8,7 @@ import (
 // TestFrameReaderRecyclesReleasedFrames: a listed ROCKETMQ request's frame
 // buffer is reused for a later frame once its command is released, and the
 // released command's header strings (copies) keep their values while the
-// buffer is overwritten; unlisted codes, responses and JSON headers are
+// buffer and its ExtList storage are overwritten; unlisted codes, responses and JSON headers are
 // never pooled. (sync.Pool may drop an item, under -race on purpose: reuse
 // is required at least once in a row of frames, not every time.)
 func TestFrameReaderRecyclesReleasedFrames(t *testing.T) {
@@ -47,6 +47,7 @@ func TestFrameReaderRecyclesReleasedFrames(t *testing.T) {
 			reused := 0
 			var prev *Command
 			var prevFirst *byte
+			var prevGroup, prevTopic string
 			for i := range bodies {
 				c, err := fr.Next()
 				if err != nil {
@@ -56,8 +57,8 @@ func TestFrameReaderRecyclesReleasedFrames(t *testing.T) {
 					t.Fatalf("frame %d: topic %q, body ok %v", i, c.Ext("b"), bytes.Equal(c.Body, bodies[i]))
 				}
 				if prev != nil {
-					if prev.Ext("b") != string(rune('A'+(i-1)%26)) || prev.Ext("a") != "pg" {
-						t.Fatalf("released command %d's header changed: %q %q", i-1, prev.Ext("a"), prev.Ext("b"))
+					if prevTopic != string(rune('A'+(i-1)%26)) || prevGroup != "pg" {
+						t.Fatalf("released command %d's header strings changed: %q %q", i-1, prevGroup, prevTopic)
 					}
 					if sameArray(prevFirst, c) {
 						reused++
@@ -67,9 +68,10 @@ func TestFrameReaderRecyclesReleasedFrames(t *testing.T) {
 					t.Fatalf("frame %d pooled = %v, want %v", i, c.frame != nil, tc.pooled)
 				}
 				prev, prevFirst = c, &c.Body[0]
+				prevGroup, prevTopic = c.Ext("a"), c.Ext("b")
 				c.Release()
-				if (c.Body == nil) != tc.pooled {
-					t.Fatalf("after Release Body is nil = %v, want %v (pooled frames only)", c.Body == nil, tc.pooled)
+				if (c.Body == nil) != tc.pooled || (tc.pooled && c.ExtList != nil) {
+					t.Fatalf("after Release Body is nil = %v, ExtList %v; want cleared for pooled frames only", c.Body == nil, c.ExtList)
 				}
 				c.Release() // a second release is a no-op
 			}
