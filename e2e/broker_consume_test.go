@@ -30,6 +30,42 @@ func sendN(t *testing.T, p rocketmq.Producer, topic, tag, prefix string, n int) 
 	return ids
 }
 
+// settleSplit waits until two members of one group have split the topic's
+// queues: it sends rounds of 16 probe messages until a round is consumed
+// with none delivered to both (a member rebalances on the broker's
+// NOTIFY_CONSUMER_IDS_CHANGED, which under load can come after the other
+// member's first pulls). inA and inB report whether a member consumed a
+// message id. It fails after 60 s of rounds with duplicates.
+func settleSplit(t *testing.T, p rocketmq.Producer, topic string, inA, inB func(id string) bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for round := 0; ; round++ {
+		probe := sendN(t, p, topic, "", fmt.Sprintf("probe%d", round), 16)
+		testutil.Eventually(t, 30*time.Second, func() bool {
+			for _, id := range probe {
+				if !inA(id) && !inB(id) {
+					return false
+				}
+			}
+			return true
+		}, "probes not consumed")
+		time.Sleep(200 * time.Millisecond) // a duplicate delivery comes just after
+		both := 0
+		for _, id := range probe {
+			if inA(id) && inB(id) {
+				both++
+			}
+		}
+		if both == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe round %d: %d of %d messages still consumed by both members", round, both, len(probe))
+		}
+		t.Logf("probe round %d: %d messages consumed by both members; the group is still rebalancing", round, both)
+	}
+}
+
 // TestClusteringSplitsQueues: two push consumers of one group share the
 // topic's queues (docs/protocol.md Appendix B; rebalance after
 // NOTIFY_CONSUMER_IDS_CHANGED, docs/broker.md §1.6): every message is consumed,
@@ -48,12 +84,9 @@ func TestClusteringSplitsQueues(t *testing.T) {
 	testutil.Eventually(t, 15*time.Second, func() bool {
 		return len(c.b.Clients.ConsumerIDs(group)) == 2
 	}, "second consumer never registered")
-	// Let both finish rebalancing: a probe message per queue round must be
-	// consumed before the measured run starts.
-	probe := sendN(t, p, topic, "", "probe", 16)
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		return r1.count.Load()+r2.count.Load() >= int64(len(probe))
-	}, "probes not consumed")
+	// Let both finish rebalancing before the measured run starts.
+	settleSplit(t, p, topic, func(id string) bool { _, ok := r1.get(id); return ok },
+		func(id string) bool { _, ok := r2.get(id); return ok })
 
 	base1, base2 := r1.count.Load(), r2.count.Load()
 	ids := sendN(t, p, topic, "", "steady", 200)

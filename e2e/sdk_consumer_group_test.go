@@ -65,17 +65,8 @@ func TestSDKAndOfficialConsumersShareGroup(t *testing.T) {
 	testutil.Eventually(t, 15*time.Second, func() bool {
 		return len(c.b.Clients.ConsumerIDs(group)) == 2 && sc.Stats().Queues >= 4 && sc.Stats().Queues <= 5
 	}, "group never split")
-	probe := sendN(t, p, topic, "", "probe", 16)
-	testutil.Eventually(t, 30*time.Second, func() bool {
-		for _, id := range probe {
-			_, a := official.get(id)
-			_, b := sdk.get(id)
-			if !a && !b {
-				return false
-			}
-		}
-		return true
-	}, "probes not consumed")
+	settleSplit(t, p, topic, func(id string) bool { _, ok := official.get(id); return ok },
+		func(id string) bool { _, ok := sdk.get(id); return ok })
 	baseO, baseS := official.count.Load(), sdk.count.Load()
 	ids := sendN(t, p, topic, "", "steady", 200)
 	testutil.Eventually(t, 30*time.Second, func() bool {
