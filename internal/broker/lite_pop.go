@@ -20,13 +20,12 @@ import (
 // A lite consumer (a proxy, or a remoting client) registers its lite
 // subscriptions with LITE_SUBSCRIPTION_CTL under its client id; the broker
 // keeps them in liteService.subs (memory: a session of the connection,
-// re-sent by the client with COMPLETE_ADD). One POP_LITE_MESSAGE then pops
-// every subscribed lite topic of the client in FIFO mode, starting one
-// further on each pop (round robin), until the batch is full; with nothing
-// to pop it is held (popHold, kind heldPopLite) until a message arrives on
-// one of the client's lite topics, one of them unblocks (an ack or an
-// invisible time ending, seen by the hold's once-a-second scan), or its
-// poll time ends. Acks and invisible-time changes are the ordinary
+// re-sent by the client with COMPLETE_ADD). One POP_LITE_MESSAGE then pops,
+// in FIFO mode, the lite topics named by the client's queued events
+// (lite_events.go) until the batch is full; with nothing to pop it is held
+// (popHold, kind heldPopLite) until an event is queued for the client (a
+// message arrived on one of its lite topics, one of them unblocked: an ack
+// or an invisible time ending) or its poll time ends. Acks and invisible-time changes are the ordinary
 // ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME on the lite topic's queue
 // (%LMQ%$parent$lite, queue 0) with an orderly ExtraInfo.
 //
