@@ -39,8 +39,10 @@ const (
 	defaultLiteClientQuota = 2000
 	attrLiteClientQuota    = "lite.sub.client.quota"
 	// defaultMaxLiteSubscriptions bounds the endpoint's lite subscriptions
-	// over all clients when Config.MaxLiteSubscriptionCount is 0.
-	defaultMaxLiteSubscriptions = 1000000
+	// over all clients when Config.MaxLiteSubscriptionCount is 0: the
+	// broker's maxLiteSubscriptionCount default (100,000), which each
+	// broker enforces again on LITE_SUBSCRIPTION_CTL.
+	defaultMaxLiteSubscriptions = 100_000
 	// maxLiteTopicSize is the Subscription.max_lite_topic_size settings
 	// answer (the reference proxy's maxLiteTopicSize).
 	maxLiteTopicSize = 64

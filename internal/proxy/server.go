@@ -63,7 +63,7 @@ type Config struct {
 	// TLSEnforce refuses plaintext connections (tlsMode=enforcing).
 	TLSEnforce bool
 	// MaxLiteSubscriptionCount bounds the lite subscriptions of all
-	// clients (maxLiteSubscriptionCount; 0 = 1,000,000).
+	// clients (maxLiteSubscriptionCount; 0 = 100,000, the broker default).
 	MaxLiteSubscriptionCount int
 	Logger                   *slog.Logger
 }
