@@ -119,6 +119,10 @@ func TestMaintenanceRequestsDoTheirWork(t *testing.T) {
 	cfg.Store.MaxMessageSize = 8 << 10
 	cfg.Store.DeleteCommitLogFilesInterval = time.Millisecond
 	cfg.Store.Now = func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	// A nearly empty disk: the machine's real usage (a shared disk above
+	// diskSpaceCleanForciblyRatio) would start forced cleaning, which deletes
+	// the unexpired files this test keeps.
+	cfg.Store.DiskUsage = func(string) (float64, error) { return 0.1, nil }
 	b := startBroker(t, cfg)
 	c := newClient(t)
 	mustCode(t, invoke(t, c, b.Addr(), sendReq("Old", 0, []byte("first"), nil)), protocol.Success)
