@@ -204,15 +204,18 @@ func (s *Store) flushCommitLogOnce(leastPages int) bool {
 		s.setFlushFailed(err)
 		return false
 	}
+	// As RocketMQ's flush services: the checkpoint takes the timestamp of
+	// the last complete flush even when this one found nothing new (the
+	// least-pages flushes had kept up), so it never lags the flushed data.
+	if ts := s.commitLog.flushedTimestamp.Load(); ts > 0 {
+		s.cp.physicMsgTimestamp.Store(ts)
+	}
 	after := s.commitLog.flushedWhere.Load()
 	if after == before {
 		return false
 	}
 	s.stats.flushes.Add(1)
 	s.stats.flush.observeFsync(time.Since(start)) // stats_flush.go
-	if ts := s.commitLog.flushedTimestamp.Load(); ts > 0 {
-		s.cp.physicMsgTimestamp.Store(ts)
-	}
 	return true
 }
 

@@ -364,6 +364,16 @@ func (q *mappedFileQueue) markFlushed(upTo int64) {
 
 // flushTo flushes until the frontier reaches target or stops moving.
 func (q *mappedFileQueue) flushTo(target int64) error {
+	if l := q.last(); l != nil && q.flushedWhere.Load() >= target {
+		// Nothing to flush: everything written is durable, so the last
+		// file's newest record time is (read first, then the check, so
+		// that no record of that time can be unflushed).
+		ts := l.storeTimestamp.Load()
+		if ts > 0 && q.flushedWhere.Load() >= q.writtenOffset() {
+			q.flushedTimestamp.Store(ts)
+		}
+		return nil
+	}
 	for i := 0; i < 64 && q.flushedWhere.Load() < target; i++ {
 		unchanged, err := q.flush(0)
 		if err != nil {
