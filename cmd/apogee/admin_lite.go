@@ -134,6 +134,15 @@ func liteTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
+// liteParentGroupFlags defines the -p parentTopic and -g group flags, both
+// required, that every lite admin command takes.
+func liteParentGroupFlags(c *cobra.Command, parent, group *string) {
+	c.Flags().StringVarP(parent, "parentTopic", "p", "", "LITE parent topic (required)")
+	c.Flags().StringVarP(group, "group", "g", "", "consumer group (required)")
+	c.MarkFlagRequired("parentTopic")
+	c.MarkFlagRequired("group")
+}
+
 // cmdGetLiteClientInfo is mqadmin getLiteClientInfo: -p parent, -g group,
 // -c client id, -s to list the lite topics.
 func cmdGetLiteClientInfo(g *globalFlags, af *adminFlags) *cobra.Command {
@@ -141,12 +150,9 @@ func cmdGetLiteClientInfo(g *globalFlags, af *adminFlags) *cobra.Command {
 	var detail bool
 	return adminCommand(g, af, "getLiteClientInfo", "Show a lite client's subscription count and last pops per broker of the parent",
 		func(c *cobra.Command) {
-			c.Flags().StringVarP(&parent, "parentTopic", "p", "", "LITE parent topic (required)")
-			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			liteParentGroupFlags(c, &parent, &group)
 			c.Flags().StringVarP(&clientID, "clientId", "c", "", "client id (required)")
 			c.Flags().BoolVarP(&detail, "showDetail", "s", false, "list the subscribed lite topics")
-			c.MarkFlagRequired("parentTopic")
-			c.MarkFlagRequired("group")
 			c.MarkFlagRequired("clientId")
 		},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
@@ -188,12 +194,9 @@ func cmdGetLiteGroupInfo(g *globalFlags, af *adminFlags) *cobra.Command {
 	var topK int
 	return adminCommand(g, af, "getLiteGroupInfo", "Show a lite group's lag: total and topK lite topics, or one lite topic's offsets",
 		func(c *cobra.Command) {
-			c.Flags().StringVarP(&parent, "parentTopic", "p", "", "LITE parent topic (required)")
-			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			liteParentGroupFlags(c, &parent, &group)
 			c.Flags().StringVarP(&liteTopic, "liteTopic", "l", "", "one lite topic's detail")
 			c.Flags().IntVarP(&topK, "topK", "k", 20, "topK of each broker")
-			c.MarkFlagRequired("parentTopic")
-			c.MarkFlagRequired("group")
 		},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
 			brokers, err := liteRouteBrokers(ctx, a, parent)
@@ -261,12 +264,9 @@ func cmdTriggerLiteDispatch(g *globalFlags, af *adminFlags) *cobra.Command {
 	var parent, group, clientID, brokerName string
 	return adminCommand(g, af, "triggerLiteDispatch", "Queue a lite group's (or one client's) backlog again on the parent's brokers",
 		func(c *cobra.Command) {
-			c.Flags().StringVarP(&parent, "parentTopic", "p", "", "LITE parent topic (required)")
-			c.Flags().StringVarP(&group, "group", "g", "", "consumer group (required)")
+			liteParentGroupFlags(c, &parent, &group)
 			c.Flags().StringVarP(&clientID, "clientId", "c", "", "client id (default: every client of the group)")
 			c.Flags().StringVarP(&brokerName, "brokerName", "b", "", "only this broker")
-			c.MarkFlagRequired("parentTopic")
-			c.MarkFlagRequired("group")
 		},
 		func(ctx context.Context, a *admin.Admin) (*result, error) {
 			brokers, err := liteRouteBrokers(ctx, a, parent)

@@ -23,11 +23,7 @@ import (
 //	go test -run='^$' -bench=CPU -benchtime=2s -count=3 ./internal/broker
 func BenchmarkSendCPU(b *testing.B) {
 	br := benchBroker(b, "ASYNC_FLUSH", 256<<20)
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	body := make([]byte, 1024)
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchCPU", DefaultTopic: names.TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: -1, BornTimestamp: time.Now().UnixMilli(),
@@ -75,11 +71,7 @@ func BenchmarkSendCPU(b *testing.B) {
 // (cpu-ns/op is per request; cpu-ns/msg per message).
 func BenchmarkPullCPU(b *testing.B) {
 	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	const n = 4096
 	fillBenchQueue(b, c, br, "PullCPU", n)
 	b.SetBytes(32 * 1024)
@@ -119,6 +111,17 @@ func benchBroker(b *testing.B, flush string, fileSize int64) *Broker {
 	}
 	b.Cleanup(func() { br.Close() })
 	return br
+}
+
+// benchClient starts a remoting client that the benchmark's cleanup closes
+// (before the broker, which was started earlier).
+func benchClient(b *testing.B) *remoting.Client {
+	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
 }
 
 // startCPU starts measuring the process's CPU time; the function it returns

@@ -8,7 +8,6 @@ import (
 
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -27,11 +26,7 @@ func BenchmarkSendMetricsOnOff(b *testing.B) {
 	if !on.MetricsEnabled() || off.MetricsEnabled() {
 		b.Fatal("metrics switch not applied")
 	}
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	body := make([]byte, 1024)
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "BenchMetrics", DefaultTopic: names.TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: -1, BornTimestamp: time.Now().UnixMilli(),

@@ -56,11 +56,7 @@ func BenchmarkSend(b *testing.B) {
 }
 
 func runSend(b *testing.B, addr string, body []byte) {
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	h := protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "Bench", DefaultTopic: names.TopicAutoCreate,
 		DefaultTopicQueueNums: 4, QueueID: -1, BornTimestamp: time.Now().UnixMilli(), Properties: "TAGS\x01t\x02"}
 	ext := protocol.EncodeHeader(&h, false)
@@ -100,11 +96,7 @@ func runSend(b *testing.B, addr string, body []byte) {
 // that already holds them (messages per second transferred).
 func BenchmarkPull(b *testing.B) {
 	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	const n = 4096
 	fillBenchQueue(b, c, br, "PullBench", n)
 	b.SetBytes(32 * 1024)

@@ -9,8 +9,6 @@ import (
 	"github.com/apogeemq/apogee/internal/lite"
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/remoting"
-	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // BenchmarkLitePopManySubscriptions measures one POP_LITE_MESSAGE of a
@@ -23,11 +21,7 @@ import (
 //	go test -run '^$' -bench LitePopManySubscriptions -benchtime 2000x ./internal/broker
 func BenchmarkLitePopManySubscriptions(b *testing.B) {
 	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	call := func(req *protocol.Command, want protocol.ResponseCode) *protocol.Command {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -10,8 +10,6 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
-	"github.com/apogeemq/apogee/internal/remoting"
-	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // BenchmarkLiteSendCPU compares SEND_MESSAGE_V2 (ROCKETMQ header, 1 KiB,
@@ -25,11 +23,7 @@ import (
 //	go test -run '^$' -bench LiteSendCPU -benchtime 40000x -count 3 ./internal/broker
 func BenchmarkLiteSendCPU(b *testing.B) {
 	br := benchBroker(b, "ASYNC_FLUSH", 256<<20)
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	ct := protocol.CreateTopicRequestHeader{Topic: "LiteCPU", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6,
 		TopicFilterType: "SINGLE_TAG", Attributes: "+message.type=LITE"}
 	if resp, err := c.InvokeSync(context.Background(), br.Addr(), protocol.NewRequest(protocol.UpdateAndCreateTopic,

@@ -10,7 +10,6 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
-	"github.com/apogeemq/apogee/internal/testutil"
 )
 
 // BenchmarkPopConsume compares consuming one backlog of 1 KiB messages by
@@ -33,11 +32,7 @@ import (
 //	go test -run '^$' -bench PopConsume -benchtime 3s ./internal/broker
 func BenchmarkPopConsume(b *testing.B) {
 	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
-	c := remoting.NewClient(remoting.ClientConfig{Logger: testutil.DiscardLogger()})
-	if err := c.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	const n = 4096
 	fillBenchQueue(b, c, br, "PopBench", n)
 	groupSeq := 0
