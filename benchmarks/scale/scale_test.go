@@ -1,7 +1,6 @@
 package scalebench
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -10,14 +9,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,7 +50,7 @@ func freePort(tb testing.TB) int { return testutil.FreePort(tb) }
 
 // server is one `apogee standalone` child.
 type server struct {
-	cmd            *exec.Cmd
+	child          *testutil.Child
 	data           string
 	nsPort, brPort int
 	nsAddr, broker string
@@ -76,37 +73,11 @@ func startServer(tb testing.TB, data string, nsPort, brPort int) *server {
 	args := append([]string{"standalone", "--data", data, "--console-port", "-1",
 		"--namesrv-port", strconv.Itoa(nsPort), "--broker-port", strconv.Itoa(brPort), "--grpc-port", "-1",
 		"--log-level", "warn", "--set", "brokerIP1=127.0.0.1"}, metrics...)
-	s.cmd = exec.Command(apogeeBin(tb), args...)
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(filepath.Dir(data), fmt.Sprintf("apogee-%d.log", time.Now().UnixNano())))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.cmd.Stderr = logf
-	if err := s.cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait(); logf.Close() })
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "broker ") {
-				close(ready)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Minute):
-		tb.Fatal("apogee standalone did not start")
-	}
+	s.child = testutil.StartChild(tb, testutil.ChildOptions{
+		Ready:   func(line string) bool { return strings.HasPrefix(line, "broker ") },
+		Timeout: 10 * time.Minute,
+		LogDir:  filepath.Dir(data),
+	}, apogeeBin(tb), args...)
 	return s
 }
 
@@ -141,23 +112,15 @@ func (s *server) profile(tb testing.TB, name string, d time.Duration) <-chan str
 
 func (s *server) stop(tb testing.TB) {
 	tb.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			tb.Fatalf("apogee exited with %v after SIGTERM", err)
-		}
-	case <-time.After(5 * time.Minute):
-		tb.Fatal("apogee did not stop")
+	if err := s.child.Stop(5 * time.Minute); err != nil {
+		tb.Fatalf("apogee standalone after SIGTERM: %v", err)
 	}
 }
 
 // resources is what the broker process holds and its data dir occupies.
 func (s *server) resources(tb testing.TB) procstat.Resources {
 	tb.Helper()
-	return procstat.Read(s.cmd.Process.Pid, s.data)
+	return procstat.Read(s.child.Pid(), s.data)
 }
 
 func newAdmin(tb testing.TB, nsAddr string) *admin.Admin {
@@ -554,7 +517,7 @@ func BenchmarkPublishQueues(b *testing.B) {
 	rates := make(map[int][]float64)
 	cpu := make(map[int]time.Duration) // broker CPU during each count's rounds
 	msgs := make(map[int]int64)
-	pid := s.cmd.Process.Pid
+	pid := s.child.Pid()
 	cpu0 := cpuTime(pid)
 	b.ResetTimer()
 	for r := 0; r < *roundsFlag; r++ {
