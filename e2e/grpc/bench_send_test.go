@@ -32,15 +32,19 @@ import (
 // round without traffic) is taken off its figures. It reports both rates, x-remoting = gRPC / remoting rate, and
 // per side and protocol the CPU per message. A "stub-" round sends with a
 // bare grpc-go client of the generated stubs instead of the official one.
-// A last round sends over
-// remoting paced to the gRPC round's rate ("paced-"): at a low rate the
+// Two last rounds send over
+// remoting paced to the official and the stub gRPC round's rates ("paced-",
+// "stub-paced-"): at a low rate the
 // store's per-batch costs weigh on each message, so the server's gRPC cost
 // is that figure's difference. The machine is shared: compare within a
 // run. Run:
 //
 //	cd e2e/grpc && go test -run '^$' -bench SendProcesses -benchtime 1x .
 //
-// APOGEE_BIN names another apogee binary to serve (an A/B of a build).
+// APOGEE_BIN names another apogee binary to serve (an A/B of a build);
+// APOGEE_BENCH_ARGS adds space-separated arguments to its command line
+// (e.g. "--set metricsExporterType=PROM --set metricsPromExporterPort=9999
+// --set metricsPprofEnable=true" to profile the server).
 func BenchmarkSendProcesses(b *testing.B) {
 	const (
 		size      = 1024
@@ -49,9 +53,11 @@ func BenchmarkSendProcesses(b *testing.B) {
 		topic     = "BenchSendProcesses"
 		round     = 3 * time.Second
 	)
-	s := startServer(b, "", "--set", "flushDiskType=ASYNC_FLUSH", "--set", "sendMessageThreadPoolNums=4",
+	args := append([]string{"--set", "flushDiskType=ASYNC_FLUSH", "--set", "sendMessageThreadPoolNums=4",
 		"--set", "mappedFileSizeCommitLog=268435456",
-		"--set", "waitTimeMillsInSendQueue=10000") // no flow control: the machine is loaded
+		"--set", "waitTimeMillsInSendQueue=10000"}, // no flow control: the machine is loaded
+		strings.Fields(os.Getenv("APOGEE_BENCH_ARGS"))...)
+	s := startServer(b, "", args...)
 	s.createTopic(b, topic, "", 8)
 	pid := s.child.Pid()
 	body := make([]byte, size)
@@ -158,21 +164,23 @@ func BenchmarkSendProcesses(b *testing.B) {
 	sv0, t0 := procCPU(b, pid), time.Now()
 	time.Sleep(round)
 	idle = (procCPU(b, pid) - sv0).Seconds() / time.Since(t0).Seconds()
-	var g, st, r, paced figures
+	var g, st, r, paced, stubPaced figures
 	add := func(sum *figures, f figures, k float64) {
 		*sum = figures{sum.rate + f.rate/k, sum.server + f.server/k, sum.client + f.client/k}
 	}
 	for b.Loop() {
-		g, st, r, paced = figures{}, figures{}, figures{}, figures{}
+		g, st, r, paced, stubPaced = figures{}, figures{}, figures{}, figures{}, figures{}
 		const rounds = 3
 		for range rounds {
 			x := run(grpcSend, 0)
 			add(&g, x, rounds)
-			add(&st, run(stubSend, 0), rounds)
+			y := run(stubSend, 0)
+			add(&st, y, rounds)
 			add(&r, run(remotingSend, 0), rounds)
-			// Remoting at the gRPC round's rate: the store's per-batch
+			// Remoting at the gRPC rounds' rates: the store's per-batch
 			// costs are then spread over as few messages as gRPC's.
 			add(&paced, run(remotingSend, x.rate), rounds)
+			add(&stubPaced, run(remotingSend, y.rate), rounds)
 		}
 	}
 	b.ReportMetric(idle*100, "server-idle-cpu-%")
@@ -189,6 +197,16 @@ func BenchmarkSendProcesses(b *testing.B) {
 	b.ReportMetric(paced.rate, "paced-remoting-msg/s")
 	b.ReportMetric(paced.server, "paced-remoting-server-us/msg")
 	b.ReportMetric(paced.client, "paced-remoting-client-us/msg")
+	b.ReportMetric(stubPaced.rate, "stub-paced-remoting-msg/s")
+	b.ReportMetric(stubPaced.server, "stub-paced-remoting-server-us/msg")
+	// The server's messages per CPU-second over gRPC as a fraction of
+	// remoting's (issue 11's goal: >= 0.7): against unpaced remoting
+	// (its best rate) and against remoting paced to the same client's
+	// rate (the same rate, so the same per-batch costs).
+	b.ReportMetric(r.server/st.server, "stub-server-msg-per-cpu-s-x-remoting")
+	b.ReportMetric(stubPaced.server/st.server, "stub-server-msg-per-cpu-s-x-paced-remoting")
+	b.ReportMetric(r.server/g.server, "grpc-server-msg-per-cpu-s-x-remoting")
+	b.ReportMetric(paced.server/g.server, "grpc-server-msg-per-cpu-s-x-paced-remoting")
 }
 
 // procCPU is the user+system CPU time of process pid so far.
