@@ -382,16 +382,21 @@ func TestLowWatermarks(t *testing.T) {
 	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 0, PopTime: 1, InvisibleTime: 9, Offsets: []int64{0, 1, 2}, NextOffset: 3}))
 	must(t, s.AddCheckpoint(Checkpoint{Key: kA, StartOffset: 3, PopTime: 2, InvisibleTime: 9, Offsets: []int64{3, 4}, NextOffset: 5}))
 	got := map[QueueKey]int64{}
-	collect := func() { s.LowWatermarks(func(k QueueKey, off int64) { got[k] = off }) }
+	calls := 0
+	collect := func() { s.LowWatermarks(func(k QueueKey, off int64) { got[k] = off; calls++ }) }
 	collect()
-	if got[kA] != 0 {
-		t.Fatalf("low %d", got[kA])
+	if got[kA] != 0 || calls != 1 {
+		t.Fatalf("low %d (%d calls)", got[kA], calls)
+	}
+	collect() // unchanged: not handed out again
+	if calls != 1 {
+		t.Fatalf("an unchanged watermark was handed out again (%d calls)", calls)
 	}
 	s.Ack(kA, 0, 1, 0)
 	s.Ack(kA, 0, 1, 2)
 	collect()
-	if got[kA] != 1 {
-		t.Fatalf("low after acks %d", got[kA])
+	if got[kA] != 1 || calls != 2 {
+		t.Fatalf("low after acks %d (%d calls)", got[kA], calls)
 	}
 	s.Ack(kA, 0, 1, 1)
 	s.AckBatch(kA, 3, 2, []int64{3, 4})
