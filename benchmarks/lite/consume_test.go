@@ -4,9 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/testutil/procstat"
 )
 
 var (
@@ -252,19 +251,5 @@ func settle(tb testing.TB, s *server) {
 	tb.Logf("broker still busy after 10 minutes; measuring anyway")
 }
 
-// cpuSeconds is process pid's user+system CPU time (/proc/pid/stat
-// utime and stime, in clock ticks of 1/100 s on Linux).
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	k, _ := strconv.ParseFloat(f[12], 64)
-	return (u + k) / 100
-}
+// cpuSeconds is process pid's CPU time in seconds.
+func cpuSeconds(pid int) float64 { return procstat.CPU(pid).Seconds() }

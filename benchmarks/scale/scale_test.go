@@ -302,24 +302,7 @@ func (s *sender) publishFor(tb testing.TB, prefix string, n int, d time.Duration
 
 // cpuTime is the CPU time (user + system) process pid has used, from
 // /proc/<pid>/stat (clock ticks of 10 ms); 0 where it cannot be read.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name (field 2) may hold spaces: count from after it.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
+func cpuTime(pid int) time.Duration { return procstat.CPU(pid) }
 
 // writeBehind reads the broker's consume-queue write-behind figures
 // (GET_BROKER_RUNTIME_INFO); absent keys read as 0.

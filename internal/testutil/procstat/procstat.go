@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Resources is one reading.
@@ -76,4 +77,25 @@ func (r Resources) Report(b *testing.B, prefix string) {
 	b.ReportMetric(r.CQMB, prefix+"consumequeueMB")
 	b.Logf("%sopen files %d, mappings %d, RSS %.0f MiB, data dir %.1f MiB allocated (consume queues %.1f MiB; %.1f GiB apparent)",
 		prefix, r.FDs, r.Maps, r.RSSMB, r.DataMB, r.CQMB, r.ApparentGiB)
+}
+
+// CPU is process pid's user+system CPU time (/proc/pid/stat utime and
+// stime, in clock ticks of 1/100 s on Linux); 0 when it cannot be read.
+func CPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
