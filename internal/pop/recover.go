@@ -114,6 +114,7 @@ func (s *Store) applyRecordLocked(p []byte) error {
 	case recSnapshotBegin:
 		d.u()
 		s.queues = make(map[QueueKey]*queue)
+		s.byTopic = make(map[string][]*queue)
 		s.deadline = nil
 		s.inFlight = 0
 	case recSnapshotEnd:

@@ -286,7 +286,7 @@ func (s *Store) replaceState(snap []byte) error {
 	if s.closed {
 		return ErrClosed
 	}
-	s.queues, s.deadline, s.inFlight = t.queues, t.deadline, t.inFlight
+	s.queues, s.byTopic, s.deadline, s.inFlight = t.queues, t.byTopic, t.deadline, t.inFlight
 	// Downstream replicas of this store must start over too.
 	s.repl.session, s.repl.base, s.repl.buf = newSession(), 0, nil
 	if err := s.writeSnapshotLocked(s.log.seq + 1); err != nil {

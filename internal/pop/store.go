@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -66,13 +67,18 @@ type Store struct {
 	log      *logFile            // guarded by mu
 	snapSize int64               // size of the active file's snapshot; guarded by mu
 	queues   map[QueueKey]*queue // guarded by mu
-	deadline ckHeap              // unrevived checkpoints by deadline; guarded by mu
-	sticky   error               // first append error; refuses writes after; guarded by mu
-	readOnly bool                // local changes refused (SetReadOnly); guarded by mu
-	inFlight int64               // unacked messages in checkpoints; guarded by mu
-	repl     replState           // frames kept for replicas (repl.go); guarded by mu
-	replica  replicaState        // following a master (repl.go); guarded by mu
-	recovery RecoveryReport      // set by Open
+	// byTopic indexes queues by topic (every queue of queues is in its
+	// topic's slice, and only those), so dropping a topic, or one group's
+	// state on one, costs the queues of that topic rather than a pass over
+	// every queue: a lite topic expiring among 10^6 others. Guarded by mu.
+	byTopic  map[string][]*queue
+	deadline ckHeap         // unrevived checkpoints by deadline; guarded by mu
+	sticky   error          // first append error; refuses writes after; guarded by mu
+	readOnly bool           // local changes refused (SetReadOnly); guarded by mu
+	inFlight int64          // unacked messages in checkpoints; guarded by mu
+	repl     replState      // frames kept for replicas (repl.go); guarded by mu
+	replica  replicaState   // following a master (repl.go); guarded by mu
+	recovery RecoveryReport // set by Open
 }
 
 // queue is the state of one QueueKey. Guarded by Store.mu.
@@ -248,8 +254,39 @@ func (s *Store) queueLocked(k QueueKey) *queue {
 	if q == nil {
 		q = &queue{key: k, popOffset: -1, reported: math.MinInt64}
 		s.queues[k] = q
+		if s.byTopic == nil {
+			s.byTopic = make(map[string][]*queue)
+		}
+		s.byTopic[k.Topic] = append(s.byTopic[k.Topic], q)
 	}
 	return q
+}
+
+// matchingLocked returns the queues a drop of kind and name removes:
+// through byTopic for a topic drop and a group-and-topic drop, by a pass
+// over every queue for a group drop (an admin deleting a group).
+// REQUIRES: s.mu held.
+func (s *Store) matchingLocked(kind byte, name string) []*queue {
+	var out []*queue
+	switch kind {
+	case dropTopic:
+		out = append(out, s.byTopic[name]...)
+	case dropGroupTopic:
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			for _, q := range s.byTopic[name[i+1:]] {
+				if _, ok := dropMatch(kind, name, q.key); ok {
+					out = append(out, q)
+				}
+			}
+		}
+	default:
+		for k, q := range s.queues {
+			if _, ok := dropMatch(kind, name, k); ok {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
 }
 
 // appendLocked frames one record into pending and sets *seq to its
@@ -809,15 +846,16 @@ func (s *Store) drop(kind byte, name string) (other []string, err error) {
 	defer s.commit(&seq, &err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	match := s.matchingLocked(kind, name)
+	if len(match) == 0 {
+		return nil, nil
+	}
 	seen := map[string]bool{}
-	for k := range s.queues {
-		if x, ok := dropMatch(kind, name, k); ok && !seen[x] {
+	for _, q := range match {
+		if x, _ := dropMatch(kind, name, q.key); !seen[x] {
 			seen[x] = true
 			other = append(other, x)
 		}
-	}
-	if len(other) == 0 {
-		return nil, nil
 	}
 	e := enc{b: make([]byte, 0, 8+len(name))}
 	e.byte(recDrop)
@@ -836,9 +874,9 @@ func (s *Store) GroupsOf(topic string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for k := range s.queues {
-		if k.Topic == topic && !slices.Contains(out, k.Group) {
-			out = append(out, k.Group)
+	for _, q := range s.byTopic[topic] {
+		if !slices.Contains(out, q.key.Group) {
+			out = append(out, q.key.Group)
 		}
 	}
 	return out
@@ -861,14 +899,18 @@ func dropMatch(kind byte, name string, k QueueKey) (string, bool) {
 
 // applyDropLocked removes the matching queues. REQUIRES: s.mu held.
 func (s *Store) applyDropLocked(kind byte, name string) {
-	for k, q := range s.queues {
-		if _, ok := dropMatch(kind, name, k); !ok {
-			continue
-		}
+	for _, q := range s.matchingLocked(kind, name) {
+		k := q.key
 		for _, c := range q.cks {
 			s.dropLocked(c)
 		}
 		delete(s.queues, k)
+		list := slices.DeleteFunc(s.byTopic[k.Topic], func(x *queue) bool { return x == q })
+		if len(list) == 0 {
+			delete(s.byTopic, k.Topic)
+		} else {
+			s.byTopic[k.Topic] = list
+		}
 		if v, ok := s.popLocks.Load(k); ok && !v.(*atomic.Bool).Load() {
 			s.popLocks.Delete(k)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -520,6 +521,7 @@ func TestDrop(t *testing.T) {
 				for _, ex := range due {
 					s.Release(ex)
 				}
+				checkIndex(t, s)
 			}
 			check(s, "after drop")
 			s.Close()
@@ -529,6 +531,64 @@ func TestDrop(t *testing.T) {
 			s.Close()
 			s = open(t, dir)
 			check(s, "after compaction")
+		})
+	}
+}
+
+// checkIndex fails unless byTopic holds every queue once, under its
+// topic, and nothing else.
+func checkIndex(t *testing.T, s *Store) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for topic, list := range s.byTopic {
+		if len(list) == 0 {
+			t.Fatalf("byTopic[%q] is empty", topic)
+		}
+		for _, q := range list {
+			if q.key.Topic != topic || s.queues[q.key] != q {
+				t.Fatalf("byTopic[%q] holds %v, not a live queue of the topic", topic, q.key)
+			}
+		}
+		n += len(list)
+	}
+	if n != len(s.queues) {
+		t.Fatalf("byTopic holds %d queues, the store %d", n, len(s.queues))
+	}
+}
+
+// BenchmarkDropTopicAmongMany: one topic's state dropped (and made again)
+// among -n other popped queues: a lite topic expiring, or a lite
+// subscription's offset reset, on a broker with many lite topics. Its cost
+// must not grow with the other queues.
+func BenchmarkDropTopicAmongMany(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s, err := Open(Options{Dir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for i := range n {
+				if err := s.SetPopOffset(QueueKey{"G", "T" + strconv.Itoa(i), 0}, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				k := QueueKey{"G", "T" + strconv.Itoa(i%n), 0}
+				if i%2 == 0 {
+					if _, err := s.DropTopic(k.Topic); err != nil {
+						b.Fatal(err)
+					}
+				} else if _, err := s.DropGroupTopic(k.Group, k.Topic); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.SetPopOffset(k, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
