@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -336,4 +339,80 @@ func TestOffsetsRemoveTopicByIndex(t *testing.T) {
 	if off, ok := m2.Query("g1", "A", 0); !ok || off != 7 {
 		t.Fatalf("A@g1 after reload: %d %v", off, ok)
 	}
+}
+
+// TestOffsetsJSON: consumerOffset.json as persist writes it reads back
+// (with the loader, and with encoding/json) as the table it was made of,
+// for empty tables, many queues per key and keys that need escaping.
+func TestOffsetsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		commits map[string]map[int32]int64 // "topic@group" -> offsets
+	}{
+		{"empty", nil},
+		{"one", map[string]map[int32]int64{"T@G": {0: 5}}},
+		{"queues", map[string]map[int32]int64{"T@G": {0: 5, 1: 0, 7: 1 << 40}, "%LMQ%$P$s-1@LG": {0: 1}, "%RETRY%G@G": {0: 3}}},
+		{"escaped", map[string]map[int32]int64{"t\"q\\<&>\u00e9\n@g": {2: 9}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "consumerOffset.json")
+			m := newConsumerOffsetManager(path, testutil.Logger(t), fixedNow, 1)
+			for k, q := range tc.commits {
+				topic, group, _ := splitOffsetKey(k)
+				for id, off := range q {
+					m.Commit(group, topic, id, off)
+				}
+			}
+			if err := m.persist(true); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w protocol.ConsumerOffsetWrapper
+			if err := json.Unmarshal(data, &w); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, data)
+			}
+			if len(w.OffsetTable) != len(tc.commits) || w.DataVersion == nil || *w.DataVersion != *m.Wrapper().DataVersion {
+				t.Fatalf("read back %+v (version %+v), want %v", w.OffsetTable, w.DataVersion, tc.commits)
+			}
+			m2 := newConsumerOffsetManager(path, testutil.Logger(t), fixedNow, 1)
+			if err := m2.load(); err != nil {
+				t.Fatal(err)
+			}
+			for k, q := range tc.commits {
+				topic, group, _ := splitOffsetKey(k)
+				for id, off := range q {
+					if got, ok := m2.Query(group, topic, id); !ok || got != off || w.OffsetTable[k][id] != off {
+						t.Fatalf("%s queue %d: loaded %d %v, json %d, want %d", k, id, got, ok, w.OffsetTable[k][id], off)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOffsetsPersist: consumerOffset.json with 300,000 keys (three
+// groups over 10^5 lite topics). lock-ms is how long the copy holds the
+// table's lock (every commit, and so every ack, waits that long).
+func BenchmarkOffsetsPersist(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "consumerOffset.json")
+	m := newConsumerOffsetManager(path, slog.New(slog.DiscardHandler), fixedNow, 500)
+	for g := range 3 {
+		for i := range 100_000 {
+			m.Commit("LiteGroup"+strconv.Itoa(g), "%LMQ%$LiteParent$session-"+strconv.Itoa(i), 0, int64(i))
+		}
+	}
+	var lock time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		m.flat()
+		lock += time.Since(t0)
+		if err := m.persist(true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(lock.Milliseconds())/float64(b.N), "lock-ms")
 }

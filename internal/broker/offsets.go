@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -287,6 +288,10 @@ func (m *ConsumerOffsetManager) Wrapper() *protocol.ConsumerOffsetWrapper {
 }
 
 // persist writes consumerOffset.json when something changed (or force).
+// The table is copied flat under the read lock (one slice, no map per
+// key: with 10^5 lite topics cloning the nested maps held off every
+// commit, and so every ack, for a good part of a second) and encoded
+// outside it.
 func (m *ConsumerOffsetManager) persist(force bool) error {
 	m.persistMu.Lock()
 	defer m.persistMu.Unlock()
@@ -297,17 +302,85 @@ func (m *ConsumerOffsetManager) persist(force bool) error {
 	if !dirty && !force {
 		return nil
 	}
-	data, err := json.MarshalIndent(m.Wrapper(), "", "\t")
-	if err != nil {
-		return fmt.Errorf("broker: encode consumer offsets: %w", err)
-	}
-	if err := writeFileAtomic(m.path, data); err != nil {
+	entries, version := m.flat()
+	if err := writeFileAtomic(m.path, appendOffsetsJSON(make([]byte, 0, 128+len(entries)*64), entries, version)); err != nil {
 		m.mu.Lock()
 		m.dirty = true
 		m.mu.Unlock()
 		return err
 	}
 	return nil
+}
+
+// offsetEntry is one queue's offset in a flat copy of the table; the
+// entries of one key are adjacent.
+type offsetEntry struct {
+	key     string
+	queueID int32
+	offset  int64
+}
+
+// flat copies the table (keys shared: strings are immutable) and its
+// version under the read lock.
+func (m *ConsumerOffsetManager) flat() ([]offsetEntry, protocol.DataVersion) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]offsetEntry, 0, len(m.offsets)+len(m.offsets)/4)
+	for k, q := range m.offsets {
+		for id, off := range q {
+			out = append(out, offsetEntry{k, id, off})
+		}
+	}
+	return out, m.version
+}
+
+// appendOffsetsJSON appends consumerOffset.json's document: the
+// ConsumerOffsetWrapper's fields, one key per line, as the JSON encoder
+// would write them (keys unordered: RocketMQ's file is a HashMap's order
+// too). A key with no queue (never stored) is omitted.
+func appendOffsetsJSON(dst []byte, entries []offsetEntry, v protocol.DataVersion) []byte {
+	dst = append(dst, "{\n\t\"offsetTable\": {"...)
+	for i, e := range entries {
+		if i == 0 || entries[i-1].key != e.key {
+			if i > 0 {
+				dst = append(dst, "\n\t\t},"...)
+			}
+			dst = append(dst, "\n\t\t"...)
+			dst = appendJSONString(dst, e.key)
+			dst = append(dst, ": {"...)
+		} else {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, "\n\t\t\t\""...)
+		dst = strconv.AppendInt(dst, int64(e.queueID), 10)
+		dst = append(dst, "\": "...)
+		dst = strconv.AppendInt(dst, e.offset, 10)
+	}
+	if len(entries) > 0 {
+		dst = append(dst, "\n\t\t}\n\t"...)
+	}
+	dst = append(dst, "},\n\t\"dataVersion\": {\n\t\t\"stateVersion\": "...)
+	dst = strconv.AppendInt(dst, v.StateVersion, 10)
+	dst = append(dst, ",\n\t\t\"timestamp\": "...)
+	dst = strconv.AppendInt(dst, v.Timestamp, 10)
+	dst = append(dst, ",\n\t\t\"counter\": "...)
+	dst = strconv.AppendInt(dst, v.Counter, 10)
+	return append(dst, "\n\t}\n}"...)
+}
+
+// appendJSONString appends s as a JSON string: as is between quotes when
+// it holds only printable ASCII other than the quote and the backslash
+// (every valid topic and group name), else as encoding/json writes it.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // DelayOffsetTable is delayOffset.json: per delay level, the next offset of
