@@ -5,8 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/apogeemq/apogee/internal/testutil"
-	"github.com/apogeemq/apogee/internal/testutil/procstat"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +19,14 @@ import (
 	"github.com/apogeemq/apogee/client/admin"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
+	"github.com/apogeemq/apogee/internal/testutil"
+	"github.com/apogeemq/apogee/internal/testutil/procstat"
 )
+
+// brokerSetFlag adds broker.conf settings to every server these
+// benchmarks start (after their own, so it wins): for profiling,
+// "metricsPromExporterPort=5557;metricsPprofEnable=true".
+var brokerSetFlag = flag.String("lite.broker.set", "", "extra broker settings, 'key=value;key=value'")
 
 // bin is the apogee binary these benchmarks start.
 var bin testutil.ApogeeBinary
@@ -60,6 +65,11 @@ func startServer(tb testing.TB, data string, nsPort, brPort int, extra ...string
 		// A clean stop flushes every consume queue: with 10^5..10^6 lite
 		// topics that takes longer than the default 30 s.
 		"--shutdown-timeout", "20m"}, extra...)
+	for _, kv := range strings.Split(*brokerSetFlag, ";") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			args = append(args, "--set", kv)
+		}
+	}
 	s.cmd = exec.Command(apogeeBin(tb), args...)
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
