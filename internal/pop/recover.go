@@ -229,8 +229,12 @@ func (s *Store) Compact() error {
 // encodeSnapshotLocked frames the live state as a snapshot (records 10,
 // 5, 9, 1, 6-8, 11). REQUIRES: s.mu held.
 func (s *Store) encodeSnapshotLocked(seq uint64) []byte {
-	var buf []byte
+	// Sized from the last snapshot (or ~120 B a queue): growing by doubling
+	// copied a 10^5-queue snapshot several times over while s.mu was held.
+	buf := make([]byte, 0, max(s.snapSize+s.snapSize/8, int64(len(s.queues))*128, 4096))
 	e := enc{b: make([]byte, 0, 256)}
+	offs := make([]int64, 0, MaxBatch)
+	var deliveries []int32
 	frame := func() {
 		buf = appendFrame(buf, e.b)
 		e.b = e.b[:0]
@@ -245,7 +249,6 @@ func (s *Store) encodeSnapshotLocked(seq uint64) []byte {
 			e.v(q.popOffset)
 			frame()
 		}
-		offs := make([]int64, 0, MaxBatch)
 		for _, c := range q.cks {
 			offs = offs[:0]
 			for i := 0; i < int(c.n); i++ {
@@ -260,11 +263,11 @@ func (s *Store) encodeSnapshotLocked(seq uint64) []byte {
 			e.v(o.commit)
 			frame()
 			if len(o.msgs) > 0 {
-				b := OrderBatch{Key: k, PopTime: o.popTime, InvisibleTime: 0, AttemptID: o.attemptID, NextOffset: o.next}
-				deliveries := make([]int32, len(o.msgs))
-				for i, m := range o.msgs {
+				b := OrderBatch{Key: k, PopTime: o.popTime, InvisibleTime: 0, AttemptID: o.attemptID, NextOffset: o.next, Offsets: offs[:0]}
+				deliveries = deliveries[:0]
+				for _, m := range o.msgs {
 					b.Offsets = append(b.Offsets, m.offset)
-					deliveries[i] = m.deliveries
+					deliveries = append(deliveries, m.deliveries)
 				}
 				encodeOrderPop(&e, b, deliveries)
 				frame()

@@ -601,3 +601,34 @@ func dropGT(s *Store, group, topic string) ([]string, error) {
 	}
 	return []string{topic}, err
 }
+
+// BenchmarkCompactManyOrderQueues: a compaction (snapshot written under the
+// store's lock) with -n orderly queues, each popped and acked once: the
+// POP state of a lite group consuming 10^5 lite topics.
+func BenchmarkCompactManyOrderQueues(b *testing.B) {
+	for _, n := range []int{10_000, 200_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s, err := Open(Options{Dir: b.TempDir(), CompactBytes: 1 << 40})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for i := range n {
+				k := QueueKey{"G" + strconv.Itoa(i%2), "%LMQ%$P$session-" + strconv.Itoa(i), 0}
+				if _, err := s.OrderPop(OrderBatch{Key: k, PopTime: 1, InvisibleTime: 60000, Offsets: []int64{0}, NextOffset: 1}); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := s.OrderAck(k, 1, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := s.Compact(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(s.Stats().LogBytes)/float64(n), "B/queue")
+		})
+	}
+}
