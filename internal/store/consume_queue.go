@@ -424,13 +424,22 @@ func (cq *consumeQueue) deleteExpired(minPhy int64, now time.Time, forceAfter ti
 
 // correctMinOffset implements 7.4.
 func (cq *consumeQueue) correctMinOffset(minPhy int64) {
+	if cq.correctFilesMinOffset(minPhy) {
+		cq.correctPendingMinOffset(minPhy)
+	}
+}
+
+// correctFilesMinOffset is correctMinOffset over the files; it reports
+// whether every unit they hold points below minPhy (or there is no file),
+// so the pending units come next.
+func (cq *consumeQueue) correctFilesMinOffset(minPhy int64) bool {
 	last := cq.files.last()
 	if last == nil {
-		return
+		return true
 	}
 	if u, ok := lastUnitOfFile(last); ok && !u.blank() && u.PhyOffset+int64(u.Size) <= minPhy {
 		cq.minLogicOffset.Store(last.fromOffset + last.wrote.Load())
-		return
+		return true
 	}
 	// Scan from the first file that can be held: deleteExpired leaves a
 	// file it could not destroy (a flush held it) shut down in place, and
@@ -446,13 +455,34 @@ func (cq *consumeQueue) correctMinOffset(minPhy int64) {
 		f.release()
 		if found {
 			cq.minLogicOffset.Store(next)
-			return
+			return false
 		}
 		if next < 0 {
-			return // unreadable: leave the offset for the next pass
+			return false // unreadable: leave the offset for the next pass
 		}
 		cq.minLogicOffset.Store(next)
 		start = next
+	}
+	return false
+}
+
+// correctPendingMinOffset moves the first readable offset past the units
+// still in memory (a queue waiting for its first file, or units written
+// behind, cq_create.go and cq_behind.go) that point below minPhy: forced
+// cleaning can delete a commit-log file before the creator made the queue's
+// file, and a reader must then get OFFSET_TOO_SMALL, not a unit whose
+// message is gone. REQUIRES: writeMu held.
+func (cq *consumeQueue) correctPendingMinOffset(minPhy int64) {
+	cq.pendMu.Lock()
+	defer cq.pendMu.Unlock()
+	if len(cq.pending) == 0 {
+		return
+	}
+	q := max(cq.minLogicOffset.Load()/CQUnitSize, cq.pendFrom)
+	for end := cq.pendFrom + int64(len(cq.pending)); q < end && cq.pending[q-cq.pendFrom].PhyOffset < minPhy; q++ {
+	}
+	if q*CQUnitSize > cq.minLogicOffset.Load() {
+		cq.minLogicOffset.Store(q * CQUnitSize)
 	}
 }
 

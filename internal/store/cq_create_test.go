@@ -2,11 +2,14 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -101,4 +104,52 @@ func TestQueueCreationDrainedAtClose(t *testing.T) {
 			t.Fatalf("queue %d after close: %v", q, res.Status)
 		}
 	}
+}
+
+// TestForcedCleaningOfQueueWithoutFile: forced cleaning deletes commit-log
+// files while a queue's units still wait in memory for its first file; the
+// queue's first readable offset moves past the deleted messages (a read
+// there is OFFSET_TOO_SMALL) and stays there once the file is made.
+func TestForcedCleaningOfQueueWithoutFile(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.DiskUsage = func(string) (float64, error) { return 0.88, nil }
+	cfg.CleanFileForciblyEnable = true
+	cfg.DeleteCommitLogFilesInterval = 0
+	cfg.DeleteConsumeQueueFilesInterval = 0
+	s := openStore(t, cfg)
+	release := make(chan struct{})
+	var once sync.Once
+	s.creator.beforeCreate = func() { <-release }
+	defer once.Do(func() { close(release) })
+	for i := range 300 {
+		mustPut(t, s, newMsg("Pend", 0, fmt.Sprintf("%0900d", i), nil))
+	}
+	waitDispatched(t, s, "Pend", 0, 300)
+	s.CleanupOnce()
+	s.CleanupOnce()
+	minPhy := s.commitLog.minOffset()
+	if minPhy == 0 {
+		t.Fatal("forced cleaning deleted no commit-log file")
+	}
+	check := func(when string) {
+		t.Helper()
+		m := s.MinOffsetInQueue("Pend", 0)
+		if m == 0 || m >= 300 {
+			t.Fatalf("%s: min offset %d, want inside (0, 300)", when, m)
+		}
+		if r := s.GetMessage("g", "Pend", 0, 0, 1, 1<<20, nil); r.Status != OffsetTooSmall {
+			t.Fatalf("%s: read at 0: %v", when, r.Status)
+		}
+		r := s.GetMessage("g", "Pend", 0, m, 1, 1<<20, nil)
+		if r.Status != Found || len(r.Messages) != 1 {
+			t.Fatalf("%s: read at the min offset %d: %v", when, m, r.Status)
+		}
+		if v, _, err := message.ViewStored(r.Messages[0]); err != nil || v.CommitLogOffset() < minPhy {
+			t.Fatalf("%s: first readable message at %d, below the commit log's start %d (%v)", when, v.CommitLogOffset(), minPhy, err)
+		}
+	}
+	check("pending")
+	once.Do(func() { close(release) })
+	testutil.Eventually(t, 10*time.Second, func() bool { return s.creator.pendingQueues() == 0 }, "creator never drained")
+	check("file made")
 }
