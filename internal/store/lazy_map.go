@@ -195,14 +195,8 @@ func (mf *mappedFile) mappedNow() []byte {
 // hole allocates its block or fails with ENOSPC, so it needs no
 // reservation; the page cache keeps it coherent with any mapping.
 func (mf *mappedFile) writeAtLazy(b []byte, off int64) error {
-	f, err := os.OpenFile(mf.filePath(), os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("store: open %s: %w", mf.filePath(), openErr(err))
-	}
-	_, err = f.WriteAt(b, off)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("store: write %s: %w", mf.filePath(), diskErr(err))
+	if err := pwritePath(mf.filePath(), b, off); err != nil {
+		return fmt.Errorf("store: %w", openErr(err))
 	}
 	return nil
 }
@@ -210,14 +204,8 @@ func (mf *mappedFile) writeAtLazy(b []byte, off int64) error {
 // readAtLazy fills b from off through a brief descriptor (a reader of a
 // file that is not mapped while the mapping limit is reached).
 func (mf *mappedFile) readAtLazy(b []byte, off int64) error {
-	f, err := os.Open(mf.filePath())
-	if err != nil {
-		return fmt.Errorf("store: open %s: %w", mf.filePath(), openErr(err))
-	}
-	_, err = f.ReadAt(b, off)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("store: read %s: %w", mf.filePath(), err)
+	if err := preadPath(mf.filePath(), b, off); err != nil {
+		return fmt.Errorf("store: %w", openErr(err))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package store
 
 import (
 	"errors"
+	"io"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -96,4 +97,53 @@ func dataRanges(path string, from, to int64) [][2]int64 {
 		p = h
 	}
 	return out
+}
+
+// preadPath fills b from off of the file at path with a descriptor held
+// for the call only: open, pread, close. os.Open would add the non-blocking
+// switch and the poller registration a regular file then refuses (five
+// more system calls), which the lazily mapped files' reads and writes pay
+// per unit once the mapping budget is spent.
+func preadPath(path string, b []byte, off int64) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	for len(b) > 0 {
+		n, err := unix.Pread(fd, b, off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return &os.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return &os.PathError{Op: "read", Path: path, Err: io.ErrUnexpectedEOF}
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
+}
+
+// pwritePath writes b at off of the file at path, as preadPath reads.
+func pwritePath(path string, b []byte, off int64) error {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	for len(b) > 0 {
+		n, err := unix.Pwrite(fd, b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(fd)
+			return &os.PathError{Op: "write", Path: path, Err: err}
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	if err := unix.Close(fd); err != nil {
+		return &os.PathError{Op: "close", Path: path, Err: err}
+	}
+	return nil
 }

@@ -146,3 +146,29 @@ func syncFS(string) error { return errUnsupported }
 
 // dataRanges: the whole range may hold data (no SEEK_DATA).
 func dataRanges(_ string, from, to int64) [][2]int64 { return [][2]int64{{from, to}} }
+
+// preadPath fills b from off of the file at path (a descriptor for the
+// call only).
+func preadPath(path string, b []byte, off int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.ReadAt(b, off)
+	return err
+}
+
+// pwritePath writes b at off of the file at path (a descriptor for the
+// call only).
+func pwritePath(path string, b []byte, off int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(b, off)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

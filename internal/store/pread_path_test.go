@@ -1,0 +1,67 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestPreadPwritePath: the brief-descriptor reads and writes of lazily
+// mapped files land where asked, refuse a missing file with a path error,
+// and a read past the end fails instead of returning zeros.
+func TestPreadPwritePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, make([]byte, 4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := pwritePath(path, []byte("unit"), 100); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if err := preadPath(path, got, 99); err != nil || !bytes.Equal(got, []byte("\x00unit\x00")) {
+		t.Fatalf("read %q %v", got, err)
+	}
+	if err := preadPath(path, got, 4093); err == nil {
+		t.Fatal("a read past the end succeeded")
+	}
+	var pe *os.PathError
+	if err := preadPath(path+"x", got, 0); !errors.As(err, &pe) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if err := pwritePath(path+"x", got, 0); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// BenchmarkPreadPath: one 20-byte consume-queue unit read from a file
+// that is not mapped, through os.Open + ReadAt + Close and through
+// preadPath, in one run.
+func BenchmarkPreadPath(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "f")
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, CQUnitSize)
+	b.Run("os", func(b *testing.B) {
+		for i := range b.N {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = f.ReadAt(buf, int64(i%1000)*CQUnitSize)
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		for i := range b.N {
+			if err := preadPath(path, buf, int64(i%1000)*CQUnitSize); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
