@@ -298,6 +298,7 @@ func (p *popService) liteResponse(req *protocol.Command, h *protocol.PopLiteMess
 	if code == protocol.Success {
 		resp.Remark = "FOUND"
 		resp.Body = res.body
+		resp.BodyDone = res.bodyDone()
 		p.b.stats.messagesOut.Add(int64(res.count))
 		p.b.stats.bytesOut.Add(int64(len(res.body)))
 		rh.OrderCountInfo = liteOrderCountInfo(res.body)

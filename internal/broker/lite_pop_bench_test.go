@@ -101,3 +101,75 @@ func BenchmarkLitePopManySubscriptions(b *testing.B) {
 	}
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-us/pop")
 }
+
+// BenchmarkLitePopBacklog measures a POP_LITE_MESSAGE of 32 messages over
+// 32 lite topics (one 1 KiB message each: a backlog spread over many lite
+// topics, BenchmarkLiteConsume's case in process) and their 32 acks. The
+// sends that make each iteration's backlog are outside the timer; B/op and
+// allocs/op count the broker's and the client's pop and ack work.
+//
+//	go test -run '^$' -bench LitePopBacklog -benchtime 300x -benchmem ./internal/broker
+func BenchmarkLitePopBacklog(b *testing.B) {
+	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
+	c := benchClient(b)
+	call := func(req *protocol.Command, want protocol.ResponseCode) *protocol.Command {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		resp, err := c.InvokeSync(ctx, br.Addr(), req)
+		if err != nil || resp.Code != int32(want) {
+			b.Fatalf("request %d: %v %+v, want %s", req.Code, err, resp, want)
+		}
+		return resp
+	}
+	ct := protocol.CreateTopicRequestHeader{Topic: "LP", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6,
+		TopicFilterType: "SINGLE_TAG", Attributes: "+message.type=LITE"}
+	call(protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil), protocol.Success)
+	const batch, topics = 32, 3200
+	body := make([]byte, 1024)
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("session-%05d", i)
+	}
+	sub, _ := protocol.MarshalJSON(protocol.LiteSubscriptionCtlRequestBody{SubscriptionSet: []protocol.LiteSubscriptionDTO{{
+		Action: protocol.LiteActionPartialAdd, ClientID: "C", Group: "LG", Topic: "LP", LiteTopicSet: names}}})
+	call(protocol.NewRequest(protocol.LiteSubscriptionCtl, nil, sub), protocol.Success)
+	next := 0
+	backlog := func() {
+		for range batch {
+			call(sendReq("LP", -1, body, map[string]string{message.PropertyLiteTopic: names[next%topics]}), protocol.Success)
+			next++
+		}
+		last := lite.QueueName("LP", names[(next-1)%topics])
+		for br.Store.MaxOffsetInQueue(last, 0) < int64((next-1)/topics+1) {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		backlog()
+		b.StartTimer()
+		h := protocol.PopLiteMessageRequestHeader{ClientID: "C", ConsumerGroup: "LG", Topic: "LP", MaxMsgNum: batch,
+			InvisibleTime: 60000, PollTime: 5000, BornTime: time.Now().UnixMilli()}
+		resp := call(protocol.NewRequest(protocol.PopLiteMessage, protocol.EncodeHeader(&h, false), nil), protocol.Success)
+		var rh protocol.PopLiteMessageResponseHeader
+		if err := protocol.DecodeHeader(resp.ExtFields, &rh, false); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for rest := resp.Body; len(rest) > 0; n++ {
+			v, k, err := message.ViewStored(rest)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rest = rest[k:]
+			ei := protocol.ReceiptHandle{CkQueueOffset: v.QueueOffset(), PopTime: rh.PopTime, InvisibleTime: rh.InvisibleTime,
+				ReviveQueueID: rh.ReviveQid, BrokerName: br.cfg.BrokerName, QueueOffset: v.QueueOffset()}
+			ah := protocol.AckMessageRequestHeader{ConsumerGroup: "LG", Topic: string(v.Topic()), ExtraInfo: ei.ExtraInfo(), Offset: v.QueueOffset()}
+			call(protocol.NewRequest(protocol.AckMessage, protocol.EncodeHeader(&ah, false), nil), protocol.Success)
+		}
+		if n != batch {
+			b.Fatalf("popped %d messages, want %d", n, batch)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -219,6 +220,7 @@ func (p *popService) popResponse(req *protocol.Command, h *protocol.PopMessageRe
 	if code == protocol.Success {
 		resp.Remark = "FOUND"
 		resp.Body = res.body
+		resp.BodyDone = res.bodyDone()
 		p.b.stats.messagesOut.Add(int64(res.count))
 		p.b.stats.bytesOut.Add(int64(len(res.body)))
 	} else {
@@ -240,6 +242,36 @@ type popResult struct {
 	restNum                       int64
 	reviveQid                     int32
 	startInfo, msgInfo, orderInfo []byte
+	// held is the store read whose pooled buffer body starts as (the
+	// first queue's records laid out back to back); the response gives it
+	// back once written (bodyDone). Reads copied into body are given back
+	// at once.
+	held *store.GetResult
+}
+
+// bodyDone is the response's BodyDone: nil when body owns its bytes.
+func (r *popResult) bodyDone() func() {
+	if r.held == nil {
+		return nil
+	}
+	return r.held.Release
+}
+
+// appendRecords appends recs to the body, growing it once for them and
+// for the messages the batch may still take (want in all) at their mean
+// size, instead of by repeated doubling over 32 small queues.
+func (r *popResult) appendRecords(recs [][]byte, want int) {
+	n := 0
+	for _, rec := range recs {
+		n += len(rec)
+	}
+	if len(recs) > 0 && cap(r.body)-len(r.body) < n {
+		more := max(want-r.count-len(recs), 0) * (n / len(recs))
+		r.body = slices.Grow(r.body, n+more)
+	}
+	for _, rec := range recs {
+		r.body = append(r.body, rec...)
+	}
 }
 
 // retryTopics returns the group's pop retry topics that exist (v2 first).
@@ -382,19 +414,21 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 	if !tt.IsRetry() && len(res.body) == 0 && len(gr.Buffer) == gr.TotalBytes {
 		// The store laid the records out back to back: use them as the body.
 		res.body = gr.Buffer
+		res.held = gr
 		res.count += len(offs)
 		return
 	}
-	for i, rec := range recs {
-		if tt.IsRetry() {
+	if tt.IsRetry() {
+		for i, rec := range recs {
 			ck := protocol.ReceiptHandle{CkQueueOffset: offset, PopTime: now, InvisibleTime: h.InvisibleTime,
 				ReviveQueueID: res.reviveQid, TopicType: tt, BrokerName: b.cfg.BrokerName, QueueID: queueID, QueueOffset: offs[i]}
 			res.body = p.appendRetryRecord(res.body, rec, h.Topic, ck.ExtraInfo())
-		} else {
-			res.body = append(res.body, rec...)
 		}
+	} else {
+		res.appendRecords(recs, int(h.MaxMsgNums))
 	}
 	res.count += len(offs)
+	gr.Release() // copied
 }
 
 // appendRetryRecord re-encodes a record of a pop retry topic as the
@@ -443,6 +477,14 @@ func (p *popService) popQueueOrder(h *protocol.PopMessageRequestHeader, k pop.Qu
 	}
 	var recs [][]byte
 	var offs []int64
+	// The reads' buffers go back to the store's pool once their records
+	// are copied into the body (or not used).
+	var reads []*store.GetResult
+	defer func() {
+		for i := range reads {
+			reads[i].Release()
+		}
+	}()
 	scan, next := offset, offset
 	for len(offs) < int(need) {
 		want := need - int32(len(offs)) + int32(len(skip))
@@ -454,6 +496,7 @@ func (p *popService) popQueueOrder(h *protocol.PopMessageRequestHeader, k pop.Qu
 			}
 			gr = b.Store.GetMessage(k.Group, k.Topic, k.QueueID, scan, want, 0, f.store)
 		}
+		reads = append(reads, gr)
 		if gr.Status != store.Found || len(gr.Messages) == 0 {
 			next = max(next, gr.NextBeginOffset)
 			break
@@ -505,14 +548,15 @@ func (p *popService) popQueueOrder(h *protocol.PopMessageRequestHeader, k pop.Qu
 	tt := protocol.PopTopicTypeOf(k.Topic)
 	res.startInfo = protocol.AppendStartOffsetInfo(res.startInfo, tt, k.QueueID, offs[0])
 	res.msgInfo = protocol.AppendMsgOffsetInfo(res.msgInfo, tt, k.QueueID, offs)
+	start := len(res.body)
+	res.appendRecords(recs, int(h.MaxMsgNums))
 	for i, rec := range recs {
 		times := deliveries[i] - 1
 		res.orderInfo = protocol.AppendOrderCountInfo(res.orderInfo, tt, k.QueueID, offs[i], times)
-		start := len(res.body)
-		res.body = append(res.body, rec...)
 		if times > 0 {
 			setReconsumeTimes(res.body[start:], times)
 		}
+		start += len(rec)
 	}
 	res.count += len(offs)
 }
