@@ -333,7 +333,7 @@ func liteOrderCountInfo(body []byte) string {
 // of the invisible time that unblocks it queues a new one. An event queued
 // again during this pop stays for the next.
 func (p *popService) popLite(h *protocol.PopLiteMessageRequestHeader, now int64) *popResult {
-	res := &popResult{reviveQid: protocol.PopOrderReviveQueue}
+	res := &popResult{reviveQid: protocol.PopOrderReviveQueue, lite: true}
 	l := p.b.lite
 	g, par, _, _, _, ok := l.subs.Client(h.ClientID, 1)
 	if !ok || g != h.ConsumerGroup || par != h.Topic {

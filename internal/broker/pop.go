@@ -247,6 +247,9 @@ type popResult struct {
 	// back once written (bodyDone). Reads copied into body are given back
 	// at once.
 	held *store.GetResult
+	// lite is set for POP_LITE_MESSAGE, whose response carries none of
+	// the offset infos: they are not built.
+	lite bool
 }
 
 // bodyDone is the response's BodyDone: nil when body owns its bytes.
@@ -546,13 +549,17 @@ func (p *popService) popQueueOrder(h *protocol.PopMessageRequestHeader, k pop.Qu
 		return
 	}
 	tt := protocol.PopTopicTypeOf(k.Topic)
-	res.startInfo = protocol.AppendStartOffsetInfo(res.startInfo, tt, k.QueueID, offs[0])
-	res.msgInfo = protocol.AppendMsgOffsetInfo(res.msgInfo, tt, k.QueueID, offs)
+	if !res.lite {
+		res.startInfo = protocol.AppendStartOffsetInfo(res.startInfo, tt, k.QueueID, offs[0])
+		res.msgInfo = protocol.AppendMsgOffsetInfo(res.msgInfo, tt, k.QueueID, offs)
+	}
 	start := len(res.body)
 	res.appendRecords(recs, int(h.MaxMsgNums))
 	for i, rec := range recs {
 		times := deliveries[i] - 1
-		res.orderInfo = protocol.AppendOrderCountInfo(res.orderInfo, tt, k.QueueID, offs[i], times)
+		if !res.lite {
+			res.orderInfo = protocol.AppendOrderCountInfo(res.orderInfo, tt, k.QueueID, offs[i], times)
+		}
 		if times > 0 {
 			setReconsumeTimes(res.body[start:], times)
 		}
