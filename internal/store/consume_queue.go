@@ -270,10 +270,11 @@ func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) b
 	readPos := f.readPosition()
 	start := off - f.fromOffset
 	d := f.mappedNow()
-	if d == nil && f.lazy != nil && f.lazy.m.full() {
-		// Not mapped while the mapping limit is reached: read the units
-		// wanted (pread) instead of mapping this file and unmapping
-		// another (pulls spread over more queues than mappings).
+	if d == nil && f.readUnmapped() {
+		// Not mapped while the mapping limit is reached, or read for the
+		// first time: read the units wanted (pread) instead of mapping this
+		// file (and unmapping another: pulls spread over more queues than
+		// mappings).
 		n := min(int64(maxUnits), max(readPos-start, 0)/CQUnitSize)
 		buf := make([]byte, n*CQUnitSize)
 		if err := f.readAtLazy(buf, start); err != nil {

@@ -35,7 +35,10 @@ type lazyState struct {
 	mapping atomic.Pointer[[]byte] // nil while unmapped
 	mapMu   sync.Mutex             // serialises mapping and unmapping of this file
 	used    atomic.Bool            // CLOCK reference bit, set by every access
-	slot    int                    // index in m.ring, -1 when absent; guarded by m.mu
+	// readSeen is set by the first read that finds the file unmapped: that
+	// read uses pread, a later one maps the file (readUnmapped).
+	readSeen atomic.Bool
+	slot     int // index in m.ring, -1 when absent; guarded by m.mu
 	// random is set while the current mapping carries MADV_RANDOM (a file
 	// still being appended: one-page folios, see adviseAppend); guarded by
 	// mapMu.
@@ -208,6 +211,17 @@ func (mf *mappedFile) readAtLazy(b []byte, off int64) error {
 		return fmt.Errorf("store: %w", openErr(err))
 	}
 	return nil
+}
+
+// readUnmapped reports whether a read of this unmapped lazy file should
+// pread the units it wants rather than map the file: always once the
+// mapping budget is spent, and for the first read of the file. A queue
+// read once (a lite topic's one message, popped) costs open, pread and
+// close instead of open, mmap, close, the page faults and a later
+// munmap; a queue read again is mapped.
+func (mf *mappedFile) readUnmapped() bool {
+	l := mf.lazy
+	return l != nil && (l.m.full() || l.readSeen.CompareAndSwap(false, true))
 }
 
 // view returns the mapping, mapping the file if needed.
