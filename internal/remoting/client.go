@@ -84,6 +84,7 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	ep := newEndpoint(cfg.Logger, cfg.MaxFrameSize, cfg.IdleTimeout)
 	ep.logger = ep.logger.With("component", "remoting-client")
+	ep.readBuf = clientReadBufSize
 	c := &Client{
 		cfg:       cfg,
 		ep:        ep,

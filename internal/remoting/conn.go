@@ -20,8 +20,15 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// readBufSize is the bufio size of each connection's reader.
-const readBufSize = 32 << 10
+// readBufSize is the bufio size of each server connection's reader, and
+// clientReadBufSize of each client connection's: a client has few
+// connections, and a frame that fits the buffer is copied out of it
+// without first zeroing a buffer of its own (FrameReader), which a pull
+// answer of 32 x 1 KiB messages (~38 KiB) otherwise is not.
+const (
+	readBufSize       = 32 << 10
+	clientReadBufSize = 128 << 10
+)
 
 // tlsHandshakeTimeout bounds the permissive-mode peek and the TLS handshake
 // of an accepted connection.
@@ -356,8 +363,8 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	c.ep.connOpened(c)
 	// NewFrameReader keeps br (a bufio.Reader of the right size) as is, so
 	// br.Buffered() tells whether the next frame is already here.
-	c.br = bufio.NewReaderSize(r, readBufSize)
-	c.fr = protocol.NewFrameReader(c.br, c.ep.maxFrame, readBufSize)
+	c.br = bufio.NewReaderSize(r, c.ep.readBuf)
+	c.fr = protocol.NewFrameReader(c.br, c.ep.maxFrame, c.ep.readBuf)
 	c.fr.SetExtListCodes(c.ep.extListCodes)
 	for {
 		if !frameBuffered(c.br) {
@@ -398,7 +405,7 @@ func frameBuffered(br *bufio.Reader) bool {
 // plain (Java's permissive mode, docs/protocol.md §1.1).
 func (c *Conn) setup(serverTLS *tls.Config) (io.Reader, error) {
 	if serverTLS == nil {
-		return c.rw, nil
+		return c.reader(), nil
 	}
 	br := bufio.NewReaderSize(c.raw, readBufSize)
 	_ = c.raw.SetReadDeadline(time.Now().Add(tlsHandshakeTimeout))

@@ -20,6 +20,7 @@ import (
 type endpoint struct {
 	logger     *slog.Logger
 	maxFrame   int           // largest frame including its length word
+	readBuf    int           // bufio size of each connection's reader
 	idle       time.Duration // close connections without reads or writes for this long; 0 = never
 	serverTLS  *tls.Config   // accepted connections: permissive TLS when set
 	tlsEnforce bool          // with serverTLS: plain connections are refused
@@ -79,6 +80,7 @@ func newEndpoint(logger *slog.Logger, maxFrame int, idle time.Duration) *endpoin
 	ep := &endpoint{
 		logger:   logger,
 		maxFrame: maxFrame,
+		readBuf:  readBufSize,
 		idle:     idle,
 		routines: routines,
 		ctx:      routines.Context(),
