@@ -76,6 +76,14 @@ type consumeQueue struct {
 	pending  []cqUnit
 	pendFrom int64
 	pendEnd  atomic.Int64
+	// tailQ and tailU are the queue offset and the unit last written into
+	// the files (tailQ -1: none), so a read of the newest unit (a consumer
+	// at the tail; a lite topic's one message) needs no file access, which
+	// for an unmapped file is an open, a pread and a close. A unit at an
+	// offset never changes once written, except by truncateDirtyLogic,
+	// which forgets the tail. Set under writeMu; guarded by pendMu.
+	tailQ int64
+	tailU cqUnit
 	// deleted is set (under writeMu) when the queue's topic is deleted.
 	deleted atomic.Bool
 	// wb buffers the units of the queue while its last file is not mapped
@@ -90,7 +98,7 @@ type consumeQueue struct {
 // lazily through m (lazy_map.go).
 func newConsumeQueue(root, topic string, queueID int32, fileSize int64, log *slog.Logger, m *mapper) *consumeQueue {
 	dir := filepath.Join(root, consumeQueueDirName, topic, strconv.Itoa(int(queueID)))
-	cq := &consumeQueue{topic: topic, queueID: queueID, log: log}
+	cq := &consumeQueue{topic: topic, queueID: queueID, log: log, tailQ: -1}
 	cq.files = newMappedFileQueueLazy(dir, fileSize, nil, m)
 	cq.maxPhysicOffset.Store(-1)
 	return cq
@@ -175,7 +183,11 @@ func (cq *consumeQueue) putUnit(u cqUnit, queueOffset, storeTs int64) error {
 		cq.putPending(u, queueOffset, storeTs)
 		return nil
 	}
-	return cq.appendLocked(u, queueOffset)
+	if err := cq.appendLocked(u, queueOffset); err != nil {
+		return err
+	}
+	cq.setTailLocked(queueOffset, u)
+	return nil
 }
 
 // appendLocked writes the unit into the queue's files. REQUIRES: writeMu.
@@ -242,6 +254,25 @@ func (cq *consumeQueue) appendLocked(u cqUnit, queueOffset int64) error {
 	return nil
 }
 
+// setTailLocked records u, just written into the files at queue offset q
+// (appendLocked), as the tail. The paths that write pending units set it
+// under pendMu themselves. REQUIRES: writeMu held, pendMu not held.
+func (cq *consumeQueue) setTailLocked(q int64, u cqUnit) {
+	cq.pendMu.Lock()
+	cq.tailQ, cq.tailU = q, u
+	cq.pendMu.Unlock()
+}
+
+// tailAt returns the tail unit when it is the one at queue offset q.
+func (cq *consumeQueue) tailAt(q int64) (cqUnit, bool) {
+	cq.pendMu.Lock()
+	defer cq.pendMu.Unlock()
+	if q == cq.tailQ {
+		return cq.tailU, true
+	}
+	return cqUnit{}, false
+}
+
 // unitAt reads the unit for queue offset q.
 func (cq *consumeQueue) unitAt(q int64) (cqUnit, bool) {
 	var u cqUnit
@@ -260,6 +291,10 @@ func (cq *consumeQueue) scan(q int64, maxUnits int, fn func(q int64, u cqUnit) b
 		if n, ok := cq.scanPending(q, maxUnits, fn); ok {
 			return n
 		}
+	}
+	if u, ok := cq.tailAt(q); ok {
+		fn(q, u)
+		return 1 // the newest unit written into the files
 	}
 	off := q * CQUnitSize
 	f := cq.files.findHeld(off)
@@ -312,6 +347,9 @@ func (cq *consumeQueue) truncateDirtyLogic(phyOffset int64) int64 {
 		return 0
 	}
 	var removed int64
+	cq.pendMu.Lock()
+	cq.tailQ = -1 // the offsets from the cut on may be written again
+	cq.pendMu.Unlock()
 	if cq.pendEnd.Load() > 0 {
 		// Units in memory (restored from the snapshot, no file yet) come
 		// after every unit in the files.

@@ -420,6 +420,9 @@ func (cq *consumeQueue) writeBehindLocked(w *writeBehind, buf []byte) ([]byte, e
 		}
 	}
 	cq.pendMu.Lock()
+	if n > 0 {
+		cq.tailQ, cq.tailU = from+int64(n)-1, units[n-1]
+	}
 	if n == len(units) {
 		cq.pending, cq.pendFrom = nil, 0
 		cq.pendEnd.Store(0)

@@ -339,6 +339,9 @@ func (c *queueCreator) createFile(cq *consumeQueue) error {
 			return err
 		}
 	}
+	if k := len(cq.pending); k > 0 {
+		cq.tailQ, cq.tailU = cq.pendFrom+int64(k)-1, cq.pending[k-1] // pendMu held
+	}
 	cq.pending = nil
 	cq.pendFrom = 0
 	cq.pendEnd.Store(0)
@@ -360,6 +363,7 @@ func (cq *consumeQueue) flushPending() error {
 		if err := cq.appendLocked(cq.pending[0], cq.pendFrom); err != nil {
 			return err
 		}
+		cq.tailQ, cq.tailU = cq.pendFrom, cq.pending[0] // pendMu held
 		cq.pending = cq.pending[1:]
 		cq.pendFrom++
 	}

@@ -106,3 +106,43 @@ func BenchmarkReadOnceManyQueues(b *testing.B) {
 		i++
 	}
 }
+
+// TestTailUnit: the queue's newest unit is served from memory, the same
+// unit the file holds; after truncateDirtyLogic removes it, the offset
+// reads what is written there next, not the forgotten unit.
+func TestTailUnit(t *testing.T) {
+	s := openStore(t, testConfig(t.TempDir()))
+	var last PutResult
+	for i := range 3 {
+		last = mustPut(t, s, newMsg("Tail", 0, "m"+strconv.Itoa(i), nil))
+	}
+	waitDispatched(t, s, "Tail", 0, 3)
+	waitQueueFiles(t, s)
+	cq := s.getQueue("Tail", 0)
+	u, ok := cq.tailAt(2)
+	if !ok || u.PhyOffset != last.WroteOffset {
+		t.Fatalf("tail %+v %v, want the unit at %d", u, ok, last.WroteOffset)
+	}
+	f := cq.files.findHeld(2 * CQUnitSize)
+	d, err := f.view()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fileU := decodeCQUnit(d[2*CQUnitSize-f.fromOffset:]); fileU != u {
+		t.Fatalf("tail %+v, file %+v", u, fileU)
+	}
+	f.release()
+	if n := cq.truncateDirtyLogic(last.WroteOffset); n != 1 {
+		t.Fatalf("truncation removed %d units, want 1", n)
+	}
+	if _, ok := cq.tailAt(2); ok {
+		t.Fatal("the truncated unit is still the tail")
+	}
+	next := cqUnit{PhyOffset: last.WroteOffset + 1000, Size: 100}
+	if err := cq.putUnit(next, 2, time.Now().UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := cq.unitAt(2); !ok || got != next {
+		t.Fatalf("unit at 2 after a rewrite: %+v %v, want %+v", got, ok, next)
+	}
+}
