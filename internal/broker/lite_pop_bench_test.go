@@ -11,15 +11,9 @@ import (
 	"github.com/apogeemq/apogee/internal/protocol"
 )
 
-// BenchmarkLitePopManySubscriptions measures one POP_LITE_MESSAGE of a
-// client subscribed to 100,000 lite topics, of which 64 exist and receive
-// the traffic: each iteration sends one message to the next of them, pops
-// it (a held pop answered by the arrival, or found at once) and acks it.
-// cpu-us/pop is the process's CPU (client and broker) per iteration, the
-// figure to compare; allocs/op counts both sides too. Run with
-//
-//	go test -run '^$' -bench LitePopManySubscriptions -benchtime 2000x ./internal/broker
-func BenchmarkLitePopManySubscriptions(b *testing.B) {
+// liteBenchBroker starts a broker with the LITE parent "LP" and returns it
+// with a call that fails the benchmark unless the request gets want.
+func liteBenchBroker(b *testing.B) (*Broker, func(req *protocol.Command, want protocol.ResponseCode) *protocol.Command) {
 	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
 	c := benchClient(b)
 	call := func(req *protocol.Command, want protocol.ResponseCode) *protocol.Command {
@@ -34,6 +28,19 @@ func BenchmarkLitePopManySubscriptions(b *testing.B) {
 	ct := protocol.CreateTopicRequestHeader{Topic: "LP", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6,
 		TopicFilterType: "SINGLE_TAG", Attributes: "+message.type=LITE"}
 	call(protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil), protocol.Success)
+	return br, call
+}
+
+// BenchmarkLitePopManySubscriptions measures one POP_LITE_MESSAGE of a
+// client subscribed to 100,000 lite topics, of which 64 exist and receive
+// the traffic: each iteration sends one message to the next of them, pops
+// it (a held pop answered by the arrival, or found at once) and acks it.
+// cpu-us/pop is the process's CPU (client and broker) per iteration, the
+// figure to compare; allocs/op counts both sides too. Run with
+//
+//	go test -run '^$' -bench LitePopManySubscriptions -benchtime 2000x ./internal/broker
+func BenchmarkLitePopManySubscriptions(b *testing.B) {
+	br, call := liteBenchBroker(b)
 	g := protocol.NewSubscriptionGroupConfig("LG")
 	g.Attributes = map[string]string{"lite.bind.topic": "LP"}
 	gb, _ := protocol.MarshalJSON(&g)
@@ -110,20 +117,7 @@ func BenchmarkLitePopManySubscriptions(b *testing.B) {
 //
 //	go test -run '^$' -bench LitePopBacklog -benchtime 300x -benchmem ./internal/broker
 func BenchmarkLitePopBacklog(b *testing.B) {
-	br := benchBroker(b, "ASYNC_FLUSH", 64<<20)
-	c := benchClient(b)
-	call := func(req *protocol.Command, want protocol.ResponseCode) *protocol.Command {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		resp, err := c.InvokeSync(ctx, br.Addr(), req)
-		if err != nil || resp.Code != int32(want) {
-			b.Fatalf("request %d: %v %+v, want %s", req.Code, err, resp, want)
-		}
-		return resp
-	}
-	ct := protocol.CreateTopicRequestHeader{Topic: "LP", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6,
-		TopicFilterType: "SINGLE_TAG", Attributes: "+message.type=LITE"}
-	call(protocol.NewRequest(protocol.UpdateAndCreateTopic, protocol.EncodeHeader(&ct, false), nil), protocol.Success)
+	br, call := liteBenchBroker(b)
 	const batch, topics = 32, 3200
 	body := make([]byte, 1024)
 	names := make([]string, topics)
