@@ -82,6 +82,9 @@ type Conn struct {
 	tryFn  func(fd uintptr) bool
 	tryBuf []byte
 	tryN   int
+	// writeRaw writes the write loop's batches on plain TCP (nil
+	// otherwise: c.rw's Write/writev); only the write loop calls it.
+	writeRaw func(bufs [][]byte) error
 
 	// readerQueued: the read loop queued frames without waking the write
 	// loop; it flushes them before it blocks on the socket. Owned by the
@@ -319,7 +322,12 @@ func (c *Conn) writeLoop() {
 			c.pending, c.spare = c.spare, c.pending
 			c.writing = true
 			c.wmu.Unlock()
-			err := c.spare.writeTo(c.rw)
+			var err error
+			if c.writeRaw != nil {
+				err = c.writeRaw(c.spare.segments())
+			} else {
+				err = c.spare.writeTo(c.rw)
+			}
 			c.wmu.Lock()
 			c.writing = false
 			c.wmu.Unlock()

@@ -22,6 +22,104 @@ func (c *Conn) initTryWrite() {
 	}
 	c.rawc = rc
 	c.tryFn = c.tryWriteFD // bound once: no closure per write
+	w := &rawWriter{rc: rc}
+	w.fn = w.writeFD
+	c.writeRaw = w.write
+}
+
+// maxWritevIov and maxWritevBytes bound one raw writev(2): IOV_MAX
+// segments, and bytes copied by one call that no scheduler hand-off can
+// interrupt (the kernel takes at most the socket buffer's free space
+// anyway).
+const (
+	maxWritevIov   = 1024
+	maxWritevBytes = 1 << 20
+)
+
+// rawWriter writes the write loop's batches on plain TCP with raw,
+// non-blocking writev(2) calls, for the reason tryWriteFD gives (the write
+// loop of a connection that idles between bursts otherwise wakes sysmon on
+// every burst), waiting in the poller while the socket buffer is full, so
+// the connection's write deadline still applies. Owned by the write loop.
+type rawWriter struct {
+	rc   syscall.RawConn
+	fn   func(fd uintptr) bool // writeFD, bound once
+	bufs [][]byte              // what is left to write
+	iov  []syscall.Iovec
+	used int // the most iovecs one call of this write filled
+	err  error
+}
+
+// write writes every byte of bufs, or returns the error that stopped it.
+// It may reslice bufs' elements (as net.Buffers does).
+func (w *rawWriter) write(bufs [][]byte) error {
+	w.bufs, w.err = bufs, nil
+	err := w.rc.Write(w.fn)
+	w.bufs = nil
+	clear(w.iov[:w.used]) // drop the references to the written bodies
+	w.iov, w.used = w.iov[:0], 0
+	if err != nil {
+		return err
+	}
+	return w.err
+}
+
+func (w *rawWriter) writeFD(fd uintptr) bool {
+	for len(w.bufs) > 0 {
+		w.iov = w.iov[:0]
+		total := 0
+		for _, b := range w.bufs {
+			if len(w.iov) == maxWritevIov || total == maxWritevBytes {
+				break
+			}
+			if len(b) == 0 {
+				continue
+			}
+			n := min(len(b), maxWritevBytes-total)
+			w.iov = append(w.iov, syscall.Iovec{Base: unsafe.SliceData(b)})
+			w.iov[len(w.iov)-1].SetLen(n)
+			total += n
+		}
+		if total == 0 {
+			w.bufs = nil
+			break
+		}
+		w.used = max(w.used, len(w.iov))
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(w.iov))), uintptr(len(w.iov)))
+		switch e {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false // wait until writable (or the deadline)
+		default:
+			w.err = os.NewSyscallError("writev", e)
+			return true
+		}
+		if n == 0 {
+			w.err = io.ErrShortWrite
+			return true
+		}
+		w.consume(int(n))
+	}
+	return true
+}
+
+// consume drops the first n written bytes from w.bufs.
+func (w *rawWriter) consume(n int) {
+	for n > 0 {
+		if l := len(w.bufs[0]); n >= l {
+			w.bufs[0] = nil
+			w.bufs = w.bufs[1:]
+			n -= l
+			continue
+		}
+		w.bufs[0] = w.bufs[0][n:]
+		n = 0
+	}
+	for len(w.bufs) > 0 && len(w.bufs[0]) == 0 {
+		w.bufs = w.bufs[1:]
+	}
 }
 
 // tryWriteFD writes c.tryBuf once without blocking (Go's sockets are

@@ -107,15 +107,21 @@ func (b *writeBatch) newChunk(need int) {
 
 func (b *writeBatch) empty() bool { return b.bytes == 0 && len(b.dones) == 0 }
 
-// writeTo writes everything queued with as few syscalls as the kernel allows
-// (one writev for plain TCP).
-func (b *writeBatch) writeTo(conn net.Conn) error {
+// segments returns everything queued as the segments to write, in order.
+// The batch must not grow while they are written.
+func (b *writeBatch) segments() [][]byte {
 	if b.chunkStart < len(b.arena) {
 		b.bufs = append(b.bufs, b.arena[b.chunkStart:len(b.arena):len(b.arena)])
 		b.chunkStart = len(b.arena)
 	}
+	return b.bufs
+}
+
+// writeTo writes everything queued with as few syscalls as the kernel allows
+// (one writev for plain TCP).
+func (b *writeBatch) writeTo(conn net.Conn) error {
 	var err error
-	switch len(b.bufs) {
+	switch len(b.segments()) {
 	case 0:
 	case 1:
 		_, err = conn.Write(b.bufs[0])
