@@ -89,9 +89,18 @@ func NewFrameReader(r io.Reader, maxFrame, bufSize int) *FrameReader {
 // ErrFrameTooLarge or ErrBadFrame for bytes that cannot be a frame, or the
 // reader's error. After any error the stream is unusable.
 func (f *FrameReader) Next() (*Command, error) {
-	frame, pf, err := f.nextRaw(true)
+	frame, pf, borrowed, err := f.nextRaw(true)
 	if err != nil {
 		return nil, err
+	}
+	if borrowed {
+		// A frame without a body, still in the bufio buffer: decoding
+		// copies every string, so nothing refers to the buffer after it.
+		// (A send's response has no body: the client's read loop copied
+		// every one only to decode its header from the copy.)
+		c, err := decodeFrame(frame, f.listCodes, nil)
+		_, _ = f.r.Discard(len(frame))
+		return c, err
 	}
 	var scratch []string
 	if pf != nil {
@@ -112,22 +121,24 @@ func (f *FrameReader) Next() (*Command, error) {
 // NextRaw reads one frame without decoding it: the L bytes after the length
 // word. The slice is newly allocated and owned by the caller.
 func (f *FrameReader) NextRaw() ([]byte, error) {
-	frame, _, err := f.nextRaw(false)
+	frame, _, _, err := f.nextRaw(false)
 	return frame, err
 }
 
 // nextRaw is NextRaw; with pool, a frame pooledFrameFor accepts is copied
-// into a recycled buffer, returned with it.
-func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, error) {
+// into a recycled buffer, returned with it, and a buffered frame without a
+// body is not copied at all (borrowed): it is the bufio buffer's bytes,
+// valid until the caller discards them, which it must do before reading on.
+func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, bool, error) {
 	if _, err := io.ReadFull(f.r, f.lenBuf[:]); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	l := binary.BigEndian.Uint32(f.lenBuf[:])
 	if uint64(l)+4 > uint64(f.maxFrame) {
-		return nil, nil, fmt.Errorf("%w: length %d exceeds limit %d", ErrFrameTooLarge, l, f.maxFrame-4)
+		return nil, nil, false, fmt.Errorf("%w: length %d exceeds limit %d", ErrFrameTooLarge, l, f.maxFrame-4)
 	}
 	if l < 4 {
-		return nil, nil, badFrame("frame length %d has no room for the header-length word", l)
+		return nil, nil, false, badFrame("frame length %d has no room for the header-length word", l)
 	}
 	n := int(l)
 	if n <= f.r.Size() {
@@ -136,7 +147,7 @@ func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, error) {
 		// make+ReadFull does not zero the bytes it then overwrites.
 		p, err := f.r.Peek(n)
 		if err != nil {
-			return nil, nil, unexpected(err)
+			return nil, nil, false, unexpected(err)
 		}
 		if pool && n <= pooledFrameMax && f.pooledFrameFor(p) {
 			sp := &f.frames[(n-1)>>10]
@@ -146,18 +157,21 @@ func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, error) {
 			}
 			pf.buf = append(pf.buf[:0], p...)
 			_, _ = f.r.Discard(n)
-			return pf.buf, pf, nil
+			return pf.buf, pf, false, nil
+		}
+		if pool && int(binary.BigEndian.Uint32(p)&maxHeaderLength) == n-4 {
+			return p, nil, true, nil
 		}
 		frame := append([]byte(nil), p...)
 		_, _ = f.r.Discard(n)
-		return frame, nil, nil
+		return frame, nil, false, nil
 	}
 	if n <= eagerAlloc {
 		frame := make([]byte, n)
 		if _, err := io.ReadFull(f.r, frame); err != nil {
-			return nil, nil, unexpected(err)
+			return nil, nil, false, unexpected(err)
 		}
-		return frame, nil, nil
+		return frame, nil, false, nil
 	}
 	frame := make([]byte, 0, eagerAlloc)
 	for len(frame) < n {
@@ -170,10 +184,10 @@ func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, error) {
 		m, err := io.ReadFull(f.r, frame[len(frame):end])
 		frame = frame[:len(frame)+m]
 		if err != nil {
-			return nil, nil, unexpected(err)
+			return nil, nil, false, unexpected(err)
 		}
 	}
-	return frame, nil, nil
+	return frame, nil, false, nil
 }
 
 func unexpected(err error) error {

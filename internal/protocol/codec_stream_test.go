@@ -91,3 +91,45 @@ func TestDecodedStringsOwnTheirBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestFrameReaderBodylessFramesOwnTheirFields: a frame without a body is
+// decoded straight from the read buffer (no copy of the frame), so what
+// the command holds must survive the buffer being refilled with other
+// bytes: JSON and ROCKETMQ headers, requests and responses, and a request
+// of an ext-list code.
+func TestFrameReaderBodylessFramesOwnTheirFields(t *testing.T) {
+	mk := func(i int, typ SerializeType, flag int32) *Command {
+		return &Command{Code: int32(SendMessageV2), Opaque: int32(i), Flag: flag, SerializeType: typ,
+			Remark: strings.Repeat("r", i%7), ExtFields: map[string]string{"msgId": strings.Repeat("m", 10+i%5), "queueId": "3"}}
+	}
+	var stream []byte
+	var want []*Command
+	for i := range 200 {
+		typ := SerializeRocketMQ
+		if i%3 == 0 {
+			typ = SerializeJSON
+		}
+		c := mk(i, typ, int32(i%2)*FlagResponse)
+		var err error
+		if stream, err = AppendFrame(stream, c); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, mk(i, typ, int32(i%2)*FlagResponse))
+	}
+	fr := NewFrameReader(iotest.HalfReader(bytes.NewReader(stream)), 0, 256)
+	fr.SetExtListCodes([]RequestCode{SendMessageV2})
+	var got []*Command
+	for range want {
+		c, err := fr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c)
+	}
+	for i, c := range got { // after the buffer was overwritten many times
+		if c.Opaque != want[i].Opaque || c.Remark != want[i].Remark || c.Ext("msgId") != want[i].ExtFields["msgId"] ||
+			c.Ext("queueId") != "3" || len(c.Body) != 0 {
+			t.Fatalf("frame %d: got %+v want %+v", i, c, want[i])
+		}
+	}
+}
