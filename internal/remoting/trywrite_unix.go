@@ -85,6 +85,7 @@ func (w *rawWriter) writeFD(fd uintptr) bool {
 			break
 		}
 		w.used = max(w.used, len(w.iov))
+		raceReleaseIO()
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(unsafe.SliceData(w.iov))), uintptr(len(w.iov)))
 		switch e {
 		case 0:
@@ -134,6 +135,7 @@ func (w *rawWriter) consume(n int) {
 // a request-response exchange that idles between messages (a consumer's
 // pulls) pays that wake-up and polling on almost every message.
 func (c *Conn) tryWriteFD(fd uintptr) bool {
+	raceReleaseIO()
 	for {
 		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.tryBuf))), uintptr(len(c.tryBuf)))
 		if e == syscall.EINTR {
@@ -194,6 +196,9 @@ func (r *rawReader) readFD(fd uintptr) bool {
 		switch e {
 		case 0:
 			r.n = int(n)
+			if n > 0 {
+				raceAcquireIO()
+			}
 			return true
 		case syscall.EINTR:
 			continue
