@@ -381,6 +381,11 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 		offset = gr.NextBeginOffset
 		gr = b.Store.GetMessage(k.Group, topic, queueID, offset, need, 0, f.store)
 	}
+	defer func() {
+		if res.held != gr {
+			gr.Release() // copied into the body, or not used
+		}
+	}()
 	if gr.MaxOffset > gr.NextBeginOffset {
 		res.restNum += gr.MaxOffset - gr.NextBeginOffset
 	}
@@ -431,7 +436,6 @@ func (p *popService) popQueue(h *protocol.PopMessageRequestHeader, topic string,
 		res.appendRecords(recs, int(h.MaxMsgNums))
 	}
 	res.count += len(offs)
-	gr.Release() // copied
 }
 
 // appendRetryRecord re-encodes a record of a pop retry topic as the

@@ -100,6 +100,9 @@ func (f *FrameReader) Next() (*Command, error) {
 		// every one only to decode its header from the copy.)
 		c, err := decodeFrame(frame, f.listCodes, nil)
 		_, _ = f.r.Discard(len(frame))
+		if c != nil {
+			c.Body = nil // no empty slice of the buffer left behind
+		}
 		return c, err
 	}
 	var scratch []string

@@ -518,7 +518,9 @@ func (cq *consumeQueue) correctPendingMinOffset(minPhy int64) {
 		return
 	}
 	q := max(cq.minLogicOffset.Load()/CQUnitSize, cq.pendFrom)
-	for end := cq.pendFrom + int64(len(cq.pending)); q < end && cq.pending[q-cq.pendFrom].PhyOffset < minPhy; q++ {
+	end := cq.pendFrom + int64(len(cq.pending))
+	for q < end && cq.pending[q-cq.pendFrom].PhyOffset < minPhy {
+		q++
 	}
 	if q*CQUnitSize > cq.minLogicOffset.Load() {
 		cq.minLogicOffset.Store(q * CQUnitSize)
