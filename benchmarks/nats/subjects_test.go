@@ -363,6 +363,12 @@ func BenchmarkManySubjects(b *testing.B) {
 	b.Logf("after publishing: apogee %d open files, RSS %.0f MiB; nats-server %d open files, RSS %.0f MiB", afd, arss, nfd, nrss)
 
 	for _, n := range counts {
+		if n > 1 {
+			readOneOfMany(b, rc, asrv.broker, js, n, *cursors["apogee"][n], *cursors["nats"][n])
+		}
+	}
+
+	for _, n := range counts {
 		got, d := pullApogee(b, rc, asrv.broker, n, window)
 		want := published["apogee"][n]
 		if got < want {
@@ -375,4 +381,116 @@ func BenchmarkManySubjects(b *testing.B) {
 		b.Logf("%6d subjects: consumed apogee %d at %.0f msgs/s, nats %d at %.0f msgs/s (nats/apogee %.2f)",
 			n, got, ar, published["nats"][n], nr, nr/ar)
 	}
+}
+
+// oneOfManyReads is how many subjects of a count readOneOfMany reads.
+const oneOfManyReads = 10
+
+// readOneOfMany measures what a consumer of one topic among n pays: the
+// whole backlog of one subject, read from its start, for oneOfManyReads
+// subjects spread over the count, the systems alternating. Apogee reads the
+// topic's own consume queue; JetStream creates a consumer filtered to the
+// subject over the shared stream (its idiomatic way to read one subject).
+// Each read must return exactly the messages published to that subject
+// (one from firstAll plus its share of the round-robin: cursor counts the
+// round-robin sends of that system).
+func readOneOfMany(tb testing.TB, c *remoting.Client, broker string, js jetstream.JetStream, n, aCursor, nCursor int) {
+	perSubject := func(cursor, i int) int64 {
+		k := int64(1 + cursor/n)
+		if i < cursor%n {
+			k++
+		}
+		return k
+	}
+	var at, nt []float64
+	var amsgs, nmsgs int64
+	for j := 0; j < oneOfManyReads; j++ {
+		i := j * n / oneOfManyReads
+		readA := func() {
+			want := perSubject(aCursor, i)
+			got, d := readOneApogee(tb, c, broker, manyTopic(n, i))
+			if got != want {
+				tb.Fatalf("apogee %s: read %d messages, %d were published", manyTopic(n, i), got, want)
+			}
+			at, amsgs = append(at, d.Seconds()*1000), amsgs+got
+		}
+		readN := func() {
+			want := perSubject(nCursor, i)
+			d := readOneNATS(tb, js, fmt.Sprintf("m.%d.%d", n, i), want)
+			nt, nmsgs = append(nt, d.Seconds()*1000), nmsgs+want
+		}
+		if j%2 == 0 {
+			readA()
+			readN()
+		} else {
+			readN()
+			readA()
+		}
+	}
+	am, nm := medianOf(at), medianOf(nt)
+	if b, ok := tb.(*testing.B); ok {
+		b.ReportMetric(am, fmt.Sprintf("apogee-read-one-ms-%d", n))
+		b.ReportMetric(nm, fmt.Sprintf("nats-read-one-ms-%d", n))
+	}
+	tb.Logf("%6d subjects: one subject's backlog read from its start, median of %d: apogee %.3f ms (%.1f msgs each), nats %.3f ms (%.1f msgs each); nats/apogee %.1f",
+		n, oneOfManyReads, am, float64(amsgs)/oneOfManyReads, nm, float64(nmsgs)/oneOfManyReads, nm/am)
+}
+
+// readOneApogee reads topic's queue 0 from offset 0 to its end with
+// sequential PULL_MESSAGE requests (batch 32), as the topic's one consumer
+// would, and returns the messages read and the time taken.
+func readOneApogee(tb testing.TB, c *remoting.Client, broker, topic string) (int64, time.Duration) {
+	ctx := testutil.Context(tb, time.Minute)
+	t0 := time.Now()
+	var off int64
+	for {
+		h := protocol.PullMessageRequestHeader{ConsumerGroup: "subjects-one", Topic: topic, QueueID: 0,
+			QueueOffset: off, MaxMsgNums: 32, SysFlag: protocol.PullFlagSubscription, Subscription: "*", ExpressionType: "TAG"}
+		resp, err := c.InvokeSync(ctx, broker, protocol.NewRequest(protocol.PullMessage, protocol.EncodeHeader(&h, false), nil))
+		if err != nil {
+			tb.Fatalf("pull %s at %d: %v", topic, off, err)
+		}
+		if resp.Code == int32(protocol.PullNotFound) {
+			return off, time.Since(t0)
+		}
+		if resp.Code != int32(protocol.Success) {
+			tb.Fatalf("pull %s at %d: code %d %s", topic, off, resp.Code, resp.Remark)
+		}
+		next, _ := strconv.ParseInt(resp.ExtFields["nextBeginOffset"], 10, 64)
+		if next <= off || len(resp.Body) == 0 {
+			tb.Fatalf("pull %s at %d: next offset %d, %d body bytes", topic, off, next, len(resp.Body))
+		}
+		off = next
+	}
+}
+
+// readOneNATS reads the want messages of one subject from the stream's
+// start with a fresh ephemeral consumer filtered to it (AckNone) and
+// returns the time taken, consumer creation included; the consumer is
+// deleted afterwards, outside the time.
+func readOneNATS(tb testing.TB, js jetstream.JetStream, subject string, want int64) time.Duration {
+	ctx := testutil.Context(tb, time.Minute)
+	t0 := time.Now()
+	cons, err := js.CreateConsumer(ctx, "MANY", jetstream.ConsumerConfig{
+		AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy, FilterSubject: subject,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	batch, err := cons.Fetch(int(want), jetstream.FetchMaxWait(30*time.Second))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var got int64
+	for range batch.Messages() {
+		got++
+	}
+	d := time.Since(t0)
+	if err := batch.Error(); err != nil || got != want {
+		tb.Fatalf("nats %s: read %d of %d: %v", subject, got, want, err)
+	}
+	if err := js.DeleteConsumer(ctx, "MANY", cons.CachedInfo().Name); err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
