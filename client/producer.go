@@ -124,6 +124,7 @@ func NewProducer(group string, opts ...ProducerOpt) (*Producer, error) {
 		fault:     newFaultStrategy(cfg.latencyFault, cfg.faultTable),
 		hooks:     newHookSet(cfg.hooks),
 	}
+	p.deadlines.stepMs = deadlineStepMs(cfg.sendTimeout)
 	p.in.addHeartbeatSource(func(hb *protocol.HeartbeatData) {
 		hb.ProducerDataSet = append(hb.ProducerDataSet, protocol.ProducerData{GroupName: p.wireGroup})
 	})

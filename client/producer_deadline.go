@@ -20,9 +20,18 @@ import (
 // for the parent's cancellation, both of which a shared context carries.
 //
 // Shared contexts are never cancelled by a send: each lives until its
-// deadline fires (at most sendTimeout, one per millisecond), or until
-// Close, which cancels those still live.
+// deadline fires (at most sendTimeout, one per step), or until Close,
+// which cancels those still live.
+//
+// The step is one millisecond, or sendTimeout/2048 for timeouts over
+// 2 s (deadlineStepMs), so one parent keeps at most ~2048 shared
+// contexts alive, under maxSharedDeadlines whatever the timeout: a 10 s
+// timeout at 1 ms steps kept 10 000 alive, so past maxSharedDeadlines
+// every send paid its own timer and a scan of the whole list. A deadline
+// is thus early by less than one step (under 0.05 % of the timeout).
 type sendDeadlines struct {
+	stepMs int64 // deadline rounding, ms; 0 or 1: to the millisecond
+
 	last atomic.Pointer[sharedDeadline]  // the most recently made one
 	prev atomic.Pointer[context.Context] // parent of the last unshared send
 
@@ -45,6 +54,12 @@ func (c *sharedDeadline) is(parent context.Context) bool {
 	return reflect.TypeOf(parent) == c.ptype && parent == c.parent
 }
 
+// deadlineStepMs is the deadline rounding of sends that time out after
+// timeout.
+func deadlineStepMs(timeout time.Duration) int64 {
+	return max(1, timeout.Milliseconds()/2048)
+}
+
 // noCancel is the cancel function of a shared context.
 func noCancel() {}
 
@@ -53,14 +68,17 @@ func noCancel() {}
 const maxSharedDeadlines = 4096
 
 // with returns a context derived from parent whose deadline is d rounded
-// down to the millisecond, with that deadline, and the function to call
-// when the send is done.
+// down to the millisecond (to a multiple of stepMs), with that deadline,
+// and the function to call when the send is done.
 //
 // A parent is shared only once it has been seen twice in a row: a caller
 // that passes a new context per send (its own timeout, say) keeps getting
 // contexts of its own, cancelled when the send ends, as before.
 func (s *sendDeadlines) with(parent context.Context, d time.Time) (context.Context, time.Time, context.CancelFunc) {
 	ms := d.UnixMilli()
+	if s.stepMs > 1 {
+		ms -= ms % s.stepMs
+	}
 	at := time.UnixMilli(ms)
 	if c := s.last.Load(); c != nil && c.is(parent) {
 		if c.ms == ms {
@@ -88,6 +106,10 @@ func (s *sendDeadlines) share(parent context.Context, ms int64, at time.Time) (c
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, false
+	}
+	// Sends racing into a new step all get here: the first made it.
+	if c := s.last.Load(); c != nil && c.ms == ms && c.is(parent) {
+		return c.ctx, true
 	}
 	// Forget the ones whose deadline passed (their timer fired and released
 	// them). Deadlines mostly grow with time, so look at the front first.

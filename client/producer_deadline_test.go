@@ -41,6 +41,29 @@ func TestSendDeadlines(t *testing.T) {
 		_ = c1
 	})
 
+	t.Run("coarser step for long timeouts", func(t *testing.T) {
+		s := sendDeadlines{stepMs: deadlineStepMs(10 * time.Second)}
+		defer s.close()
+		if s.stepMs != 4 {
+			t.Fatalf("step %d ms for a 10 s timeout, want 4", s.stepMs)
+		}
+		d := time.UnixMilli(d.UnixMilli() - d.UnixMilli()%4) // step-aligned
+		parent := context.Background()
+		s.with(parent, d)
+		c1, at, _ := s.with(parent, d.Add(time.Millisecond))
+		c2, _, _ := s.with(parent, d.Add(3*time.Millisecond))
+		if !at.Equal(d) || c1 != c2 {
+			t.Fatalf("deadline %v (want %v), shared %v", at, d, c1 == c2)
+		}
+		c3, at3, _ := s.with(parent, d.Add(4*time.Millisecond))
+		if c3 == c2 || !at3.Equal(d.Add(4*time.Millisecond)) {
+			t.Fatalf("next step: deadline %v, reused %v", at3, c3 == c2)
+		}
+		if deadlineStepMs(3*time.Second) != 1 {
+			t.Fatal("the default 3 s timeout no longer rounds to the millisecond")
+		}
+	})
+
 	t.Run("new parent per send is not shared", func(t *testing.T) {
 		var s sendDeadlines
 		defer s.close()
