@@ -37,6 +37,9 @@ type consumeService interface {
 	pullWait(qs *queueState) time.Duration
 	// preparePull sets the service's part of a pull request.
 	preparePull(req *pullRequest)
+	// pullAhead is how many pulls of a queue the pull loop may send
+	// before the answer to the current one arrives (0: one at a time).
+	pullAhead() int
 	// newQueue prepares a freshly assigned queue's state.
 	newQueue(qs *queueState)
 	// acquire returns the assigned queues the service may pull (orderly
@@ -87,6 +90,8 @@ func (s *concurrentService) pullWait(qs *queueState) time.Duration { return span
 
 func (s *concurrentService) preparePull(req *pullRequest) { commitOnPull(s.c, req) }
 
+func (*concurrentService) pullAhead() int { return 0 }
+
 func (*concurrentService) newQueue(*queueState) {}
 
 func (*concurrentService) acquire(_ context.Context, added []MessageQueue) []MessageQueue {
@@ -128,6 +133,8 @@ func (s *orderlyService) pullWait(qs *queueState) time.Duration {
 }
 
 func (s *orderlyService) preparePull(req *pullRequest) { commitOnPull(s.c, req) }
+
+func (*orderlyService) pullAhead() int { return 0 }
 
 func (s *orderlyService) newQueue(qs *queueState) {
 	if s.locking {
@@ -196,6 +203,11 @@ func (*liteService) preparePull(req *pullRequest) {
 	req.lite = true
 	req.sysFlag |= protocol.PullFlagLitePull | protocol.PullFlagSubscription
 }
+
+// pullAhead: a lite consumer keeps a second pull of each queue in flight
+// while a backlog drains (the answers carry no offset commit, so a pull
+// sent ahead has no effect on the broker when its answer is dropped).
+func (*liteService) pullAhead() int { return 1 }
 
 func (*liteService) newQueue(*queueState) {}
 

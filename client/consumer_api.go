@@ -21,6 +21,9 @@ import (
 type consumerEnv interface {
 	clientID() string
 	invokeSync(ctx context.Context, addr string, req *protocol.Command) (*protocol.Command, error)
+	// invokeAsync sends req and returns; cb runs exactly once with the
+	// answer or an error, unless invokeAsync itself fails.
+	invokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error
 	invokeOneway(ctx context.Context, addr string, req *protocol.Command) error
 	// subscribeQueues returns the readable queues of a topic (wire name),
 	// sorted, fetching the route from a name server when it is not cached.
@@ -288,6 +291,22 @@ type pullResult struct {
 // pull sends PULL_MESSAGE (or LITE_PULL_MESSAGE) to the master of the
 // queue's broker and waits up to r.timeout for the answer.
 func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, error) {
+	req, addr, err := a.pullCommand(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	resp, err := a.env.invokeSync(cctx, addr, req)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("client: %s to %s (%s): %w", req.RequestCode(), r.mq.BrokerName, addr, err)
+	}
+	return a.pullResponse(r, resp, addr)
+}
+
+// pullCommand builds r's request and picks the member of the queue's
+// broker it goes to: the one r.brokerID names when known, else the master.
+func (a *consumerAPI) pullCommand(ctx context.Context, r *pullRequest) (*protocol.Command, string, error) {
 	h := protocol.PullMessageRequestHeader{
 		ConsumerGroup:        a.group,
 		Topic:                r.mq.Topic,
@@ -306,35 +325,86 @@ func (a *consumerAPI) pull(ctx context.Context, r *pullRequest) (*pullResult, er
 	if r.lite {
 		code = protocol.LitePullMessage
 	}
-	var (
-		resp *protocol.Command
-		addr string
-		err  error
-	)
-	slave := a.env.brokerAddrByID(r.mq.BrokerName, r.brokerID)
-	if r.brokerID != 0 && slave != "" {
+	addr := a.env.brokerAddrByID(r.mq.BrokerName, r.brokerID)
+	if r.brokerID != 0 && addr != "" {
 		// Reading from a slave: it must not store our offset (docs/protocol.md §7.2 bit 0).
 		h.SysFlag &^= protocol.PullFlagCommitOffset
+	} else {
+		var err error
+		if addr, err = a.addr(ctx, r.mq, false); err != nil {
+			return nil, "", err
+		}
 	}
 	req := protocol.NewRequestList(code, protocol.AppendHeader(nil, &h, false), nil)
 	// The binary ROCKETMQ header (docs/protocol.md §1.5), as for sends: cheaper
 	// to encode and decode than JSON on both sides, for the request and
 	// for the response, which brokers answer in kind.
 	req.SerializeType = protocol.SerializeRocketMQ
-	if r.brokerID != 0 && slave != "" {
-		addr = slave
-		cctx, cancel := context.WithTimeout(ctx, r.timeout)
-		resp, err = a.env.invokeSync(cctx, addr, req)
-		cancel()
-		if err != nil {
-			err = fmt.Errorf("client: %s to %s (%s): %w", code, r.mq.BrokerName, addr, err)
-		}
-	} else {
-		resp, addr, err = a.invoke(ctx, r.mq, false, req, r.timeout)
-	}
+	return req, addr, nil
+}
+
+// pendingPull is a pull sent without waiting for its answer (the lite
+// pull loop's pipeline). Its callback sends exactly one reply into done,
+// which has room for it, so an abandoned pull blocks nothing.
+type pendingPull struct {
+	req    *pullRequest
+	done   chan pullReply
+	cancel context.CancelFunc
+}
+
+type pullReply struct {
+	resp *protocol.Command
+	addr string
+	err  error
+}
+
+// startPull sends r and returns at once; waitPull collects the answer.
+// The caller must end it with waitPull or abandon.
+func (a *consumerAPI) startPull(ctx context.Context, r *pullRequest) *pendingPull {
+	p := &pendingPull{req: r, done: make(chan pullReply, 1), cancel: func() {}}
+	req, addr, err := a.pullCommand(ctx, r)
 	if err != nil {
-		return nil, err
+		p.done <- pullReply{err: err}
+		return p
 	}
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	p.cancel = cancel
+	code := req.RequestCode()
+	wrap := func(err error) error {
+		return fmt.Errorf("client: %s to %s (%s): %w", code, r.mq.BrokerName, addr, err)
+	}
+	if err := a.env.invokeAsync(cctx, addr, req, func(resp *protocol.Command, err error) {
+		if err != nil {
+			err = wrap(err)
+		}
+		p.done <- pullReply{resp: resp, addr: addr, err: err}
+	}); err != nil {
+		p.done <- pullReply{err: wrap(err)}
+	}
+	return p
+}
+
+// waitPull waits for p's answer (until ctx ends) and decodes it as pull
+// does.
+func (a *consumerAPI) waitPull(ctx context.Context, p *pendingPull) (*pullResult, error) {
+	defer p.cancel()
+	select {
+	case r := <-p.done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return a.pullResponse(p.req, r.resp, r.addr)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// abandon drops a pull whose answer is no longer wanted.
+func (p *pendingPull) abandon() { p.cancel() }
+
+// pullResponse decodes the answer to r from addr; the messages' bodies
+// alias resp's body, which nothing else holds.
+func (a *consumerAPI) pullResponse(r *pullRequest, resp *protocol.Command, addr string) (*pullResult, error) {
 	res := &pullResult{code: protocol.ResponseCode(resp.Code), addr: addr}
 	switch res.code {
 	case protocol.Success, protocol.PullNotFound, protocol.PullRetryImmediately, protocol.PullOffsetMoved:

@@ -26,6 +26,7 @@ type fakeBrokerEnv struct {
 	slave                   bool
 	slavePulls, slaveCommit atomic.Int64 // pulls the slave received, those with the commit-offset bit
 	released                atomic.Bool
+	pullsInFlight, maxPulls atomic.Int64 // pulls being answered now, the most at once
 }
 
 const fakeBrokerName = "broker-a"
@@ -93,11 +94,24 @@ func (f *fakeBrokerEnv) invokeSync(ctx context.Context, addr string, req *protoc
 			f.slaveCommit.Add(1)
 		}
 	}
+	if code == protocol.PullMessage || code == protocol.LitePullMessage {
+		n := f.pullsInFlight.Add(1)
+		defer f.pullsInFlight.Add(-1)
+		for m := f.maxPulls.Load(); n > m && !f.maxPulls.CompareAndSwap(m, n); m = f.maxPulls.Load() {
+		}
+	}
 	resp, err := f.broker.Handle(ctx, addr, req)
 	if err == nil && resp == nil {
 		resp = protocol.NewResponse(req, protocol.Success, "")
 	}
 	return resp, err
+}
+
+// invokeAsync answers on a goroutine of its own, as remoting answers on a
+// callback goroutine.
+func (f *fakeBrokerEnv) invokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error {
+	go func() { cb(f.invokeSync(ctx, addr, req)) }()
+	return nil
 }
 
 func (f *fakeBrokerEnv) brokerAddrByID(_ string, id int64) string {

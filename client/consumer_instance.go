@@ -42,6 +42,13 @@ func (e *instanceEnv) invokeSync(ctx context.Context, addr string, req *protocol
 	return e.in.remote.InvokeSync(ctx, addr, req)
 }
 
+func (e *instanceEnv) invokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error {
+	if err := e.in.running(); err != nil {
+		return err
+	}
+	return e.in.remote.InvokeAsync(ctx, addr, req, cb)
+}
+
 func (e *instanceEnv) invokeOneway(ctx context.Context, addr string, req *protocol.Command) error {
 	if err := e.in.running(); err != nil {
 		return err

@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/testutil"
 )
 
@@ -149,5 +151,45 @@ func TestLitePullPauseResume(t *testing.T) {
 		if m.QueueID != 1 {
 			t.Fatalf("message from queue %d after resume", m.QueueID)
 		}
+	}
+}
+
+// TestLitePullAhead: while a backlog drains, a queue's next pull is sent
+// before the current one is answered, and the messages still arrive once
+// each, in offset order, also across a Seek that strands a pull sent ahead.
+func TestLitePullAhead(t *testing.T) {
+	env := newFakeBrokerEnv(t, "a")
+	env.put("T", 1, 400, "m")
+	env.broker.Delay(protocol.LitePullMessage, 2*time.Millisecond)
+	l := newFakeLitePull(t, env, WithAutoCommit(false, 0), WithPullBatchSize(32))
+	mq := MessageQueue{Topic: "T", BrokerName: fakeBrokerName}
+	if err := l.Assign(mq); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	check := func(msgs []*MessageExt, from int64) {
+		t.Helper()
+		for i, m := range msgs {
+			if want := from + int64(i); m.QueueOffset != want || string(m.Body) != fmt.Sprintf("m-%d", want) {
+				t.Fatalf("message %d: offset %d body %q, want offset %d", i, m.QueueOffset, m.Body, want)
+			}
+		}
+	}
+	first := pollN(t, l, 100)
+	check(first, 0)
+	if err := l.Seek(mq, 50); err != nil {
+		t.Fatal(err)
+	}
+	check(pollN(t, l, 350), 50)
+	if n := env.maxPulls.Load(); n < 2 {
+		t.Fatalf("at most %d pull in flight", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if msgs, err := l.Poll(ctx); err == nil {
+		t.Fatalf("%d more messages (first offset %d)", len(msgs), msgs[0].QueueOffset)
 	}
 }

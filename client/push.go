@@ -456,6 +456,22 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 	// The records of each pull are decoded into scratch and converted to
 	// MessageExts before the next pull: no Ext structs allocated per pull.
 	var scratch message.ExtScratch
+	// ahead holds the pulls sent before their turn (lite consumers,
+	// pullAhead > 0), for consecutive offsets: ahead[0] is for the offset
+	// the loop pulls next. They are sent only while the queue is known to
+	// hold messages there and the last answer was dense (every unit
+	// matched), so they find what a pull sent later would; one whose
+	// offset turns out wrong is abandoned unread.
+	var ahead []*pendingPull
+	abandon := func() {
+		for _, p := range ahead {
+			p.abandon()
+		}
+		ahead = ahead[:0]
+	}
+	defer func() { abandon() }()
+	depth := c.svc.pullAhead()
+	maxOffset, dense := int64(-1), false // from the last answer
 	for ctx.Err() == nil && !pq.dropped.Load() {
 		pq.markPulled() // a paused queue is alive, not expired
 		if c.suspended.Load() || c.isPaused(mq) {
@@ -471,22 +487,35 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			sleep(ctx, wait)
 			continue
 		}
-		req := &pullRequest{
-			mq: mq, offset: offset, maxNums: c.cfg.pullBatchSize, sysFlag: protocol.PullFlagSuspend,
-			suspend: c.cfg.pullSuspend, timeout: c.cfg.pullTimeout, expressionType: sub.expressionType(),
-			scratch: &scratch,
+		if len(ahead) > 0 && ahead[0].req.offset != offset {
+			abandon()
 		}
-		c.svc.preparePull(req)
-		if c.cfg.postSubscriptionOnPull || sub.sql92 || req.sysFlag&protocol.PullFlagSubscription != 0 {
-			req.sysFlag |= protocol.PullFlagSubscription
-			req.subExpression = sub.expr
-			if sub.sql92 {
-				req.subVersion = sub.version
+		var res *pullResult
+		var err error
+		if depth == 0 {
+			res, err = c.api.pull(ctx, c.newPullRequest(qs, sub, offset, &scratch))
+		} else {
+			var cur *pendingPull
+			if len(ahead) > 0 {
+				cur = ahead[0]
+				ahead = ahead[:copy(ahead, ahead[1:])]
+			} else {
+				cur = c.api.startPull(ctx, c.newPullRequest(qs, sub, offset, &scratch))
 			}
+			next := cur.req.offset + int64(cur.req.maxNums)
+			for dense && c.cfg.pullInterval <= 0 && len(ahead) < depth && next < maxOffset {
+				r := c.newPullRequest(qs, sub, next, &scratch)
+				// Messages exist at next: nothing to wait for.
+				r.sysFlag &^= protocol.PullFlagSuspend
+				r.suspend = 0
+				ahead = append(ahead, c.api.startPull(ctx, r))
+				next += int64(r.maxNums)
+			}
+			res, err = c.api.waitPull(ctx, cur)
 		}
-		req.brokerID = qs.suggestedBroker
-		res, err := c.api.pull(ctx, req)
 		if err != nil {
+			abandon()
+			dense = false
 			if ctx.Err() != nil {
 				return
 			}
@@ -508,6 +537,9 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			sleep(ctx, delay)
 			continue
 		}
+		maxOffset = res.maxOffset
+		dense = res.code == protocol.Success && len(res.msgs) == int(c.cfg.pullBatchSize) &&
+			res.nextBeginOffset == offset+int64(c.cfg.pullBatchSize)
 		qs.suggestedBroker = res.suggestBrokerID
 		switch res.code {
 		case protocol.Success:
@@ -544,6 +576,25 @@ func (c *PushConsumer) pullLoop(ctx context.Context, qs *queueState, offset int6
 			sleep(ctx, c.cfg.pullInterval)
 		}
 	}
+}
+
+// newPullRequest is the pull loop's request for offset of qs.
+func (c *PushConsumer) newPullRequest(qs *queueState, sub *subscription, offset int64, scratch *message.ExtScratch) *pullRequest {
+	req := &pullRequest{
+		mq: qs.mq, offset: offset, maxNums: c.cfg.pullBatchSize, sysFlag: protocol.PullFlagSuspend,
+		suspend: c.cfg.pullSuspend, timeout: c.cfg.pullTimeout, expressionType: sub.expressionType(),
+		scratch: scratch,
+	}
+	c.svc.preparePull(req)
+	if c.cfg.postSubscriptionOnPull || sub.sql92 || req.sysFlag&protocol.PullFlagSubscription != 0 {
+		req.sysFlag |= protocol.PullFlagSubscription
+		req.subExpression = sub.expr
+		if sub.sql92 {
+			req.subVersion = sub.version
+		}
+	}
+	req.brokerID = qs.suggestedBroker
+	return req
 }
 
 // queueLimits returns the cache limits of one queue of topic: the
