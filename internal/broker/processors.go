@@ -14,9 +14,10 @@ import (
 func (b *Broker) registerProcessors(s *remoting.Server) {
 	c := &b.cfg
 	// Sends go through the broker's own sendQueue (send_queue.go). Its
-	// enqueue only timestamps and offers the request to a channel without
-	// blocking, so it runs on the connection's read loop: one goroutine
-	// hand-off per send less than a remoting pool in front of the queue.
+	// enqueue never blocks (it offers the request to a channel, or runs a
+	// plain send itself when the queue is empty), so it runs on the
+	// connection's read loop: one goroutine hand-off per send less than a
+	// remoting pool in front of the queue.
 	sendPool := remoting.PoolConfig{Inline: true}
 	// Fast failure (RocketMQ 5's BrokerFastFailure) on the queues it
 	// watches: send (send_queue.go), pull, lite pull, heartbeat,

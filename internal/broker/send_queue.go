@@ -19,9 +19,9 @@ import (
 // producer retries elsewhere while the broker catches up.
 //
 // enqueue runs inline on the connection's read loop (PoolConfig.Inline): it
-// only timestamps and enqueues and never blocks. Workers never wait for the
-// disk either, because processSend answers from the store's completion
-// callback.
+// timestamps and enqueues, or runs a plain send itself when the queue is
+// empty. Neither it nor a worker waits for the disk, because processSend
+// answers from the store's completion callback.
 type sendQueue struct {
 	b     *Broker
 	tasks chan sendTask
@@ -40,9 +40,23 @@ func newSendQueue(b *Broker) *sendQueue {
 	return &sendQueue{b: b, tasks: make(chan sendTask, b.cfg.SendThreadPoolQueueCapacity)}
 }
 
-// enqueue is the remoting processor of the send codes.
+// enqueue is the remoting processor of the send codes. A send that finds
+// the queue empty runs on the read loop itself, as a worker would run it
+// (it waited for nothing): handing it to a parked worker costs a wake-up
+// per send, the sync producer's latency. Sends never wait for the disk
+// (the response is written from the store's completion callback), so the
+// read loop is held only for the send's CPU. Replies (a synchronous push,
+// maybe to this very connection) and send-backs always queue.
 func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	return nil, q.submit(sendTask{conn: conn, req: req, enqueued: time.Now()})
+	t := sendTask{conn: conn, req: req, enqueued: time.Now()}
+	if len(q.tasks) > 0 || !inlineSendCode(protocol.RequestCode(req.Code)) {
+		return nil, q.submit(t)
+	}
+	if err := q.refuse(t); err != nil {
+		return nil, err
+	}
+	q.handle(t)
+	return nil, nil
 }
 
 // submit queues t without blocking. Like Java's rejectRequest it refuses
@@ -50,9 +64,8 @@ func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protoco
 // to its master, controller_forward.go) or the page cache is busy, and
 // answers SYSTEM_BUSY [OVERLOAD] when the queue is full.
 func (q *sendQueue) submit(t sendTask) error {
-	if q.b.cfg.Store.BrokerRole == store.RoleSlave && (t.header != nil || !q.b.forwards(t.req)) || q.b.Store.IsOSPageCacheBusy() {
-		q.b.stats.sendRejected.Add(1)
-		return protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	if err := q.refuse(t); err != nil {
+		return err
 	}
 	select {
 	case q.tasks <- t:
@@ -61,6 +74,21 @@ func (q *sendQueue) submit(t sendTask) error {
 		q.b.stats.sendRejected.Add(1)
 		return protocol.Errorf(protocol.SystemBusy, "[OVERLOAD]system busy, start flow control for a while")
 	}
+}
+
+// inlineSendCode reports whether enqueue may run a send of code on the
+// read loop.
+func inlineSendCode(code protocol.RequestCode) bool {
+	return code == protocol.SendMessage || code == protocol.SendMessageV2 || code == protocol.SendBatchMessage
+}
+
+// refuse is submit's refusal of a send the broker takes no sends for now.
+func (q *sendQueue) refuse(t sendTask) error {
+	if q.b.cfg.Store.BrokerRole == store.RoleSlave && (t.header != nil || !q.b.forwards(t.req)) || q.b.Store.IsOSPageCacheBusy() {
+		q.b.stats.sendRejected.Add(1)
+		return protocol.Errorf(protocol.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while")
+	}
+	return nil
 }
 
 // start launches the workers.
