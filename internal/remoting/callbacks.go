@@ -6,24 +6,38 @@ import (
 )
 
 // callbackExecutor runs async-call callbacks on a fixed set of goroutines,
-// so user code never runs on a read loop. Its queue has room for every
-// permit, and a permit is released only after its callback ran, so run
-// never blocks. After stop, run executes the callback on the caller.
+// so user code never runs on a read loop. Its queue is unbounded, so
+// runBatch never blocks: a read loop that blocked on it could deadlock
+// against a callback waiting for that read loop. It is bounded in practice
+// by the permits: every batch holds at least one permit, and a permit is
+// released only after its callback ran. After stop, runBatch executes the
+// callbacks on the caller.
+//
+// The queue is a ring that grows to the largest backlog seen (doubling)
+// and never shrinks; a channel with room for every permit (65535 by
+// default) would hold 1.5 MiB per client from the start, which the garbage
+// collector scans every cycle and a long pipelined run makes resident.
 //
 // The queue carries batches: a reader hands over the async calls it
-// completed in one read in one channel operation (runBatch), which one
-// worker then runs in order. Every batch holds at least one permit, so a
-// capacity of one batch per permit still never blocks.
+// completed in one read in one operation, which one worker then runs in
+// order.
 type callbackExecutor struct {
-	ep      *endpoint
-	queue   chan []*future
-	wg      sync.WaitGroup
-	mu      sync.RWMutex
+	ep *endpoint
+	wg sync.WaitGroup
+
+	mu   sync.Mutex
+	cond sync.Cond // on mu: signalled when a batch is queued or on stop
+	// ring[head], ring[head+1], ... (mod len(ring)) are the n queued
+	// batches, oldest first; len(ring) is 0 or a power of two.
+	ring    [][]*future
+	head, n int
 	stopped bool // guarded by mu
 }
 
-func newCallbackExecutor(ep *endpoint, capacity int) *callbackExecutor {
-	return &callbackExecutor{ep: ep, queue: make(chan []*future, capacity)}
+func newCallbackExecutor(ep *endpoint) *callbackExecutor {
+	e := &callbackExecutor{ep: ep}
+	e.cond.L = &e.mu
+	return e
 }
 
 func (e *callbackExecutor) start(workers int) {
@@ -31,7 +45,11 @@ func (e *callbackExecutor) start(workers int) {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			for fs := range e.queue {
+			for {
+				fs, ok := e.next()
+				if !ok {
+					return
+				}
 				for _, f := range fs {
 					e.safeRun(f)
 				}
@@ -40,21 +58,52 @@ func (e *callbackExecutor) start(workers int) {
 	}
 }
 
+// next waits for the oldest queued batch; false once stopped and drained.
+func (e *callbackExecutor) next() ([]*future, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for e.n == 0 {
+		if e.stopped {
+			return nil, false
+		}
+		e.cond.Wait()
+	}
+	fs := e.ring[e.head]
+	e.ring[e.head] = nil
+	e.head = (e.head + 1) & (len(e.ring) - 1)
+	e.n--
+	return fs, true
+}
+
 func (e *callbackExecutor) run(f *future) { e.runBatch([]*future{f}) }
 
 // runBatch queues the callbacks of fs (whose results are set), to run in
 // order on one worker. fs belongs to the executor from now on.
 func (e *callbackExecutor) runBatch(fs []*future) {
-	e.mu.RLock()
+	e.mu.Lock()
 	if e.stopped {
-		e.mu.RUnlock()
+		e.mu.Unlock()
 		for _, f := range fs {
 			e.safeRun(f)
 		}
 		return
 	}
-	e.queue <- fs
-	e.mu.RUnlock()
+	if e.n == len(e.ring) {
+		e.grow()
+	}
+	e.ring[(e.head+e.n)&(len(e.ring)-1)] = fs
+	e.n++
+	e.mu.Unlock()
+	e.cond.Signal()
+}
+
+// grow doubles the ring, keeping the queued batches in order at its start.
+// REQUIRES: e.mu held and the ring full.
+func (e *callbackExecutor) grow() {
+	ring := make([][]*future, max(16, 2*len(e.ring)))
+	k := copy(ring, e.ring[e.head:])
+	copy(ring[k:], e.ring[:e.head])
+	e.ring, e.head = ring, 0
 }
 
 func (e *callbackExecutor) safeRun(f *future) {
@@ -69,10 +118,8 @@ func (e *callbackExecutor) safeRun(f *future) {
 // stop runs what is queued and waits for the workers. Idempotent.
 func (e *callbackExecutor) stop() {
 	e.mu.Lock()
-	if !e.stopped {
-		e.stopped = true
-		close(e.queue)
-	}
+	e.stopped = true
 	e.mu.Unlock()
+	e.cond.Broadcast()
 	e.wg.Wait()
 }

@@ -90,7 +90,7 @@ func NewClient(cfg ClientConfig) *Client {
 		ep:        ep,
 		asyncSem:  make(chan struct{}, cfg.MaxAsync),
 		onewaySem: make(chan struct{}, cfg.MaxOneway),
-		callbacks: newCallbackExecutor(ep, cfg.MaxAsync),
+		callbacks: newCallbackExecutor(ep),
 		conns:     make(map[string]*clientConn),
 		kick:      make(chan struct{}, 1),
 	}
