@@ -94,6 +94,11 @@ func newInstance(cfg clientConfig) *instance {
 			TLS:         cfg.tls,
 			Logger:      logger,
 			Sign:        cfg.signer(),
+			// Send responses are read through Command.Ext only
+			// (Producer.result, the consumer's send-back): no map per
+			// response.
+			ExtListResponseCodes: []protocol.RequestCode{protocol.SendMessage, protocol.SendMessageV2,
+				protocol.SendBatchMessage, protocol.SendReplyMessage, protocol.SendReplyMessageV2},
 		}),
 		idGen:         message.NewUniqIDGenerator(ip, os.Getpid()),
 		routes:        make(map[string]*topicRoute),

@@ -64,6 +64,13 @@ func DecodeFrame(frame []byte) (*Command, error) { return decodeFrame(frame, nil
 // listCodes get their ext fields in ExtList instead of ExtFields.
 // A listed request's ExtList reuses scratch's capacity when it suffices.
 func decodeFrame(frame []byte, listCodes []int32, scratch []string) (*Command, error) {
+	return decodeFrameResp(frame, listCodes, nil, scratch)
+}
+
+// decodeFrameResp is decodeFrame; a ROCKETMQ-serialized response for whose
+// opaque listResp reports true also gets its ext fields in ExtList, with
+// the Command and the list's storage allocated together.
+func decodeFrameResp(frame []byte, listCodes []int32, listResp func(opaque int32) bool, scratch []string) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, badFrame("frame of %d bytes has no header-length word", len(frame))
 	}
@@ -74,13 +81,23 @@ func decodeFrame(frame []byte, listCodes []int32, scratch []string) (*Command, e
 		return nil, badFrame("header length %d exceeds frame length %d", h, len(frame))
 	}
 	header := frame[4 : 4+h]
-	c := &Command{SerializeType: typ, ExtList: scratch[:0]}
+	var c *Command
+	list := false
+	if listResp != nil && typ == SerializeRocketMQ && len(header) >= rocketMQFixedLength &&
+		int32(binary.BigEndian.Uint32(header[9:]))&FlagResponse != 0 &&
+		listResp(int32(binary.BigEndian.Uint32(header[5:]))) {
+		r := new(listedResponse)
+		c, scratch, list = &r.cmd, r.ext[:0], true
+	} else {
+		c = new(Command)
+	}
+	c.SerializeType, c.ExtList = typ, scratch[:0]
 	var err error
 	switch typ {
 	case SerializeJSON:
 		err = decodeJSONHeader(header, c)
 	case SerializeRocketMQ:
-		err = decodeRocketMQHeaderCodes(header, c, listCodes)
+		err = decodeRocketMQHeaderList(header, c, listCodes, list)
 	default:
 		return nil, badFrame("unknown serialize type %d", typ)
 	}
@@ -94,4 +111,11 @@ func decodeFrame(frame []byte, listCodes []int32, scratch []string) (*Command, e
 		c.Body = frame[4+h:]
 	}
 	return c, nil
+}
+
+// listedResponse is a response decoded with an ExtList and the list's
+// backing array, allocated together: a send response has 5-7 ext fields.
+type listedResponse struct {
+	cmd Command
+	ext [16]string
 }

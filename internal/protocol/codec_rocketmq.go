@@ -87,6 +87,13 @@ func decodeRocketMQHeader(b []byte, c *Command) error { return decodeRocketMQHea
 // decodeRocketMQHeaderCodes is decodeRocketMQHeader; a request whose code
 // is in listCodes gets its ext fields in ExtList (decodeRocketMQExtList).
 func decodeRocketMQHeaderCodes(b []byte, c *Command, listCodes []int32) error {
+	return decodeRocketMQHeaderList(b, c, listCodes, false)
+}
+
+// decodeRocketMQHeaderList is decodeRocketMQHeaderCodes; with list set the
+// ext fields go to ExtList whatever the code (a response whose caller asked
+// for it).
+func decodeRocketMQHeaderList(b []byte, c *Command, listCodes []int32, list bool) error {
 	if len(b) < rocketMQFixedLength {
 		return badFrame("ROCKETMQ header of %d bytes is shorter than %d", len(b), rocketMQFixedLength)
 	}
@@ -116,7 +123,7 @@ func decodeRocketMQHeaderCodes(b []byte, c *Command, listCodes []int32) error {
 	if len(ext) == 0 {
 		return nil
 	}
-	if !c.IsResponse() && slices.Contains(listCodes, c.Code) && decodeRocketMQExtList(ext, c) {
+	if (list || !c.IsResponse() && slices.Contains(listCodes, c.Code)) && decodeRocketMQExtList(ext, c) {
 		return nil
 	}
 	// One string holds the whole ext block; keys and values are substrings

@@ -20,6 +20,9 @@ type FrameReader struct {
 	// listCodes: requests with these codes get their ROCKETMQ ext fields
 	// in ExtList instead of ExtFields (SetExtListCodes).
 	listCodes []int32
+	// listResp: ROCKETMQ responses whose opaque it accepts get their ext
+	// fields in ExtList (SetExtListResponses).
+	listResp func(opaque int32) bool
 	// frames recycles the buffers of ROCKETMQ requests of listCodes of at
 	// most pooledFrameMax bytes, by size class of 1 KiB: their owners give
 	// them back with Command.Release (the broker's plain send, once the
@@ -67,6 +70,14 @@ func (f *FrameReader) SetExtListCodes(codes []RequestCode) {
 	}
 }
 
+// SetExtListResponses makes Next decode the ext fields of ROCKETMQ-serialized
+// responses for whose opaque want reports true into Command.ExtList instead
+// of the ExtFields map: for callers that read the response through
+// Command.Ext (a producer's send results). want runs on Next's goroutine,
+// before the response is decoded. Headers that are malformed or repeat a
+// key keep the map. Call before the first Next.
+func (f *FrameReader) SetExtListResponses(want func(opaque int32) bool) { f.listResp = want }
+
 // eagerAlloc is the frame size up to which the whole buffer is allocated at
 // once; larger frames grow while they are read.
 const eagerAlloc = 1 << 20
@@ -98,7 +109,7 @@ func (f *FrameReader) Next() (*Command, error) {
 		// copies every string, so nothing refers to the buffer after it.
 		// (A send's response has no body: the client's read loop copied
 		// every one only to decode its header from the copy.)
-		c, err := decodeFrame(frame, f.listCodes, nil)
+		c, err := decodeFrameResp(frame, f.listCodes, f.listResp, nil)
 		_, _ = f.r.Discard(len(frame))
 		if c != nil {
 			c.Body = nil // no empty slice of the buffer left behind
@@ -109,7 +120,7 @@ func (f *FrameReader) Next() (*Command, error) {
 	if pf != nil {
 		scratch, pf.list = pf.list, nil // c owns it until Release
 	}
-	c, err := decodeFrame(frame, f.listCodes, scratch)
+	c, err := decodeFrameResp(frame, f.listCodes, f.listResp, scratch)
 	if err != nil || pf == nil {
 		return c, err
 	}

@@ -167,3 +167,87 @@ func BenchmarkDecodeSendHeaderOfList(b *testing.B) {
 		}
 	}
 }
+
+// sendResponseFrame is a SEND_MESSAGE response as the broker encodes it
+// (ROCKETMQ header, ext map), without its length word.
+func sendResponseFrame(t testing.TB, opaque int32, ext map[string]string) []byte {
+	t.Helper()
+	c := &Command{Code: int32(Success), Opaque: opaque, Flag: FlagResponse, ExtFields: ext, SerializeType: SerializeRocketMQ}
+	b, err := AppendFrame(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b[4:]
+}
+
+// TestExtListResponseDecode: a response whose opaque the listResp
+// predicate accepts gets its ext fields in ExtList and reads the same
+// through Ext; other opaques, requests and repeated keys keep the map.
+func TestExtListResponseDecode(t *testing.T) {
+	ext := map[string]string{"msgId": "0A00000100002A9F0000000000000064", "queueId": "2", "queueOffset": "17",
+		"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+	want := func(op int32) bool { return op == 7 }
+	c, err := decodeFrameResp(sendResponseFrame(t, 7, ext), nil, want, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExtFields != nil || c.ExtLen() != len(ext) || c.Opaque != 7 || !c.IsResponse() {
+		t.Fatalf("list decode: %+v", c)
+	}
+	for k, v := range ext {
+		if got := c.Ext(k); got != v {
+			t.Fatalf("Ext(%q) = %q, want %q", k, got, v)
+		}
+	}
+	for name, f := range map[string][]byte{
+		"other opaque": sendResponseFrame(t, 8, ext),
+		"request": func() []byte {
+			r := NewRequest(SendMessageV2, map[string]string{"a": "b"}, nil)
+			r.Opaque, r.SerializeType = 7, SerializeRocketMQ
+			b, _ := AppendFrame(nil, r)
+			return b[4:]
+		}(),
+	} {
+		c, err := decodeFrameResp(f, nil, want, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.ExtList != nil || c.ExtFields == nil {
+			t.Fatalf("%s: decoded into a list", name)
+		}
+	}
+}
+
+// FuzzExtListResponseDecode: for any frame, decoding responses into
+// ExtList accepts exactly what the map decode accepts, and every field
+// reads the same.
+func FuzzExtListResponseDecode(f *testing.F) {
+	for _, s := range seedFrames(f) {
+		if s[0] == 1 { // ROCKETMQ headers: make them responses
+			s = bytes.Clone(s)
+			binary.BigEndian.PutUint32(s[4+9:], binary.BigEndian.Uint32(s[4+9:])|uint32(FlagResponse))
+			f.Add(s)
+		}
+	}
+	f.Add(sendResponseFrame(f, 3, map[string]string{"msgId": "X", "queueId": "1", "queueOffset": "9", "TRACE_ON": "false"}))
+	all := func(int32) bool { return true }
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		viaMap, merr := DecodeFrame(frame)
+		viaList, lerr := decodeFrameResp(frame, nil, all, nil)
+		if (merr == nil) != (lerr == nil) {
+			t.Fatalf("map decode error %v, list decode error %v", merr, lerr)
+		}
+		if merr != nil {
+			return
+		}
+		if viaList.ExtLen() != viaMap.ExtLen() || viaList.Code != viaMap.Code || viaList.Opaque != viaMap.Opaque ||
+			viaList.Flag != viaMap.Flag || viaList.Remark != viaMap.Remark || !bytes.Equal(viaList.Body, viaMap.Body) {
+			t.Fatalf("list decode %+v, map decode %+v", viaList, viaMap)
+		}
+		for k, v := range viaMap.ExtFields {
+			if got := viaList.Ext(k); got != v {
+				t.Fatalf("Ext(%q) = %q, want %q", k, got, v)
+			}
+		}
+	})
+}

@@ -34,6 +34,11 @@ type ClientConfig struct {
 	// (InvokeSync, InvokeAsync, InvokeOneway): ACL request signing. It may
 	// set ext fields; it runs on the caller's goroutine.
 	Sign func(*protocol.Command)
+	// ExtListResponseCodes are request codes whose callers read their
+	// responses' ext fields through Command.Ext only: ROCKETMQ-serialized
+	// responses to them are decoded into Command.ExtList instead of the
+	// ExtFields map (protocol.FrameReader.SetExtListResponses).
+	ExtListResponseCodes []protocol.RequestCode
 }
 
 // Client keeps one connection per server address (dialled on demand,
@@ -85,6 +90,7 @@ func NewClient(cfg ClientConfig) *Client {
 	ep := newEndpoint(cfg.Logger, cfg.MaxFrameSize, cfg.IdleTimeout)
 	ep.logger = ep.logger.With("component", "remoting-client")
 	ep.readBuf = clientReadBufSize
+	ep.respListCodes = cfg.ExtListResponseCodes
 	c := &Client{
 		cfg:       cfg,
 		ep:        ep,
@@ -308,7 +314,7 @@ func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Com
 	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: async to %s: %w", addr, err)
 	}
-	f := &future{cb: cb, ctx: ctx, sem: c.asyncSem, exec: c.callbacks}
+	f := &future{cb: cb, ctx: ctx, sem: c.asyncSem, exec: c.callbacks, extList: c.ep.listsResponse(req.Code)}
 	if d, ok := ctx.Deadline(); ok {
 		f.deadline = d.UnixNano()
 	} else {

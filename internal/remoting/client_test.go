@@ -332,3 +332,50 @@ func TestTLSPermissive(t *testing.T) {
 		t.Fatalf("connects=%d closes=%d exceptions=%d, want only the TLS connection", connects, closes, exceptions)
 	}
 }
+
+// TestExtListResponses: responses to requests of ExtListResponseCodes
+// arrive with their ROCKETMQ ext fields in ExtList, sync and async; other
+// codes keep the map.
+func TestExtListResponses(t *testing.T) {
+	const codeOther = protocol.RequestCode(9003)
+	s := startServer(t, ServerConfig{}, func(s *Server) { s.RegisterProcessor(codeOther, echo, PoolConfig{}) })
+	c := startClient(t, ClientConfig{ExtListResponseCodes: []protocol.RequestCode{codeEcho}})
+	addr := s.Addr().String()
+	req := func(code protocol.RequestCode) *protocol.Command {
+		r := protocol.NewRequest(code, map[string]string{"msgId": "m", "queueOffset": "17"}, nil)
+		r.SerializeType = protocol.SerializeRocketMQ
+		return r
+	}
+	check := func(name string, resp *protocol.Command, list bool) {
+		t.Helper()
+		if resp.Ext("msgId") != "m" || resp.Ext("queueOffset") != "17" || resp.ExtLen() != 2 {
+			t.Fatalf("%s: ext %v %v", name, resp.ExtFields, resp.ExtList)
+		}
+		if got := resp.ExtFields == nil; got != list {
+			t.Fatalf("%s: list decode %v, want %v", name, got, list)
+		}
+	}
+	for _, tc := range []struct {
+		code protocol.RequestCode
+		list bool
+	}{{codeEcho, true}, {codeOther, false}} {
+		resp, err := c.InvokeSync(ctxFor(t, 10*time.Second), addr, req(tc.code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("sync", resp, tc.list)
+		done := make(chan *protocol.Command, 1)
+		err = c.InvokeAsync(ctxFor(t, 10*time.Second), addr, req(tc.code), func(resp *protocol.Command, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done <- resp
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp := <-done; resp != nil {
+			check("async", resp, tc.list)
+		}
+	}
+}

@@ -374,6 +374,9 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	c.br = bufio.NewReaderSize(r, c.ep.readBuf)
 	c.fr = protocol.NewFrameReader(c.br, c.ep.maxFrame, c.ep.readBuf)
 	c.fr.SetExtListCodes(c.ep.extListCodes)
+	if len(c.ep.respListCodes) > 0 {
+		c.fr.SetExtListResponses(c.listsResponse)
+	}
 	for {
 		if !frameBuffered(c.br) {
 			c.flushAsync()
@@ -548,6 +551,16 @@ func (c *Conn) addFuture(f *future) (inFlight int, err error) {
 	return len(c.futures), nil
 }
 
+// listsResponse reports whether the future waiting for opaque wants its
+// response decoded with ExtList (future.extList). It only looks: the read
+// loop takes the future once the response is decoded.
+func (c *Conn) listsResponse(opaque int32) bool {
+	c.fmu.Lock()
+	f := c.futures[opaque]
+	c.fmu.Unlock()
+	return f != nil && f.extList
+}
+
 // takeFuture removes and returns the future for opaque, or nil. Whoever
 // takes a future is the only one who completes it.
 func (c *Conn) takeFuture(opaque int32) *future {
@@ -576,7 +589,7 @@ func prepareRequest(req *protocol.Command, opaque int32, oneway bool) {
 func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int32) (*protocol.Command, error) {
 	prepareRequest(req, opaque, false)
 	f := c.ep.syncFutures.Get().(*future)
-	f.opaque = opaque
+	f.opaque, f.extList = opaque, c.ep.listsResponse(req.Code)
 	inFlight, err := c.addFuture(f)
 	if err != nil {
 		c.ep.syncFutures.Put(f)

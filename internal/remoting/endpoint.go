@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"errors"
+	"slices"
 
 	"context"
 	"crypto/tls"
@@ -26,6 +27,9 @@ type endpoint struct {
 	tlsEnforce bool          // with serverTLS: plain connections are refused
 	// extListCodes: requests decoded with ExtList (ServerConfig.ExtListCodes)
 	extListCodes []protocol.RequestCode
+	// respListCodes: requests whose ROCKETMQ responses are decoded with
+	// ExtList (ClientConfig.ExtListResponseCodes)
+	respListCodes []protocol.RequestCode
 
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write
@@ -258,4 +262,10 @@ func acquire(ctx context.Context, sem chan struct{}, quit <-chan struct{}) error
 	case <-ctx.Done():
 		return ErrTooManyRequests
 	}
+}
+
+// listsResponse reports whether the response to a request with code is
+// decoded with ExtList (respListCodes).
+func (ep *endpoint) listsResponse(code int32) bool {
+	return len(ep.respListCodes) > 0 && slices.Contains(ep.respListCodes, protocol.RequestCode(code))
 }

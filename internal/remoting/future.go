@@ -16,6 +16,9 @@ type result struct {
 // connection cleanup, a failed send) completes it, exactly once.
 type future struct {
 	opaque int32
+	// extList: the response is decoded with ExtList, not ExtFields
+	// (ClientConfig.ExtListResponseCodes); set before the future is added.
+	extList bool
 
 	// Sync calls: the completion is sent here (capacity 1, never blocks).
 	// Sync futures are pooled; the waiter returns it to the pool after
