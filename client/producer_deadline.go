@@ -87,7 +87,7 @@ func (s *sendDeadlines) with(parent context.Context, d time.Time) (context.Conte
 		if ctx, ok := s.share(parent, ms, at); ok {
 			return ctx, at, noCancel
 		}
-	} else if p := s.prev.Swap(&parent); p != nil && sameContext(*p, parent) {
+	} else if p := s.prev.Swap(boxed(parent)); p != nil && sameContext(*p, parent) {
 		if ctx, ok := s.share(parent, ms, at); ok {
 			return ctx, at, noCancel
 		}
@@ -95,6 +95,11 @@ func (s *sendDeadlines) with(parent context.Context, d time.Time) (context.Conte
 	ctx, cancel := context.WithDeadline(parent, at)
 	return ctx, at, cancel
 }
+
+// boxed returns a new pointer to ctx. with stores it without taking its
+// parameter's address, which would move the parameter to the heap on every
+// call, the shared fast path's included.
+func boxed(ctx context.Context) *context.Context { return &ctx }
 
 // share makes the shared context of parent and ms, unless closed or too
 // many are alive.
