@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
@@ -78,7 +79,12 @@ type Producer struct {
 
 	stats     producerCounters
 	deadlines sendDeadlines // shared per-millisecond send deadline contexts
-	acc       *accumulator  // nil unless WithAutoBatch (producer_batch.go)
+	// sendRequests recycles the send requests request builds: remoting
+	// encodes a request's header before Invoke* returns and keeps no
+	// reference to the Command, so each is free again once its Invoke*
+	// call returned (releaseRequest).
+	sendRequests sync.Pool    // *sendRequest
+	acc          *accumulator // nil unless WithAutoBatch (producer_batch.go)
 }
 
 type producerCounters struct {
@@ -318,7 +324,9 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 		buf = p.in.idGen.AppendNext(buf)
 		idEnd := len(buf)
 		buf = append(buf, message.PropertySeparator)
-		o.properties = string(buf)
+		// buf is never written again: the string can share its bytes
+		// (what strings.Builder does) instead of copying them.
+		o.properties = unsafe.String(unsafe.SliceData(buf), len(buf))
 		o.uniqIDs = o.properties[idAt:idEnd]
 		if strings.EqualFold(msg.Properties[message.PropertyTransactionPrepared], "true") {
 			o.sysFlag |= message.SysFlagTransactionPreparedType
@@ -427,6 +435,12 @@ type sendRequest struct {
 // to build and no keys to sort when the frame is encoded (ext order is not
 // significant on the wire).
 func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Command {
+	return &p.newRequest(o, q, born).cmd
+}
+
+// newRequest is request from the producer's recycled requests: give it
+// back with releaseRequest.
+func (p *Producer) newRequest(o *outgoing, q MessageQueue, born int64) *sendRequest {
 	code, v2 := protocol.SendMessageV2, true
 	switch {
 	case o.batch:
@@ -453,7 +467,10 @@ func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Co
 		Batch:                 o.batch,
 		BrokerName:            q.BrokerName,
 	}
-	r := new(sendRequest)
+	r, _ := p.sendRequests.Get().(*sendRequest)
+	if r == nil {
+		r = new(sendRequest)
+	}
 	e := protocol.AppendSendHeader(r.ext[:0], &h, v2)
 	if o.maxReconsume == 0 {
 		e = protocol.DeleteExt(e, protocol.SendHeaderMaxReconsumeTimesKey(v2))
@@ -469,7 +486,16 @@ func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Co
 		// answer in kind.
 		SerializeType: protocol.SerializeRocketMQ,
 	}
-	return &r.cmd
+	return r
+}
+
+// releaseRequest recycles a request from request once the Invoke* call
+// that sent it returned. The strings it held are dropped (no message
+// properties kept alive by the pool).
+func (p *Producer) releaseRequest(r *sendRequest) {
+	clear(r.ext[:])
+	r.cmd = protocol.Command{}
+	p.sendRequests.Put(r)
 }
 
 // result turns a send response into a SendResult or an error.
@@ -723,10 +749,11 @@ func (p *Producer) attemptSync(ctx context.Context, o *outgoing, q MessageQueue,
 		return nil, err
 	}
 	born := time.Now()
-	req := p.request(o, q, born.UnixMilli())
+	req := p.newRequest(o, q, born.UnixMilli())
 	sc := p.hookContext(o, q, addr, SendModeSync, attempt, born)
 	p.before(ctx, sc)
-	resp, err := p.in.remote.InvokeSync(ctx, addr, req)
+	resp, err := p.in.remote.InvokeSync(ctx, addr, &req.cmd)
+	p.releaseRequest(req)
 	latency := time.Since(born)
 	var res *SendResult
 	if err == nil {
@@ -774,7 +801,9 @@ func (p *Producer) SendOneway(ctx context.Context, msg *Message) error {
 	born := time.Now()
 	sc := p.hookContext(o, q, addr, SendModeOneway, 0, born)
 	p.before(ctx, sc)
-	err = p.in.remote.InvokeOneway(ctx, addr, p.request(o, q, born.UnixMilli()))
+	req := p.newRequest(o, q, born.UnixMilli())
+	err = p.in.remote.InvokeOneway(ctx, addr, &req.cmd)
+	p.releaseRequest(req)
 	p.stats.oneway.Add(1)
 	if err != nil {
 		err = fmt.Errorf("client: oneway send to %s@%s (topic %s): %w", q.BrokerName, addr, o.userTopic, err)
@@ -926,7 +955,8 @@ func (a *asyncSend) attempt(born time.Time) error {
 	sc := p.hookContext(a.o, q, addr, SendModeAsync, attemptNo, born)
 	p.before(ctx, sc)
 	p.stats.attempts.Add(1)
-	err = p.in.remote.InvokeAsync(ctx, addr, p.request(a.o, q, born.UnixMilli()), func(resp *protocol.Command, err error) {
+	req := p.newRequest(a.o, q, born.UnixMilli())
+	err = p.in.remote.InvokeAsync(ctx, addr, &req.cmd, func(resp *protocol.Command, err error) {
 		var latency time.Duration
 		if p.fault.enabled || sc != nil { // nobody else reads the clock
 			latency = time.Since(born)
@@ -941,6 +971,7 @@ func (a *asyncSend) attempt(born time.Time) error {
 		p.after(ctx, sc, res, err, latency)
 		a.done(res, err)
 	})
+	p.releaseRequest(req)
 	if err != nil {
 		p.fault.update(q.BrokerName, time.Since(born), true, true)
 		return fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
