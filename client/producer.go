@@ -292,19 +292,28 @@ func validTopic(t string) error {
 // prepare validates msg and encodes it for sending. The caller's message is
 // not modified.
 func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, error) {
-	if msg == nil {
-		return nil, fmt.Errorf("%w: nil message", ErrIllegalMessage)
-	}
-	if err := validTopic(msg.Topic); err != nil {
+	o := new(outgoing)
+	if err := p.prepareInto(o, msg, extra); err != nil {
 		return nil, err
 	}
+	return o, nil
+}
+
+// prepareInto is prepare into storage of the caller's.
+func (p *Producer) prepareInto(o *outgoing, msg *Message, extra map[string]string) error {
+	if msg == nil {
+		return fmt.Errorf("%w: nil message", ErrIllegalMessage)
+	}
+	if err := validTopic(msg.Topic); err != nil {
+		return err
+	}
 	if len(msg.Body) == 0 {
-		return nil, fmt.Errorf("%w: empty body (topic %s)", ErrIllegalMessage, msg.Topic)
+		return fmt.Errorf("%w: empty body (topic %s)", ErrIllegalMessage, msg.Topic)
 	}
 	if len(msg.Body) > p.cfg.maxMessageSize {
-		return nil, fmt.Errorf("%w: body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(msg.Body), p.cfg.maxMessageSize, msg.Topic)
+		return fmt.Errorf("%w: body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(msg.Body), p.cfg.maxMessageSize, msg.Topic)
 	}
-	o := &outgoing{
+	*o = outgoing{
 		userTopic: msg.Topic,
 		topic:     wrapNamespace(p.cfg.namespace, msg.Topic),
 		flag:      msg.Flag,
@@ -365,9 +374,9 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 	o.body = body
 	o.sysFlag |= flags
 	if len(o.properties) > message.MaxPropertiesSize {
-		return nil, fmt.Errorf("%w: properties of %d bytes exceed %d (topic %s)", ErrIllegalMessage, len(o.properties), message.MaxPropertiesSize, msg.Topic)
+		return fmt.Errorf("%w: properties of %d bytes exceed %d (topic %s)", ErrIllegalMessage, len(o.properties), message.MaxPropertiesSize, msg.Topic)
 	}
-	return o, nil
+	return nil
 }
 
 // prepareBatch validates and encodes a batch: one topic, no delay level, no
@@ -835,11 +844,16 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	if p.acc != nil && p.acc.batchable(msg) {
 		return p.sendAutoBatch(ctx, msg, cb)
 	}
-	o, err := p.prepare(msg, nil)
-	if err != nil {
+	// The send and its message in one allocation.
+	a := new(asyncSend)
+	if err := p.prepareInto(&a.out, msg, nil); err != nil {
 		return err
 	}
-	return p.sendAsync(ctx, o, cb)
+	if err := p.beginAsync(); err != nil {
+		return err
+	}
+	a.o = &a.out
+	return p.startAsync(ctx, a, cb)
 }
 
 // sendAutoBatch adds msg to its topic's auto-batch (producer_batch.go), or
@@ -900,20 +914,26 @@ func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResu
 // count (beginAsync, or the accumulator's Add while its messages hold
 // theirs); on an error it releases the count and cb is not called.
 func (p *Producer) sendAsyncCounted(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
+	return p.startAsync(ctx, &asyncSend{o: o}, cb)
+}
+
+// startAsync is sendAsyncCounted for a send whose a.o is set and whose
+// other fields are zero.
+func (p *Producer) startAsync(ctx context.Context, a *asyncSend, cb func(*SendResult, error)) error {
 	// One deadline context for the whole send, usually shared with the
 	// other sends of the same millisecond (producer_deadline.go).
 	now := time.Now()
 	dctx, deadline, cancel := p.deadlines.with(ctx, p.sendDeadlineFrom(ctx, now))
-	r, err := p.in.publishRoute(dctx, o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
+	r, err := p.in.publishRoute(dctx, a.o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
 	if err == nil && len(r.publish) == 0 {
-		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, o.userTopic)
+		err = fmt.Errorf("%w: topic %s", ErrNoAvailableQueue, a.o.userTopic)
 	}
 	if err != nil {
 		cancel()
 		p.inflight.Done()
 		return err
 	}
-	a := &asyncSend{p: p, o: o, qs: r.publish, cb: cb, deadline: deadline, parent: ctx, ctx: dctx, cancel: cancel}
+	a.p, a.qs, a.cb, a.deadline, a.parent, a.ctx, a.cancel = p, r.publish, cb, deadline, ctx, dctx, cancel
 	if err := a.attempt(now); err != nil {
 		cancel()
 		p.inflight.Done()
@@ -936,6 +956,8 @@ type asyncSend struct {
 
 	n          int // attempts made
 	lastBroker string
+
+	out outgoing // what o points to when SendAsync prepared it in place
 }
 
 // attempt starts the next attempt at born. An error means the request could not
