@@ -394,7 +394,7 @@ const oneOfManyReads = 10
 // Each read must return exactly the messages published to that subject
 // (one from firstAll plus its share of the round-robin: cursor counts the
 // round-robin sends of that system).
-func readOneOfMany(tb testing.TB, c *remoting.Client, broker string, js jetstream.JetStream, n, aCursor, nCursor int) {
+func readOneOfMany(b *testing.B, c *remoting.Client, broker string, js jetstream.JetStream, n, aCursor, nCursor int) {
 	perSubject := func(cursor, i int) int64 {
 		k := int64(1 + cursor/n)
 		if i < cursor%n {
@@ -408,15 +408,15 @@ func readOneOfMany(tb testing.TB, c *remoting.Client, broker string, js jetstrea
 		i := j * n / oneOfManyReads
 		readA := func() {
 			want := perSubject(aCursor, i)
-			got, d := readOneApogee(tb, c, broker, manyTopic(n, i))
+			got, d := readOneApogee(b, c, broker, manyTopic(n, i))
 			if got != want {
-				tb.Fatalf("apogee %s: read %d messages, %d were published", manyTopic(n, i), got, want)
+				b.Fatalf("apogee %s: read %d messages, %d were published", manyTopic(n, i), got, want)
 			}
 			at, amsgs = append(at, d.Seconds()*1000), amsgs+got
 		}
 		readN := func() {
 			want := perSubject(nCursor, i)
-			d := readOneNATS(tb, js, fmt.Sprintf("m.%d.%d", n, i), want)
+			d := readOneNATS(b, js, fmt.Sprintf("m.%d.%d", n, i), want)
 			nt, nmsgs = append(nt, d.Seconds()*1000), nmsgs+want
 		}
 		if j%2 == 0 {
@@ -428,11 +428,9 @@ func readOneOfMany(tb testing.TB, c *remoting.Client, broker string, js jetstrea
 		}
 	}
 	am, nm := medianOf(at), medianOf(nt)
-	if b, ok := tb.(*testing.B); ok {
-		b.ReportMetric(am, fmt.Sprintf("apogee-read-one-ms-%d", n))
-		b.ReportMetric(nm, fmt.Sprintf("nats-read-one-ms-%d", n))
-	}
-	tb.Logf("%6d subjects: one subject's backlog read from its start, median of %d: apogee %.3f ms (%.1f msgs each), nats %.3f ms (%.1f msgs each); nats/apogee %.1f",
+	b.ReportMetric(am, fmt.Sprintf("apogee-read-one-ms-%d", n))
+	b.ReportMetric(nm, fmt.Sprintf("nats-read-one-ms-%d", n))
+	b.Logf("%6d subjects: one subject's backlog read from its start, median of %d: apogee %.3f ms (%.1f msgs each), nats %.3f ms (%.1f msgs each); nats/apogee %.1f",
 		n, oneOfManyReads, am, float64(amsgs)/oneOfManyReads, nm, float64(nmsgs)/oneOfManyReads, nm/am)
 }
 
