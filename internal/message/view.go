@@ -1,6 +1,7 @@
 package message
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -164,6 +165,41 @@ func (v StoredView) RawProperties() []byte { return v.rec[len(v.rec)-v.propsLen:
 // building a map; the value aliases the record.
 func (v StoredView) Property(name string) ([]byte, bool) {
 	return LookupPropertyBytes(v.RawProperties(), name)
+}
+
+// DispatchProperties returns the UNIQ_KEY, KEYS and TAGS values, as three
+// Property calls would (the last occurrence of each, nil when absent), in one
+// pass over the properties: dispatch wants all three of every record.
+func (v StoredView) DispatchProperties() (uniqKey, keys, tags []byte) {
+	return lookupProperties3(v.RawProperties(), PropertyUniqClientMessageIDKeyidx, PropertyKeys, PropertyTags)
+}
+
+// lookupProperties3 is LookupPropertyBytes for three names at once (each
+// non-empty and without NameValueSeparator), values aliasing s.
+func lookupProperties3(s []byte, n0, n1, n2 string) (v0, v1, v2 []byte) {
+	for len(s) > 0 {
+		seg := s
+		if i := bytes.IndexByte(s, PropertySeparator); i >= 0 {
+			seg, s = s[:i], s[i+1:]
+		} else {
+			s = nil
+		}
+		switch {
+		case propertyIs(seg, n0):
+			v0 = seg[len(n0)+1:]
+		case propertyIs(seg, n1):
+			v1 = seg[len(n1)+1:]
+		case propertyIs(seg, n2):
+			v2 = seg[len(n2)+1:]
+		}
+	}
+	return v0, v1, v2
+}
+
+// propertyIs reports whether seg is a name=value pair of name with a
+// non-empty value (LookupPropertyBytes' rule).
+func propertyIs(seg []byte, name string) bool {
+	return len(seg) > len(name)+1 && seg[len(name)] == NameValueSeparator && string(seg[:len(name)]) == name
 }
 
 // TagsCode returns TagsHashCode of the TAGS property, 0 when untagged.

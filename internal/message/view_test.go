@@ -105,3 +105,57 @@ func TestStoredViewErrorsAndAllocs(t *testing.T) {
 		t.Errorf("view allocates %.1f times", allocs)
 	}
 }
+
+// checkDispatchProperties asserts that the one-pass look-up of UNIQ_KEY,
+// KEYS and TAGS gives what three LookupPropertyBytes calls give.
+func checkDispatchProperties(t *testing.T, props []byte) {
+	t.Helper()
+	u, k, g := lookupProperties3(props, PropertyUniqClientMessageIDKeyidx, PropertyKeys, PropertyTags)
+	for _, c := range []struct {
+		name string
+		got  []byte
+	}{{PropertyUniqClientMessageIDKeyidx, u}, {PropertyKeys, k}, {PropertyTags, g}} {
+		want, ok := LookupPropertyBytes(props, c.name)
+		if !bytes.Equal(c.got, want) || (c.got == nil) == ok {
+			t.Fatalf("%q in %q: one pass %q (nil %v), LookupPropertyBytes %q (found %v)", c.name, props, c.got, c.got == nil, want, ok)
+		}
+	}
+}
+
+func TestDispatchProperties(t *testing.T) {
+	for _, props := range []string{
+		"",
+		"\x02",
+		"KEYS\x01a b\x02TAGS\x01t\x02UNIQ_KEY\x01u1\x02",
+		"UNIQ_KEY\x01u1\x02UNIQ_KEY\x01u2\x02",     // the last wins
+		"UNIQ_KEY\x01u1\x02UNIQ_KEY\x01\x02",       // an empty value is no value
+		"TAGS\x01\x02KEYS\x01\x02UNIQ_KEY\x01",     // all empty
+		"TAGSX\x01t\x02KEYS\x02UNIQ_KEYS\x01u\x02", // near misses
+		"TAGS\x01a\x01b\x02KEYS\x01k",              // a separator in the value, no trailing separator
+		"WAIT\x01true\x02TAGS\x01\xe4\xb8\xad\x02",
+	} {
+		checkDispatchProperties(t, []byte(props))
+	}
+	m := sampleExt()
+	m.SetKeys("k1", "k2")
+	m.Properties[PropertyTags] = "TagA"
+	m.Properties[PropertyUniqClientMessageIDKeyidx] = "0A000002"
+	rec, err := AppendStored(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, err := ViewStored(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, k, g := v.DispatchProperties()
+	if string(u) != "0A000002" || string(k) != "k1 k2" || string(g) != "TagA" {
+		t.Fatalf("DispatchProperties = %q, %q, %q", u, k, g)
+	}
+}
+
+func FuzzDispatchProperties(f *testing.F) {
+	f.Add([]byte("KEYS\x01a b\x02TAGS\x01t\x02UNIQ_KEY\x01u1\x02"))
+	f.Add([]byte("UNIQ_KEY\x01u1\x02UNIQ_KEY\x01\x02TAGS\x01\x01\x02"))
+	f.Fuzz(func(t *testing.T, props []byte) { checkDispatchProperties(t, props) })
+}

@@ -141,11 +141,13 @@ func (s *Store) dispatchRecord(rec []byte, phy int64, notify bool) error {
 		sysFlag:        v.SysFlag(),
 		view:           v,
 	}
-	if s.index != nil { // only the index reads the keys
-		r.uniqKey, _ = v.Property(message.PropertyUniqClientMessageIDKeyidx)
-		r.keys, _ = v.Property(message.PropertyKeys)
+	// One pass over the properties for the three dispatch wants; the keys
+	// are for the index only.
+	uniq, keys, tags := v.DispatchProperties()
+	if s.index != nil {
+		r.uniqKey, r.keys = uniq, keys
 	}
-	r.tagsCode = s.tagsCode(&r)
+	r.tagsCode = s.tagsCode(&r, tags)
 	tt := message.TransactionType(r.sysFlag)
 	consumable := tt == message.SysFlagTransactionNotType || tt == message.SysFlagTransactionCommitType
 	var cq *consumeQueue
@@ -238,9 +240,9 @@ func (s *Store) behindError(err error) {
 	}
 }
 
-// tagsCode is the consume-queue tag field: the tag hash, or for the
-// schedule topic the delivery time (8.8).
-func (s *Store) tagsCode(r *dispatchRequest) int64 {
+// tagsCode is the consume-queue tag field: the hash of tags (the record's
+// TAGS value), or for the schedule topic the delivery time (8.8).
+func (s *Store) tagsCode(r *dispatchRequest, tags []byte) int64 {
 	if string(r.topic) == names.TopicSchedule {
 		if lvl, _ := r.view.Property(message.PropertyDelayTimeLevel); len(lvl) > 0 && len(s.delayLevels) > 0 {
 			if n := atoiSafe(lvl); n > 0 {
@@ -249,7 +251,7 @@ func (s *Store) tagsCode(r *dispatchRequest) int64 {
 			}
 		}
 	}
-	return r.view.TagsCode()
+	return message.TagsHashCodeBytes(tags)
 }
 
 func atoiSafe(s []byte) int {
@@ -323,8 +325,7 @@ func (s *Store) reindex(from, to int64) bool {
 			}
 			r := dispatchRequest{topic: v.Topic(), queueID: v.QueueID(), phyOffset: phy, size: int32(size),
 				storeTimestamp: v.StoreTimestamp(), queueOffset: v.QueueOffset(), sysFlag: v.SysFlag(), view: v}
-			r.uniqKey, _ = v.Property(message.PropertyUniqClientMessageIDKeyidx)
-			r.keys, _ = v.Property(message.PropertyKeys)
+			r.uniqKey, r.keys, _ = v.DispatchProperties()
 			if err := s.index.build(&r); err != nil {
 				if errors.Is(err, errIndexUnavailable) {
 					s.index.gapFrom = phy

@@ -94,7 +94,7 @@ func FuzzIndexReader(f *testing.F) {
 		if got := idx.query(nil, key, 5, begin, end); len(got) > 5 {
 			t.Fatalf("%d results for maxNum 5", len(got))
 		}
-		if idx.put([]byte(key), 4242, max(idx.beginTimestamp.Load(), 0)+1000) {
+		if idx.put(indexKeyHash(key), 4242, max(idx.beginTimestamp.Load(), 0)+1000) {
 			found := false
 			for _, off := range idx.query(nil, key, items, math.MinInt64, math.MaxInt64) {
 				found = found || off == 4242

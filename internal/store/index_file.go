@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apogeemq/apogee/internal/message"
@@ -49,6 +51,61 @@ func indexKeyHash[S ~string | ~[]byte](key S) int32 {
 		return 0
 	}
 	return h
+}
+
+// Powers of 31 modulo 2^32 for javaHashFrom's eight-byte steps.
+const (
+	p31x2 = 31 * 31
+	p31x3 = p31x2 * 31
+	p31x4 = p31x3 * 31
+	p31x5 = p31x4 * 31
+	p31x6 = p31x5 * 31
+	p31x7 = (p31x6 * 31) % (1 << 32)
+	p31x8 = (p31x6 * 31 * 31) % (1 << 32)
+)
+
+// javaHashFrom continues Java's String.hashCode (over UTF-16 units, as
+// message.TagsHashCode) from h over b, eight ASCII bytes per step. Hashing
+// a then b from the result equals hashing a+b when a ends with an ASCII
+// byte (no rune spans the joint): build hashes "topic#" once per record.
+func javaHashFrom(h uint32, b []byte) uint32 {
+	for i := 0; i < len(b); {
+		if i+8 <= len(b) {
+			if w := binary.LittleEndian.Uint64(b[i:]); w&0x8080808080808080 == 0 {
+				h = h*p31x8 + uint32(w&0xff)*p31x7 + uint32(w>>8&0xff)*p31x6 +
+					uint32(w>>16&0xff)*p31x5 + uint32(w>>24&0xff)*p31x4 + uint32(w>>32&0xff)*p31x3 +
+					uint32(w>>40&0xff)*p31x2 + uint32(w>>48&0xff)*31 + uint32(w>>56)
+				i += 8
+				continue
+			}
+		}
+		if c := b[i]; c < utf8.RuneSelf {
+			h = 31*h + uint32(c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		i += size
+		if r > 0xFFFF {
+			r1, r2 := utf16.EncodeRune(r)
+			h = 31*(31*h+uint32(r1)) + uint32(r2)
+			continue
+		}
+		h = 31*h + uint32(r)
+	}
+	return h
+}
+
+// indexSlotHash is indexKeyHash of a key whose Java hash is h.
+func indexSlotHash(h uint32) int32 {
+	k := int32(h)
+	if k < 0 {
+		k = -k
+	}
+	if k < 0 {
+		return 0
+	}
+	return k
 }
 
 // indexFile is one hash index file. The dispatch goroutine is the only
@@ -128,13 +185,13 @@ func (f *indexFile) storeSlot(pos int, val int32) {
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&f.mf.data[pos])), *(*uint32)(unsafe.Pointer(&b[0])))
 }
 
-// put adds one key (5.3 steps 2-4). It returns false when the file is full.
-func (f *indexFile) put(key []byte, phyOffset, storeTimestamp int64) bool {
+// put adds one key of hash h (indexKeyHash; 5.3 steps 2-4). It returns
+// false when the file is full.
+func (f *indexFile) put(h int32, phyOffset, storeTimestamp int64) bool {
 	count := f.indexCount.Load()
 	if int(count) >= f.indexNum {
 		return false
 	}
-	h := indexKeyHash(key)
 	sp := f.slotPos(h)
 	old := f.loadSlot(sp)
 	if old <= 0 || old > count {
@@ -223,8 +280,6 @@ type indexService struct {
 
 	mu    sync.RWMutex
 	files []*indexFile // ascending creation time; guarded by mu
-
-	keyBuf []byte // scratch for topic#key; dispatch goroutine only
 
 	// Creation failures (a disk too full for another file). current() does
 	// not try again before retryAt, the wait doubling from 1 s up to
@@ -417,19 +472,19 @@ func (s *indexService) build(r *dispatchRequest) error {
 	if f.alreadyIndexed(r.phyOffset) {
 		return nil
 	}
+	// Every key is topic#key: hash "topic#" once, then each key from there.
+	th := 31*javaHashFrom(0, r.topic) + '#'
 	add := func(key []byte) error {
-		buf := s.keyBuf[:0]
-		buf = append(append(append(buf, r.topic...), '#'), key...)
-		s.keyBuf = buf
+		h := indexSlotHash(javaHashFrom(th, key))
 		for range 3 {
-			if f.put(buf, r.phyOffset, r.storeTimestamp) {
+			if f.put(h, r.phyOffset, r.storeTimestamp) {
 				return nil
 			}
 			if f, err = s.current(); err != nil {
 				return err
 			}
 		}
-		return fmt.Errorf("store: index put failed for key %q", buf)
+		return fmt.Errorf("store: index put failed for key %q", string(r.topic)+"#"+string(key))
 	}
 	if len(r.uniqKey) > 0 {
 		if err := add(r.uniqKey); err != nil {
