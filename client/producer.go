@@ -432,17 +432,21 @@ func (p *Producer) prepareBatch(msgs []*Message) (*outgoing, error) {
 	}, nil
 }
 
-// sendRequest is a send request and the backing array of its ext list,
+// sendRequest is a send request with the storage of its header: the
+// backing array of an ext list, or the header as a protocol.SendHeaderExt,
 // allocated together.
 type sendRequest struct {
 	cmd protocol.Command
+	hdr protocol.SendHeaderExt
 	ext [28]string
 }
 
-// request builds the send request of o for queue q. The header goes into
-// Command.ExtList through the protocol package's send-header codec: no map
-// to build and no keys to sort when the frame is encoded (ext order is not
-// significant on the wire).
+// request builds the send request of o for queue q. Unsigned, the header
+// is the request's ExtEncoder (protocol.SendHeaderExt): remoting encodes
+// it straight into the frame, no list of strings, no strings for the
+// numbers. Signed (WithCredentials), it goes into Command.ExtList through
+// the protocol package's send-header codec, which the signer reads. Both
+// give the same frame bytes; neither builds a map or sorts keys.
 func (p *Producer) request(o *outgoing, q MessageQueue, born int64) *protocol.Command {
 	return &p.newRequest(o, q, born).cmd
 }
@@ -461,40 +465,50 @@ func (p *Producer) newRequest(o *outgoing, q MessageQueue, born int64) *sendRequ
 	case p.cfg.useV1Header:
 		code, v2 = protocol.SendMessage, false
 	}
-	h := protocol.SendMessageRequestHeader{
-		ProducerGroup:         p.wireGroup,
-		Topic:                 o.topic,
-		DefaultTopic:          p.cfg.createTopicKey,
-		DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
-		QueueID:               int32(q.QueueID),
-		SysFlag:               o.sysFlag,
-		BornTimestamp:         born,
-		Flag:                  o.flag,
-		Properties:            o.properties,
-		ReconsumeTimes:        o.reconsumeTimes,
-		MaxReconsumeTimes:     o.maxReconsume,
-		Batch:                 o.batch,
-		BrokerName:            q.BrokerName,
-	}
 	r, _ := p.sendRequests.Get().(*sendRequest)
 	if r == nil {
 		r = new(sendRequest)
 	}
-	e := protocol.AppendSendHeader(r.ext[:0], &h, v2)
-	if o.maxReconsume == 0 {
-		e = protocol.DeleteExt(e, protocol.SendHeaderMaxReconsumeTimesKey(v2))
+	r.hdr = protocol.SendHeaderExt{
+		Header: protocol.SendMessageRequestHeader{
+			ProducerGroup:         p.wireGroup,
+			Topic:                 o.topic,
+			DefaultTopic:          p.cfg.createTopicKey,
+			DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
+			QueueID:               int32(q.QueueID),
+			SysFlag:               o.sysFlag,
+			BornTimestamp:         born,
+			Flag:                  o.flag,
+			Properties:            o.properties,
+			ReconsumeTimes:        o.reconsumeTimes,
+			MaxReconsumeTimes:     o.maxReconsume,
+			Batch:                 o.batch,
+			BrokerName:            q.BrokerName,
+		},
+		V2: v2,
+		// Absent, a broker applies the group's retry limit; "0" would
+		// mean no retry at all.
+		OmitMaxReconsumeTimes: o.maxReconsume == 0,
 	}
 	r.cmd = protocol.Command{
 		Code:     int32(code),
 		Language: protocol.LanguageGo,
 		Version:  protocol.CurrentVersion,
-		ExtList:  e,
 		Body:     o.body,
 		// The binary ROCKETMQ header (docs/protocol.md §1.5) costs less to
 		// encode here and to decode on the broker than JSON; brokers
 		// answer in kind.
 		SerializeType: protocol.SerializeRocketMQ,
 	}
+	if p.cfg.credentials == nil {
+		r.cmd.ExtEncoder = &r.hdr
+		return r
+	}
+	e := protocol.AppendSendHeader(r.ext[:0], &r.hdr.Header, v2)
+	if r.hdr.OmitMaxReconsumeTimes {
+		e = protocol.DeleteExt(e, protocol.SendHeaderMaxReconsumeTimesKey(v2))
+	}
+	r.cmd.ExtList = e
 	return r
 }
 
@@ -502,8 +516,11 @@ func (p *Producer) newRequest(o *outgoing, q MessageQueue, born int64) *sendRequ
 // that sent it returned. The strings it held are dropped (no message
 // properties kept alive by the pool).
 func (p *Producer) releaseRequest(r *sendRequest) {
-	clear(r.ext[:])
+	if r.cmd.ExtList != nil {
+		clear(r.ext[:])
+	}
 	r.cmd = protocol.Command{}
+	r.hdr = protocol.SendHeaderExt{}
 	p.sendRequests.Put(r)
 }
 

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -11,7 +13,9 @@ import (
 // TestSendRequestExtList pins the send request's ext list, key for key and
 // in order, for each request code the producer uses: V2's one-letter keys,
 // V1's long keys, and maxReconsumeTimes only when set (absent, the broker
-// applies the group's limit; "0" would mean no retry).
+// applies the group's limit; "0" would mean no retry). Signed requests
+// carry it as ExtList; unsigned ones as an ExtEncoder whose frame must be
+// byte for byte the list's.
 func TestSendRequestExtList(t *testing.T) {
 	q := MessageQueue{Topic: "T", BrokerName: "broker-a", QueueID: 3}
 	v2 := func(extra ...string) []string {
@@ -43,26 +47,51 @@ func TestSendRequestExtList(t *testing.T) {
 		{"reply v1", true, outgoing{reply: true}, protocol.SendReplyMessage, v1("batch", "false", "bname", "broker-a")},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			opts := []ProducerOpt{WithNameServers("127.0.0.1:1"), WithLogger(testutil.Logger(t))}
-			if tc.v1Header {
-				opts = append(opts, WithSendMessageV1(true))
-			}
-			p, err := NewProducer("pg", opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			p.wireGroup = "pg"
-			o := tc.o
-			o.topic, o.sysFlag, o.flag, o.properties, o.reconsumeTimes = "T", 4, 7, "k1\x01v1\x02", 2
-			cmd := p.request(&o, q, 1700000000000)
-			if protocol.RequestCode(cmd.Code) != tc.code {
-				t.Fatalf("code = %v, want %v", protocol.RequestCode(cmd.Code), tc.code)
-			}
-			if !slices.Equal(cmd.ExtList, tc.want) {
-				t.Fatalf("ext list\n got %q\nwant %q", cmd.ExtList, tc.want)
-			}
-		})
+		for _, signed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/signed=%v", tc.name, signed), func(t *testing.T) {
+				opts := []ProducerOpt{WithNameServers("127.0.0.1:1"), WithLogger(testutil.Logger(t))}
+				if tc.v1Header {
+					opts = append(opts, WithSendMessageV1(true))
+				}
+				if signed {
+					opts = append(opts, WithCredentials("ak", "sk"))
+				}
+				p, err := NewProducer("pg", opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				p.wireGroup = "pg"
+				o := tc.o
+				o.topic, o.sysFlag, o.flag, o.properties, o.reconsumeTimes = "T", 4, 7, "k1\x01v1\x02", 2
+				o.body = []byte("body")
+				cmd := p.request(&o, q, 1700000000000)
+				if protocol.RequestCode(cmd.Code) != tc.code {
+					t.Fatalf("code = %v, want %v", protocol.RequestCode(cmd.Code), tc.code)
+				}
+				if signed {
+					// The signer reads and extends ExtList.
+					if cmd.ExtEncoder != nil || !slices.Equal(cmd.ExtList, tc.want) {
+						t.Fatalf("ext list\n got %q\nwant %q (encoder %v)", cmd.ExtList, tc.want, cmd.ExtEncoder)
+					}
+					return
+				}
+				if len(cmd.ExtList) != 0 || cmd.ExtEncoder == nil {
+					t.Fatalf("unsigned request: ExtList %q, ExtEncoder %v; want only an encoder", cmd.ExtList, cmd.ExtEncoder)
+				}
+				got, err := protocol.AppendFrame(nil, cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := protocol.AppendFrame(nil, &protocol.Command{Code: cmd.Code, Language: protocol.LanguageGo,
+					Version: protocol.CurrentVersion, ExtList: tc.want, Body: o.body, SerializeType: protocol.SerializeRocketMQ})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("frame\n got %q\nwant %q", got, want)
+				}
+			})
+		}
 	}
 }

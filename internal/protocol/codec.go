@@ -33,6 +33,10 @@ func AppendFrameHeader(dst []byte, c *Command) ([]byte, error) {
 	var err error
 	switch c.SerializeType {
 	case SerializeJSON:
+		if c.ExtEncoder != nil {
+			err = ErrUnencodable // its fields exist only in the ROCKETMQ form
+			break
+		}
 		dst = appendJSONHeader(dst, c)
 	case SerializeRocketMQ:
 		dst, err = appendRocketMQHeader(dst, c)

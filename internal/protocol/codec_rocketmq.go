@@ -25,7 +25,8 @@ const rocketMQFixedLength = 21
 // appendRocketMQHeader appends c's ROCKETMQ header. Codes and versions that
 // do not fit int16 give ErrUnencodable (Java would truncate them silently).
 // ExtFields are written in key order so the bytes are deterministic, then
-// ExtList in its own order (ext order is not significant on the wire).
+// ExtList in its own order (ext order is not significant on the wire), then
+// ExtEncoder's fields.
 func appendRocketMQHeader(dst []byte, c *Command) ([]byte, error) {
 	if c.Code < math.MinInt16 || c.Code > math.MaxInt16 || c.Version < math.MinInt16 || c.Version > math.MaxInt16 {
 		return dst, ErrUnencodable
@@ -56,6 +57,12 @@ func appendRocketMQHeader(dst []byte, c *Command) ([]byte, error) {
 	for i := 0; i+1 < len(c.ExtList); i += 2 {
 		var err error
 		if dst, err = appendRocketMQExt(dst, c.ExtList[i], c.ExtList[i+1]); err != nil {
+			return dst, err
+		}
+	}
+	if c.ExtEncoder != nil {
+		var err error
+		if dst, err = c.ExtEncoder.AppendRocketMQExt(dst); err != nil {
 			return dst, err
 		}
 	}

@@ -22,21 +22,31 @@ const (
 // returning, except Body larger than 64 KiB, which it references until the
 // frame is written; do not modify such a Body after sending).
 type Command struct {
-	Code      int32             // request or response code
-	Language  LanguageCode      // sender's implementation language
-	Version   int32             // sender's MQVersion ordinal
-	Opaque    int32             // request id, echoed in the response
-	Flag      int32             // FlagResponse | FlagOneway bits
-	Remark    string            // error or status text; "" = none
-	ExtFields map[string]string // the custom header; may be nil
+	Code     int32        // request or response code
+	Language LanguageCode // sender's implementation language
+	// SerializeType is how it arrived / how it will be encoded (next to
+	// Language: the two bytes share one word, which keeps a Command in the
+	// 128-byte size class).
+	SerializeType SerializeType
+	Version       int32             // sender's MQVersion ordinal
+	Opaque        int32             // request id, echoed in the response
+	Flag          int32             // FlagResponse | FlagOneway bits
+	Remark        string            // error or status text; "" = none
+	ExtFields     map[string]string // the custom header; may be nil
 	// ExtList holds further ext fields as key, value pairs (even length),
 	// encoded in this order after ExtFields' sorted entries. Hot request
 	// paths build it instead of a map: no hashing, no sort per frame. Its
 	// keys must not repeat or also appear in ExtFields. Decoders never set
 	// it; Ext and SetExt see both.
-	ExtList       []string
-	Body          []byte        // payload; a decoded Body aliases the frame buffer
-	SerializeType SerializeType // how it arrived / how it will be encoded
+	ExtList []string
+	// ExtEncoder, when set, appends further ext fields already in the
+	// ROCKETMQ form after ExtList's (the SDK's send header, encoded
+	// without building ExtList: AppendSendHeaderExt). Only a
+	// ROCKETMQ-serialized command may carry one (the JSON encoder fails
+	// with ErrUnencodable); Ext, SetExt and request signing do not see its
+	// fields.
+	ExtEncoder ExtEncoder
+	Body       []byte // payload; a decoded Body aliases the frame buffer
 	// BodyDone, when set on a command handed to remoting, runs once when
 	// the transport no longer references Body (copied into its write
 	// buffer, written, or dropped with the connection), so that the sender
