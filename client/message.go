@@ -139,38 +139,38 @@ func newMessageExt(e *message.Ext, brokerName, namespace string) *MessageExt {
 	return m
 }
 
-// fillMessageExt sets m from e; offsetMsgID is e's offset message id.
+// fillMessageExt sets m, which must be zero (a new MessageExt or an
+// element of a fresh slab), from e; offsetMsgID is e's offset message id.
+// Fields are set one by one rather than by assigning a composite literal:
+// that copies the whole struct, zeros included, with a bulk write barrier
+// over all of its pointer words while the GC runs.
 func fillMessageExt(m *MessageExt, e *message.Ext, brokerName, namespace, offsetMsgID string, hosts *hostStrings) {
 	msgID := e.UniqKey()
 	if msgID == "" {
 		msgID = offsetMsgID
 	}
-	*m = MessageExt{
-		Message: Message{
-			Topic:      unwrapNamespace(namespace, e.Topic),
-			Body:       e.Body,
-			Flag:       e.Flag,
-			Properties: e.Properties,
-		},
-		MsgID:                     msgID,
-		OffsetMsgID:               offsetMsgID,
-		BrokerName:                brokerName,
-		QueueID:                   e.QueueID,
-		QueueOffset:               e.QueueOffset,
-		CommitLogOffset:           e.CommitLogOffset,
-		SysFlag:                   e.SysFlag,
-		BornTime:                  time.UnixMilli(e.BornTimestamp),
-		BornHost:                  hosts.born.of(e.BornHost),
-		StoreTime:                 time.UnixMilli(e.StoreTimestamp),
-		StoreHost:                 hosts.store.of(e.StoreHost),
-		ReconsumeTimes:            e.ReconsumeTimes,
-		StoreSize:                 e.StoreSize,
-		BodyCRC:                   e.BodyCRC,
-		PreparedTransactionOffset: e.PreparedTransactionOffset,
-	}
+	m.Topic = unwrapNamespace(namespace, e.Topic)
+	m.Body = e.Body
+	m.Flag = e.Flag
+	m.Properties = e.Properties
 	if m.Properties == nil {
 		m.Properties = map[string]string{}
 	}
+	m.MsgID = msgID
+	m.OffsetMsgID = offsetMsgID
+	m.BrokerName = brokerName
+	m.QueueID = e.QueueID
+	m.QueueOffset = e.QueueOffset
+	m.CommitLogOffset = e.CommitLogOffset
+	m.SysFlag = e.SysFlag
+	m.BornTime = time.UnixMilli(e.BornTimestamp)
+	m.BornHost = hosts.born.of(e.BornHost)
+	m.StoreTime = time.UnixMilli(e.StoreTimestamp)
+	m.StoreHost = hosts.store.of(e.StoreHost)
+	m.ReconsumeTimes = e.ReconsumeTimes
+	m.StoreSize = e.StoreSize
+	m.BodyCRC = e.BodyCRC
+	m.PreparedTransactionOffset = e.PreparedTransactionOffset
 }
 
 // hostStrings remembers the last born and store host formatted: the

@@ -84,3 +84,30 @@ func TestMessageExtsMatchesToMessageExt(t *testing.T) {
 		})
 	}
 }
+
+// TestFillMessageExtSetsEveryField: fillMessageExt sets its fields one by
+// one, so a field it forgets would stay zero; from a record with every
+// field set, every field of the MessageExt must be set.
+func TestFillMessageExtSetsEveryField(t *testing.T) {
+	e := &message.Ext{
+		Message: message.Message{Topic: "T", Flag: 3, Body: []byte("b"),
+			Properties: map[string]string{message.PropertyUniqClientMessageIDKeyidx: "ID"}},
+		StoreSize: 200, QueueID: 1, SysFlag: 4, BornTimestamp: 1764400000000,
+		BornHost: netip.MustParseAddrPort("10.0.0.1:4000"), StoreTimestamp: 1764400000001,
+		StoreHost: netip.MustParseAddrPort("10.0.0.2:10911"), QueueOffset: 5, CommitLogOffset: 6,
+		BodyCRC: 7, ReconsumeTimes: 8, PreparedTransactionOffset: 9,
+	}
+	var m MessageExt
+	var hosts hostStrings
+	fillMessageExt(&m, e, "broker-a", "", e.OffsetMsgID(), &hosts)
+	for _, v := range []reflect.Value{reflect.ValueOf(m), reflect.ValueOf(m.Message)} {
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); !f.Anonymous && v.Field(i).IsZero() {
+				t.Errorf("%s.%s not set", v.Type().Name(), f.Name)
+			}
+		}
+	}
+	if m.MsgID != "ID" || m.StoreHost != "10.0.0.2:10911" || m.BornTime.UnixMilli() != e.BornTimestamp {
+		t.Fatalf("%+v", m)
+	}
+}

@@ -84,8 +84,7 @@ type ExtScratch struct {
 // Clear drops the references the last decode left in s (topics,
 // properties, bodies), so that they do not outlive their messages.
 func (s *ExtScratch) Clear() {
-	clear(s.slab)
-	clear(s.ptrs)
+	clear(s.slab) // s.ptrs point into s.slab only
 }
 
 // DecodeStoredAllOwnedScratch is DecodeStoredAllOwned with the Ext structs
@@ -143,8 +142,8 @@ func decodeAll(own []byte, opt DecodeOptions, scratch *ExtScratch) ([]*Ext, erro
 		if cap(scratch.slab) < len(views) {
 			scratch.slab, scratch.ptrs = make([]Ext, len(views)), make([]*Ext, len(views))
 		}
+		// fillFromView sets every field, so the slab needs no clearing.
 		slab, msgs = scratch.slab[:len(views)], scratch.ptrs[:len(views)]
-		clear(slab) // fillFromView leaves fields unset (Body with SkipBody)
 	}
 	for i, v := range views {
 		m := &slab[i]
@@ -204,8 +203,9 @@ func decodeRecord(m *Ext, rec []byte, opt DecodeOptions, alias bool) error {
 	return nil
 }
 
-// fillFromView decodes a checked record into m; strs is a copy of the
-// record from its topic on (topic, properties length, properties).
+// fillFromView decodes a checked record into m, setting every field (m
+// may hold a previous record); strs is a copy of the record from its topic
+// on (topic, properties length, properties).
 func fillFromView(m *Ext, v StoredView, strs string, opt DecodeOptions, alias bool) {
 	m.StoreSize = int32(len(v.rec))
 	m.BodyCRC = v.BodyCRC()
@@ -224,6 +224,7 @@ func fillFromView(m *Ext, v StoredView, strs string, opt DecodeOptions, alias bo
 	m.Properties = DecodeProperties(strs[len(strs)-v.propsLen:])
 
 	if opt.SkipBody {
+		m.Body = nil
 		return
 	}
 	body := v.Body()
