@@ -29,6 +29,9 @@ type FrameReader struct {
 	// store has copied the body). A frame never released is garbage, as
 	// any other.
 	frames [pooledFrameMax >> 10]sync.Pool
+	// recycled, when set, provides the buffers of the other frames of at
+	// least RecycleMin bytes (SetRecycledFrames).
+	recycled *RecycledFrames
 }
 
 // pooledFrameMax is the largest frame FrameReader recycles.
@@ -77,6 +80,12 @@ func (f *FrameReader) SetExtListCodes(codes []RequestCode) {
 // before the response is decoded. Headers that are malformed or repeat a
 // key keep the map. Call before the first Next.
 func (f *FrameReader) SetExtListResponses(want func(opaque int32) bool) { f.listResp = want }
+
+// SetRecycledFrames makes the reader take the buffers of frames of
+// RecycleMin bytes or more from p (except those SetExtListCodes already
+// recycles), so that they are reused once nothing refers to them. Call
+// before the first Next.
+func (f *FrameReader) SetRecycledFrames(p *RecycledFrames) { f.recycled = p }
 
 // eagerAlloc is the frame size up to which the whole buffer is allocated at
 // once; larger frames grow while they are read.
@@ -176,12 +185,26 @@ func (f *FrameReader) nextRaw(pool bool) ([]byte, *pooledFrame, bool, error) {
 		if pool && int(binary.BigEndian.Uint32(p)&maxHeaderLength) == n-4 {
 			return p, nil, true, nil
 		}
-		frame := append([]byte(nil), p...)
+		var frame []byte
+		if f.recycled != nil {
+			frame = f.recycled.Get(n)
+		}
+		if frame != nil {
+			copy(frame, p)
+		} else {
+			frame = append([]byte(nil), p...)
+		}
 		_, _ = f.r.Discard(n)
 		return frame, nil, false, nil
 	}
 	if n <= eagerAlloc {
-		frame := make([]byte, n)
+		var frame []byte
+		if f.recycled != nil {
+			frame = f.recycled.Get(n)
+		}
+		if frame == nil {
+			frame = make([]byte, n)
+		}
 		if _, err := io.ReadFull(f.r, frame); err != nil {
 			return nil, nil, false, unexpected(err)
 		}

@@ -91,6 +91,7 @@ func NewClient(cfg ClientConfig) *Client {
 	ep.logger = ep.logger.With("component", "remoting-client")
 	ep.readBuf = clientReadBufSize
 	ep.respListCodes = cfg.ExtListResponseCodes
+	ep.recycled = protocol.NewRecycledFrames(clientRecycledFrameBytes)
 	c := &Client{
 		cfg:       cfg,
 		ep:        ep,

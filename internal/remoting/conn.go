@@ -30,6 +30,12 @@ const (
 	clientReadBufSize = 128 << 10
 )
 
+// clientRecycledFrameBytes bounds the free frame buffers a Client keeps
+// for reuse (protocol.RecycledFrames): pull answers of 32 x 1 KiB
+// messages are each a large allocation otherwise, most of what a
+// consumer allocates.
+const clientRecycledFrameBytes = 4 << 20
+
 // tlsHandshakeTimeout bounds the permissive-mode peek and the TLS handshake
 // of an accepted connection.
 const tlsHandshakeTimeout = 10 * time.Second
@@ -374,6 +380,9 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	c.br = bufio.NewReaderSize(r, c.ep.readBuf)
 	c.fr = protocol.NewFrameReader(c.br, c.ep.maxFrame, c.ep.readBuf)
 	c.fr.SetExtListCodes(c.ep.extListCodes)
+	if c.ep.recycled != nil {
+		c.fr.SetRecycledFrames(c.ep.recycled)
+	}
 	if len(c.ep.respListCodes) > 0 {
 		c.fr.SetExtListResponses(c.listsResponse)
 	}

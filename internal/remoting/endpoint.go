@@ -30,6 +30,9 @@ type endpoint struct {
 	// respListCodes: requests whose ROCKETMQ responses are decoded with
 	// ExtList (ClientConfig.ExtListResponseCodes)
 	respListCodes []protocol.RequestCode
+	// recycled: the buffers of large frames, reused once unreachable
+	// (clients: pull answers); nil on servers.
+	recycled *protocol.RecycledFrames
 
 	dispatcher
 	listeners atomic.Pointer[[]ConnListener] // copy-on-write
