@@ -28,7 +28,10 @@ func (s *Store) CommitLogOffsetInQueue(topic string, queueID int32, offset int64
 func (s *Store) AssignedOffsetInQueue(topic string, queueID int32) int64 {
 	s.putMu.Lock()
 	defer s.putMu.Unlock()
-	return s.topicQueueTable[tqKey{topic, queueID}]
+	if p := s.topicQueueTable[tqKey{topic, queueID}]; p != nil {
+		return *p
+	}
+	return 0
 }
 
 // CleanExpiredConsumeQueues removes the consume queues whose every unit

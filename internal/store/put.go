@@ -450,8 +450,11 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 			return PutResult{Status: MessageIllegal, Remark: "record larger than a commit-log file"}
 		}
 	}
-	key := tqKey{topic, queueID}
-	qo := s.topicQueueTable[key]
+	qp := s.topicQueueTable[tqKey{topic, queueID}]
+	var qo int64
+	if qp != nil {
+		qo = *qp
+	}
 	phy := f.fromOffset + f.wrote.Load()
 	be := binary.BigEndian
 	pos := int64(0)
@@ -477,7 +480,13 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 	f.storeTimestamp.Store(now)
 	s.maybeWakePrefault(f)
 	if next != qo {
-		s.topicQueueTable[key] = next
+		if qp == nil {
+			qp = new(int64)
+			*qp = next
+			s.topicQueueTable[tqKey{topic, queueID}] = qp
+		} else {
+			*qp = next
+		}
 	}
 	return PutResult{Status: PutOK, WroteOffset: phy, WroteBytes: int32(total),
 		StoreTimestamp: now, QueueOffset: qo, MsgNum: int32(len(metas))}

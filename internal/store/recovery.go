@@ -223,11 +223,19 @@ scan:
 
 	// Rebuild the topic-queue table from the consume queues (6.3 step 5).
 	minPhy := max(0, s.commitLog.minOffset())
+	all := s.allQueues()
 	if len(s.topicQueueTable) == 0 {
-		s.topicQueueTable = make(map[tqKey]int64, len(s.allQueues()))
+		s.topicQueueTable = make(map[tqKey]*int64, len(all))
 	}
-	for _, cq := range s.allQueues() {
-		s.topicQueueTable[tqKey{cq.topic, cq.queueID}] = cq.maxOffset()
+	slots := make([]int64, len(all)) // one allocation for the new entries
+	for i, cq := range all {
+		key := tqKey{cq.topic, cq.queueID}
+		if p := s.topicQueueTable[key]; p != nil {
+			*p = cq.maxOffset()
+		} else {
+			slots[i] = cq.maxOffset()
+			s.topicQueueTable[key] = &slots[i]
+		}
 		if !fromSnapshot {
 			// A snapshot records the min offsets of the clean stop
 			// (corrected by cleanup while running; a clean stop deletes

@@ -55,9 +55,10 @@ type Store struct {
 
 	// putMu is the append lock: offset assignment and the copy only.
 	putMu sync.Mutex
-	// topicQueueTable maps topic-queue to the next queue offset to assign;
-	// guarded by putMu.
-	topicQueueTable map[tqKey]int64
+	// topicQueueTable maps topic-queue to the next queue offset to assign
+	// (a pointer: the append path looks a queue up once and bumps it in
+	// place); guarded by putMu.
+	topicQueueTable map[tqKey]*int64
 	// beginTimeInLock is the unix ms at which the current append took putMu;
 	// 0 when no append holds it.
 	beginTimeInLock atomic.Int64
@@ -165,7 +166,7 @@ func New(cfg Config, logger *slog.Logger) (*Store, error) {
 		log:             logger.With("component", "store"),
 		delayLevels:     levels,
 		routines:        run.NewGroup("store"),
-		topicQueueTable: make(map[tqKey]int64),
+		topicQueueTable: make(map[tqKey]*int64),
 		queues:          make(map[string]topicQueues),
 		wakeDispatch:    make(chan struct{}, 1),
 		wakeFlush:       make(chan struct{}, 1),
