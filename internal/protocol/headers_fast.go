@@ -32,11 +32,22 @@ func (d *extDecoder) lookup(name string, required bool) (string, bool) {
 	if d.err != nil {
 		return "", false
 	}
-	s, ok := d.ext[name]
+	var s string
+	var ok bool
+	if d.ext != nil { // the broker's sends come with a list only
+		s, ok = d.ext[name]
+	}
 	if !ok && len(d.list) > 1 {
 		n := len(d.list) &^ 1
-		start := min(d.next, n) // even
-		for j := 0; j < n; j += 2 {
+		start := d.next // even
+		if start >= n {
+			start = 0
+		}
+		if d.list[start] == name { // the usual case: the next pair
+			d.next = start + 2
+			return d.list[start+1], true
+		}
+		for j := 2; j < n; j += 2 {
 			i := start + j
 			if i >= n {
 				i -= n
@@ -68,6 +79,10 @@ func (d *extDecoder) boolean(name string, dst *bool) {
 
 func (d *extDecoder) int64(name string, required bool, dst *int64) {
 	if s, ok := d.lookup(name, required); ok {
+		if n, ok := parseDecimal(s); ok {
+			*dst = n
+			return
+		}
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
 			d.err = badFieldValue(name, s, err)
@@ -79,6 +94,10 @@ func (d *extDecoder) int64(name string, required bool, dst *int64) {
 
 func (d *extDecoder) int32(name string, required bool, dst *int32) {
 	if s, ok := d.lookup(name, required); ok {
+		if n, ok := parseDecimal(s); ok && n == int64(int32(n)) {
+			*dst = int32(n)
+			return
+		}
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 		if err != nil {
 			d.err = badFieldValue(name, s, err)
@@ -86,6 +105,33 @@ func (d *extDecoder) int32(name string, required bool, dst *int32) {
 		}
 		*dst = int32(n)
 	}
+}
+
+// parseDecimal is strconv.ParseInt(s, 10, 64) for what headers carry: an
+// optional sign and 1 to 18 digits, nothing else (no overflow is
+// possible). It reports false for anything else, which the caller hands
+// to strconv (with its TrimSpace, error and range rules).
+func parseDecimal(s string) (int64, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i] - '0'
+		if c > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(c)
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // badFieldValue is DecodeHeader's error for an unparsable value.

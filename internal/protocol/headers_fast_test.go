@@ -2,8 +2,10 @@ package protocol
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -133,4 +135,56 @@ func merged(a, b map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// FuzzParseDecimal: parseDecimal, the integer fields' fast path, accepts
+// only what strconv.ParseInt(s, 10, 64) accepts, with the same value.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-1", "+7", "1700000000000", "999999999999999999", "-999999999999999999",
+		"9223372036854775807", "", "-", "+", " 5", "5 ", "1_000", "0x10", "١"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := parseDecimal(s)
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n != want {
+			t.Fatalf("parseDecimal(%q) = %d, ParseInt = %d, %v", s, n, want, err)
+		}
+	})
+}
+
+// TestSendHeaderListAnyOrder: the list lookup (which starts past the last
+// hit and wraps) reads the same header as the map decode whatever the
+// order of the pairs, including fields missing or out of order.
+func TestSendHeaderListAnyOrder(t *testing.T) {
+	h := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: 2, SysFlag: 1, BornTimestamp: 1700000000000, Flag: -3, Properties: "a\x01b\x02", ReconsumeTimes: 1,
+		UnitMode: true, MaxReconsumeTimes: 16, Batch: true, BrokerName: "b"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, v2 := range []bool{false, true} {
+		full := AppendSendHeader(nil, &h, v2)
+		for round := range 500 {
+			n := len(full) / 2
+			perm := rng.Perm(n)
+			keep := n - round%4 // sometimes drop trailing pairs of the permutation
+			list := make([]string, 0, 2*keep)
+			m := map[string]string{}
+			for _, p := range perm[:keep] {
+				list = append(list, full[2*p], full[2*p+1])
+				m[full[2*p]] = full[2*p+1]
+			}
+			var a, b SendMessageRequestHeader
+			ea := DecodeSendHeader(m, &a, v2)
+			eb := DecodeSendHeaderOf(&Command{ExtList: list}, &b, v2)
+			if fmt.Sprint(ea) != fmt.Sprint(eb) || a != b {
+				t.Fatalf("v2=%v list %q: map %+v %v, list %+v %v", v2, list, a, ea, b, eb)
+			}
+			if keep == n && (eb != nil || b != h) {
+				t.Fatalf("v2=%v list %q: %+v %v, want %+v", v2, list, b, eb, h)
+			}
+		}
+	}
 }
