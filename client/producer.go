@@ -974,6 +974,13 @@ type asyncSend struct {
 	n          int // attempts made
 	lastBroker string
 
+	// The attempt in flight, for OnResponse: set by attempt before its
+	// request goes out, read by its callback before the next attempt.
+	q    MessageQueue
+	addr string
+	sc   *SendContext
+	born time.Time
+
 	out outgoing // what o points to when SendAsync prepared it in place
 }
 
@@ -995,27 +1002,35 @@ func (a *asyncSend) attempt(born time.Time) error {
 	p.before(ctx, sc)
 	p.stats.attempts.Add(1)
 	req := p.newRequest(a.o, q, born.UnixMilli())
-	err = p.in.remote.InvokeAsync(ctx, addr, &req.cmd, func(resp *protocol.Command, err error) {
-		var latency time.Duration
-		if p.fault.enabled || sc != nil { // nobody else reads the clock
-			latency = time.Since(born)
-		}
-		var res *SendResult
-		if err == nil {
-			res, err = p.result(a.o, q, addr, resp)
-		} else {
-			err = fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
-		}
-		p.fault.update(q.BrokerName, latency, err != nil, err != nil && !isBrokerError(err))
-		p.after(ctx, sc, res, err, latency)
-		a.done(res, err)
-	})
+	a.q, a.addr, a.sc, a.born = q, addr, sc, born
+	// a is the callback (OnResponse): no closure per attempt. Past this
+	// call only locals are read, as the callback may start the next
+	// attempt at once.
+	err = p.in.remote.InvokeAsyncHandler(ctx, addr, &req.cmd, a)
 	p.releaseRequest(req)
 	if err != nil {
 		p.fault.update(q.BrokerName, time.Since(born), true, true)
 		return fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
 	}
 	return nil
+}
+
+// OnResponse is the remoting callback of the attempt in flight.
+func (a *asyncSend) OnResponse(resp *protocol.Command, err error) {
+	p, q, addr, sc, born := a.p, a.q, a.addr, a.sc, a.born
+	var latency time.Duration
+	if p.fault.enabled || sc != nil { // nobody else reads the clock
+		latency = time.Since(born)
+	}
+	var res *SendResult
+	if err == nil {
+		res, err = p.result(a.o, q, addr, resp)
+	} else {
+		err = fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
+	}
+	p.fault.update(q.BrokerName, latency, err != nil, err != nil && !isBrokerError(err))
+	p.after(a.ctx, sc, res, err, latency)
+	a.done(res, err)
 }
 
 // done handles an attempt's outcome: retry or call back.

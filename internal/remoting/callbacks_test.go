@@ -19,7 +19,7 @@ func TestCallbackExecutorOrderAndStop(t *testing.T) {
 	fut := func(fn func()) *future {
 		sem := make(chan struct{}, 1)
 		sem <- struct{}{}
-		return &future{cb: func(*protocol.Command, error) { fn() }, sem: sem}
+		return &future{cb: AsyncFunc(func(*protocol.Command, error) { fn() }), sem: sem}
 	}
 	mk := func(i int) *future {
 		return fut(func() {

@@ -312,10 +312,28 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *protocol.Comm
 // an error, cb is not called. req.Body must not be modified before cb runs:
 // a body over 2 KiB is written from the caller's slice, not copied.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error {
+	return c.InvokeAsyncHandler(ctx, addr, req, AsyncFunc(cb))
+}
+
+// AsyncHandler receives the outcome of an InvokeAsyncHandler call.
+type AsyncHandler interface {
+	OnResponse(resp *protocol.Command, err error)
+}
+
+// AsyncFunc is a function as an AsyncHandler.
+type AsyncFunc func(resp *protocol.Command, err error)
+
+// OnResponse calls f.
+func (f AsyncFunc) OnResponse(resp *protocol.Command, err error) { f(resp, err) }
+
+// InvokeAsyncHandler is InvokeAsync calling h.OnResponse: a caller that
+// keeps its per-call state in a struct of its own passes that (a pointer)
+// instead of allocating a closure per call.
+func (c *Client) InvokeAsyncHandler(ctx context.Context, addr string, req *protocol.Command, h AsyncHandler) error {
 	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: async to %s: %w", addr, err)
 	}
-	f := &future{cb: cb, ctx: ctx, sem: c.asyncSem, exec: c.callbacks, extList: c.ep.listsResponse(req.Code)}
+	f := &future{cb: h, ctx: ctx, sem: c.asyncSem, exec: c.callbacks, extList: c.ep.listsResponse(req.Code)}
 	if d, ok := ctx.Deadline(); ok {
 		f.deadline = d.UnixNano()
 	} else {

@@ -29,7 +29,7 @@ type future struct {
 	// the permit goes back to sem. The client's timeout scanner fails the
 	// future once deadline (unix nanos) passes or ctx ends; ctx is kept
 	// only for that check.
-	cb       func(*protocol.Command, error)
+	cb       AsyncHandler
 	deadline int64
 	ctx      context.Context
 	sem      chan struct{}
@@ -51,7 +51,7 @@ func (f *future) complete(resp *protocol.Command, err error) {
 // callback runs on the executor.
 func (f *future) callback() {
 	defer f.release()
-	f.cb(f.res.resp, f.res.err)
+	f.cb.OnResponse(f.res.resp, f.res.err)
 }
 
 // release gives back what an async call holds.
