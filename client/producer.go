@@ -14,6 +14,7 @@ import (
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 )
 
 // SendStatus is how a broker stored a message it accepted.
@@ -980,6 +981,7 @@ type asyncSend struct {
 	addr string
 	sc   *SendContext
 	born time.Time
+	call remoting.AsyncCall // the attempt's remoting state, reused by the next
 
 	out outgoing // what o points to when SendAsync prepared it in place
 }
@@ -1006,7 +1008,7 @@ func (a *asyncSend) attempt(born time.Time) error {
 	// a is the callback (OnResponse): no closure per attempt. Past this
 	// call only locals are read, as the callback may start the next
 	// attempt at once.
-	err = p.in.remote.InvokeAsyncHandler(ctx, addr, &req.cmd, a)
+	err = p.in.remote.InvokeAsyncCall(ctx, addr, &req.cmd, &a.call, a)
 	p.releaseRequest(req)
 	if err != nil {
 		p.fault.update(q.BrokerName, time.Since(born), true, true)

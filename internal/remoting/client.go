@@ -330,10 +330,28 @@ func (f AsyncFunc) OnResponse(resp *protocol.Command, err error) { f(resp, err) 
 // keeps its per-call state in a struct of its own passes that (a pointer)
 // instead of allocating a closure per call.
 func (c *Client) InvokeAsyncHandler(ctx context.Context, addr string, req *protocol.Command, h AsyncHandler) error {
+	return c.invokeAsync(ctx, addr, req, new(future), h)
+}
+
+// AsyncCall is the storage of one async call (its future), for
+// InvokeAsyncCall.
+type AsyncCall struct{ f future }
+
+// InvokeAsyncCall is InvokeAsyncHandler keeping the call's state in call
+// instead of an allocation of its own: a caller that makes one call at a
+// time per object embeds an AsyncCall in it. call must not be in use by
+// another call; it is free again once h.OnResponse runs (which may start
+// the next call with it) or InvokeAsyncCall returned an error.
+func (c *Client) InvokeAsyncCall(ctx context.Context, addr string, req *protocol.Command, call *AsyncCall, h AsyncHandler) error {
+	return c.invokeAsync(ctx, addr, req, &call.f, h)
+}
+
+// invokeAsync is InvokeAsyncHandler with the future's storage f.
+func (c *Client) invokeAsync(ctx context.Context, addr string, req *protocol.Command, f *future, h AsyncHandler) error {
 	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: async to %s: %w", addr, err)
 	}
-	f := &future{cb: h, ctx: ctx, sem: c.asyncSem, exec: c.callbacks, extList: c.ep.listsResponse(req.Code)}
+	*f = future{cb: h, ctx: ctx, sem: c.asyncSem, exec: c.callbacks, extList: c.ep.listsResponse(req.Code)}
 	if d, ok := ctx.Deadline(); ok {
 		f.deadline = d.UnixNano()
 	} else {

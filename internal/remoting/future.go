@@ -48,11 +48,15 @@ func (f *future) complete(resp *protocol.Command, err error) {
 	f.exec.run(f)
 }
 
-// callback runs on the executor.
+// callback runs on the executor. The permit is read before the callback,
+// which may reuse f for the next call (InvokeAsyncCall): f is not touched
+// once it runs.
 func (f *future) callback() {
-	defer f.release()
+	defer releasePermit(f.sem)
 	f.cb.OnResponse(f.res.resp, f.res.err)
 }
+
+func releasePermit(sem chan struct{}) { <-sem }
 
 // release gives back what an async call holds.
 func (f *future) release() { <-f.sem }
