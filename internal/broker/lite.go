@@ -184,7 +184,7 @@ func (l *liteService) refine(queues []string, at int64) {
 // or invalid); a new lite topic past maxLmqConsumeQueueNum is refused with
 // SYSTEM_ERROR and liteQuotaRemark.
 func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
-	sysFlag int32) (*protocol.Command, error) {
+	sysFlag int32, start time.Time) (*protocol.Command, error) {
 	name, _ := message.LookupProperty(h.Properties, message.PropertyLiteTopic)
 	if err := lite.ValidateName(name); err != nil {
 		b.stats.sendRejected.Add(1)
@@ -206,7 +206,7 @@ func (b *Broker) sendLite(conn sendConn, req *protocol.Command, h *protocol.Send
 	}
 	b.stats.sendRequests.Add(1)
 	tm := b.meters.topic(h.Topic) // the parent: no metric series per lite topic
-	start := b.meters.now()
+	start = b.meters.startAt(start)
 	done := func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, 0, "", tm, MessageLite, ""), start)
 	}

@@ -99,19 +99,25 @@ type rpcHook struct{ m *meters }
 
 func (h rpcHook) Before(*remoting.Conn, *protocol.Command) error             { return nil }
 func (h rpcHook) After(*remoting.Conn, *protocol.Command, *protocol.Command) {}
-func (h rpcHook) AfterTimed(_ *remoting.Conn, req, resp *protocol.Command, d time.Duration) {
+func (h rpcHook) AfterTimed(_ *remoting.Conn, req, resp *protocol.Command, start time.Time) {
 	if resp == nil {
 		return // answered later (send, held pull) or oneway
 	}
+	d := time.Since(start)
 	h.m.rpc.observe(rpcKey{req.Code, resp.Code}, d)
 }
 
-// now is the start time of a timed send; zero without metrics.
-func (m *meters) now() time.Time {
+// startAt is the start time of a timed send: start (when processing began,
+// as remoting's TimedRPCHook start or the send worker's clock read), the
+// clock when start is zero, and zero without metrics.
+func (m *meters) startAt(start time.Time) time.Time {
 	if m == nil {
 		return time.Time{}
 	}
-	return time.Now()
+	if start.IsZero() {
+		return time.Now()
+	}
+	return start
 }
 
 // observeRPC records a request answered outside the remoting processor

@@ -86,7 +86,10 @@ func isPriorityTopic(tc *protocol.TopicConfig) bool {
 // false for other messages and for a priority that does not parse or is
 // negative.
 func priorityQueue(tc *protocol.TopicConfig, props string) (int32, bool) {
-	if rawMessageType(props) != MessagePriority {
+	// Only a message carrying the priority property classifies as
+	// PRIORITY: one substring search spares every other send the nine
+	// property look-ups of rawMessageType.
+	if !strings.Contains(props, message.PropertyPriority) || rawMessageType(props) != MessagePriority {
 		return 0, false
 	}
 	v, _ := message.LookupProperty(props, message.PropertyPriority)

@@ -25,7 +25,7 @@ const pushReplyTimeout = 3 * time.Second
 //
 // The push is a synchronous call on a send worker; replies are rare and
 // small, as in RocketMQ's ReplyMessageProcessor.
-func (b *Broker) sendReply(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader, ext *message.Ext) (*protocol.Command, error) {
+func (b *Broker) sendReply(conn *remoting.Conn, req *protocol.Command, h *protocol.SendMessageRequestHeader, ext *message.Ext, start time.Time) (*protocol.Command, error) {
 	to := ext.Properties[message.PropertyMessageReplyToClient]
 	ch, ok := b.Clients.ProducerChannelByClientID(to)
 	if !ok {
@@ -60,7 +60,7 @@ func (b *Broker) sendReply(conn *remoting.Conn, req *protocol.Command, h *protoc
 	}
 	queueID := ext.QueueID
 	tm := b.meters.topic(ext.Topic) // meters.go
-	start := b.meters.now()         // meters_rpc.go: zero without metrics
+	start = b.meters.startAt(start) // meters_rpc.go: zero without metrics
 	b.Store.PutMessage(ext, func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, ""), start)
 	})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
@@ -26,13 +27,15 @@ import (
 // SYNC_FLUSH that is the flush goroutine's group commit, so no worker waits
 // for the disk (the processor returns (nil, nil)).
 func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	return b.processSendTo(conn, req, nil)
+	return b.processSendTo(conn, req, nil, time.Time{})
 }
 
 // processSendTo is processSend for any sendConn. A nil decoded header is
 // read from req's ext fields; the in-process gRPC endpoint passes its
-// header decoded (send_local.go).
-func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *protocol.SendMessageRequestHeader) (*protocol.Command, error) {
+// header decoded (send_local.go). start is when processing began, for
+// rocketmq_rpc_latency (zero: read the clock if metrics are on; see
+// meters.startAt).
+func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *protocol.SendMessageRequestHeader, start time.Time) (*protocol.Command, error) {
 	if decoded == nil && b.forwardSend(conn, req) { // controller_forward.go: a slave relays to its master
 		return nil, nil
 	}
@@ -71,16 +74,16 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 		if h.Batch || code == protocol.SendBatchMessage {
 			return nil, protocol.Errorf(protocol.MessageIllegal, "batch sends to lite topic %s are not supported", h.Topic)
 		}
-		return b.sendLite(conn, req, &h, sysFlag)
+		return b.sendLite(conn, req, &h, sysFlag, start)
 	}
 	if h.Batch || code == protocol.SendBatchMessage {
-		return b.sendBatch(conn, req, &h, tc, sysFlag, bornHost)
+		return b.sendBatch(conn, req, &h, tc, sysFlag, bornHost, start)
 	}
 
 	reply := code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2
 	if !reply && !strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 		if uniq, ok := plainSendProperties(h.Properties); ok {
-			b.sendPlain(conn, req, &h, uniq, sysFlag, bornHost) // send_raw.go: no map round trip
+			b.sendPlain(conn, req, &h, uniq, sysFlag, bornHost, start) // send_raw.go: no map round trip
 			return nil, nil
 		}
 	}
@@ -135,12 +138,12 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 		if !ok {
 			return nil, protocol.Errorf(protocol.RequestCodeNotSupported, "reply messages need a remoting connection")
 		}
-		return b.sendReply(rc, req, &h, ext) // reply.go
+		return b.sendReply(rc, req, &h, ext, start) // reply.go
 	}
 	transactionID := props[message.PropertyUniqClientMessageIDKeyidx]
 	tm, mt := b.meters.topic(h.Topic), messageTypeOf(props) // meters.go
 	recall := b.recallHandleOf(ext)                         // recall.go
-	start := b.meters.now()                                 // meters_rpc.go: zero without metrics
+	start = b.meters.startAt(start)                         // meters_rpc.go: zero without metrics
 	b.Store.PutMessage(ext, func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, transactionID, tm, mt, recall), start)
 	})
@@ -162,7 +165,7 @@ func bornHostOf(conn sendConn) netip.AddrPort {
 // header's topic, queue, sysFlag, born time and reconsume times; no UNIQ_KEY
 // or CLUSTER is added (docs/protocol.md §3.3.1 batch specifics).
 func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
-	tc protocol.TopicConfig, sysFlag int32, bornHost netip.AddrPort) (*protocol.Command, error) {
+	tc protocol.TopicConfig, sysFlag int32, bornHost netip.AddrPort, start time.Time) (*protocol.Command, error) {
 	if strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 		return nil, protocol.Errorf(protocol.MessageIllegal, "batch request does not support retry group %s", h.Topic)
 	}
@@ -215,8 +218,8 @@ func (b *Broker) sendBatch(conn sendConn, req *protocol.Command, h *protocol.Sen
 	}
 	queueID := h.QueueID
 	b.stats.sendRequests.Add(1)
-	tm := b.meters.topic(h.Topic) // meters.go
-	start := b.meters.now()       // meters_rpc.go: zero without metrics
+	tm := b.meters.topic(h.Topic)   // meters.go
+	start = b.meters.startAt(start) // meters_rpc.go: zero without metrics
 	cb := func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, "", tm, MessageNormal, ""), start)
 	}

@@ -34,6 +34,10 @@ type sendTask struct {
 	// send_local.go); nil: decoded from req's ext fields.
 	header   *protocol.SendMessageRequestHeader
 	enqueued time.Time
+	// inline: enqueue runs it on the read loop; it waited for nothing, and
+	// enqueued is remoting's start of the request (Conn.RequestStart, zero
+	// without metrics), so the send reads no clock of its own.
+	inline bool
 }
 
 func newSendQueue(b *Broker) *sendQueue {
@@ -48,13 +52,17 @@ func newSendQueue(b *Broker) *sendQueue {
 // read loop is held only for the send's CPU. Replies (a synchronous push,
 // maybe to this very connection) and send-backs always queue.
 func (q *sendQueue) enqueue(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	t := sendTask{conn: conn, req: req, enqueued: time.Now()}
+	t := sendTask{conn: conn, req: req, enqueued: conn.RequestStart()}
 	if len(q.tasks) > 0 || !inlineSendCode(protocol.RequestCode(req.Code)) {
+		if t.enqueued.IsZero() {
+			t.enqueued = time.Now()
+		}
 		return nil, q.submit(t)
 	}
 	if err := q.refuse(t); err != nil {
 		return nil, err
 	}
+	t.inline = true
 	q.handle(t)
 	return nil, nil
 }
@@ -112,9 +120,19 @@ func (q *sendQueue) work() {
 func (q *sendQueue) handle(t sendTask) {
 	var resp *protocol.Command
 	var err error
-	waited := time.Since(t.enqueued)
 	fastFailure := q.b.dyn.fastFailure.Load()
-	if fastFailure && q.b.Store.IsOSPageCacheBusy() {
+	// One clock read at most: start is when processing began (for the RPC
+	// latency metric), waited the time in the queue (fast failure).
+	var start time.Time
+	var waited time.Duration
+	if t.inline {
+		start = t.enqueued
+	} else if fastFailure || q.b.meters != nil {
+		start = time.Now()
+		waited = start.Sub(t.enqueued)
+	}
+	// An inline send: refuse checked the page cache just now.
+	if fastFailure && !t.inline && q.b.Store.IsOSPageCacheBusy() {
 		// Java's fast-failure task drains the send queue while the page
 		// cache is busy.
 		q.b.stats.pageCacheBusy.Add(1)
@@ -131,7 +149,7 @@ func (q *sendQueue) handle(t sendTask) {
 			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "+
 				strconv.FormatInt(waited.Milliseconds(), 10)+"ms, size of queue: "+strconv.Itoa(len(q.tasks)))
 	} else {
-		resp, err = q.b.safeProcessSend(t.conn, t.req, t.header)
+		resp, err = q.b.safeProcessSend(t.conn, t.req, t.header, start)
 		if err != nil {
 			resp = errorResponse(t.req, err)
 		}
@@ -146,7 +164,8 @@ func (q *sendQueue) handle(t sendTask) {
 
 // safeProcessSend runs processSend, turning a panic into SYSTEM_ERROR as the
 // remoting pool would.
-func (b *Broker) safeProcessSend(conn sendConn, req *protocol.Command, header *protocol.SendMessageRequestHeader) (resp *protocol.Command, err error) {
+func (b *Broker) safeProcessSend(conn sendConn, req *protocol.Command, header *protocol.SendMessageRequestHeader,
+	start time.Time) (resp *protocol.Command, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.logger.Error("send processor panicked", "panic", r)
@@ -160,5 +179,5 @@ func (b *Broker) safeProcessSend(conn sendConn, req *protocol.Command, header *p
 		}
 		return b.processSendBack(b.baseCtx, rc, req)
 	}
-	return b.processSendTo(conn, req, header)
+	return b.processSendTo(conn, req, header, start)
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
@@ -41,7 +42,7 @@ func plainSendProperties(raw string) (uniq string, ok bool) {
 // same pairs the map path stores (keys are not re-sorted). This skips the
 // map build and the sorted re-encode per message.
 func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
-	uniq string, sysFlag int32, bornHost netip.AddrPort) {
+	uniq string, sysFlag int32, bornHost netip.AddrPort, start time.Time) {
 	// The broker's pairs go to the encoder as a stack array: no string is
 	// built per message.
 	extra := [8]string{
@@ -70,7 +71,7 @@ func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.Sen
 	b.stats.sendRequests.Add(1)
 	queueID := h.QueueID
 	tm, mt := b.meters.topic(h.Topic), plainMessageType(h.Properties) // meters.go
-	start := b.meters.now()                                           // meters_rpc.go: zero without metrics
+	start = b.meters.startAt(start)                                   // meters_rpc.go: zero without metrics
 	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, ""), start)
 	})

@@ -99,6 +99,7 @@ type Conn struct {
 	asyncDone    []*future // async calls completed, callbacks not yet queued (flushAsync)
 	br           *bufio.Reader
 	fr           *protocol.FrameReader
+	reqStart     time.Time // the inline request's start (RequestStart); read loop only
 
 	fmu     sync.Mutex
 	futures map[int32]*future // in-flight requests sent on this Conn; nil once closed; guarded by fmu
@@ -107,6 +108,13 @@ type Conn struct {
 	closed    chan struct{} // closed when the Conn starts closing
 	closeErr  error         // why it closed; written before closed is closed
 }
+
+// RequestStart is, for an inline processor (PoolConfig.Inline) and only
+// there, when remoting began processing the request it runs: the time a
+// TimedRPCHook gets, so a processor that times the request too needs no
+// clock read of its own. It is zero when no TimedRPCHook is installed
+// (remoting then reads no clock). Other goroutines must not call it.
+func (c *Conn) RequestStart() time.Time { return c.reqStart }
 
 func newConn(ep *endpoint, raw, rw net.Conn) *Conn {
 	c := &Conn{

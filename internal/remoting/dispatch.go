@@ -65,12 +65,21 @@ type RPCHook interface {
 }
 
 // TimedRPCHook is an RPCHook that also wants the processing time: for it
-// AfterTimed runs instead of After, with the time since the hooks' Before
-// calls began (RocketMQ's rpc latency, request processing without the
-// response write).
+// AfterTimed runs instead of After, with the time the hooks' Before calls
+// began (RocketMQ's rpc latency, request processing without the response
+// write: time.Since(start) when it runs). remoting reads the clock for a
+// request only when a TimedRPCHook is installed, and then once; the hook
+// reads it again only if it records something.
 type TimedRPCHook interface {
 	RPCHook
-	AfterTimed(conn *Conn, req *protocol.Command, resp *protocol.Command, elapsed time.Duration)
+	AfterTimed(conn *Conn, req *protocol.Command, resp *protocol.Command, start time.Time)
+}
+
+// hookSet is the installed hooks; timed reports whether one of them is a
+// TimedRPCHook (only then does a request cost a clock read).
+type hookSet struct {
+	list  []RPCHook
+	timed bool
 }
 
 // ConnListener receives connection events. OnConnect, OnException and
@@ -93,6 +102,8 @@ type task struct {
 	// enqueued is when dispatch queued the task; zero unless the pool has
 	// MaxWait (time.Now costs on every request otherwise).
 	enqueued time.Time
+	// inline: the processor runs on conn's read loop (Conn.RequestStart).
+	inline bool
 }
 
 // pool is a set of workers and their queue.
@@ -201,7 +212,7 @@ type dispatcher struct {
 	mu      sync.Mutex // serializes registrations
 	table   atomic.Pointer[map[int32]route]
 	def     atomic.Pointer[route]
-	hooks   atomic.Pointer[[]RPCHook]
+	hooks   atomic.Pointer[hookSet]
 	started atomic.Bool
 }
 
@@ -239,11 +250,16 @@ func (d *dispatcher) setDefault(r route) {
 func (d *dispatcher) addHook(h RPCHook) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var next []RPCHook
+	var next hookSet
 	if cur := d.hooks.Load(); cur != nil {
-		next = append(next, *cur...)
+		next.list = append(next.list, cur.list...)
 	}
-	next = append(next, h)
+	next.list = append(next.list, h)
+	for _, h := range next.list {
+		if _, ok := h.(TimedRPCHook); ok {
+			next.timed = true
+		}
+	}
 	d.hooks.Store(&next)
 }
 
@@ -321,7 +337,7 @@ func (d *dispatcher) dispatch(c *Conn, req *protocol.Command) {
 	d.ep.inFlight.Add(1)
 	if r.pool == nil { // inline: answered before the read loop next blocks
 		d.ep.requests.Add(1)
-		d.process(task{conn: c, req: req, proc: r.proc}, writeLater)
+		d.process(task{conn: c, req: req, proc: r.proc, inline: true}, writeLater)
 		return
 	}
 	t := task{conn: c, req: req, proc: r.proc}
@@ -389,8 +405,15 @@ func (d *dispatcher) process(t task, mode writeMode) {
 
 func (d *dispatcher) call(t task) (resp *protocol.Command) {
 	var hooks []RPCHook
+	var start time.Time
 	if h := d.hooks.Load(); h != nil {
-		hooks = *h
+		hooks = h.list
+		if h.timed {
+			start = time.Now()
+		}
+	}
+	if t.inline {
+		t.conn.reqStart = start // read loop only: Conn.RequestStart
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -401,10 +424,6 @@ func (d *dispatcher) call(t task) (resp *protocol.Command) {
 		}
 	}()
 	var err error
-	var start time.Time
-	if len(hooks) > 0 {
-		start = time.Now()
-	}
 	for _, h := range hooks {
 		if err = h.Before(t.conn, t.req); err != nil {
 			break
@@ -418,7 +437,7 @@ func (d *dispatcher) call(t task) (resp *protocol.Command) {
 	}
 	for _, h := range hooks {
 		if th, ok := h.(TimedRPCHook); ok {
-			th.AfterTimed(t.conn, t.req, resp, time.Since(start))
+			th.AfterTimed(t.conn, t.req, resp, start)
 			continue
 		}
 		h.After(t.conn, t.req, resp)

@@ -149,3 +149,80 @@ func TestInPlaceAndQueuedWritesMix(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// startHook is a TimedRPCHook that records the start each request got.
+type startHook struct {
+	mu     sync.Mutex
+	starts []time.Time
+}
+
+func (h *startHook) Before(*Conn, *protocol.Command) error             { return nil }
+func (h *startHook) After(*Conn, *protocol.Command, *protocol.Command) {}
+func (h *startHook) AfterTimed(_ *Conn, _, _ *protocol.Command, start time.Time) {
+	h.mu.Lock()
+	h.starts = append(h.starts, start)
+	h.mu.Unlock()
+}
+
+// TestInlineRequestStart: an inline processor sees, as Conn.RequestStart,
+// the start its TimedRPCHook gets (one clock read for both), and a zero
+// time when no timed hook is installed (remoting reads no clock).
+func TestInlineRequestStart(t *testing.T) {
+	const code = protocol.RequestCode(9103)
+	for _, timed := range []bool{false, true} {
+		t.Run(fmt.Sprint("timed=", timed), func(t *testing.T) {
+			var seen []time.Time // written by the read loop, read after the calls returned
+			var mu sync.Mutex
+			hook := &startHook{}
+			s := startServer(t, ServerConfig{}, func(s *Server) {
+				if timed {
+					s.AddHook(hook)
+				}
+				s.RegisterProcessor(code, func(_ context.Context, c *Conn, req *protocol.Command) (*protocol.Command, error) {
+					mu.Lock()
+					seen = append(seen, c.RequestStart())
+					mu.Unlock()
+					return protocol.NewResponse(req, protocol.Success, ""), nil
+				}, PoolConfig{Inline: true})
+			})
+			c := startClient(t, ClientConfig{})
+			before := time.Now()
+			for range 3 {
+				if _, err := c.InvokeSync(ctxFor(t, 5*time.Second), s.Addr().String(), protocol.NewRequest(code, nil, nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			hook.mu.Lock()
+			defer hook.mu.Unlock()
+			if len(seen) != 3 {
+				t.Fatalf("processor ran %d times, want 3", len(seen))
+			}
+			for i, st := range seen {
+				if !timed {
+					if !st.IsZero() {
+						t.Fatalf("request %d: RequestStart %v without a timed hook, want zero", i, st)
+					}
+					continue
+				}
+				if st.Before(before) || st.After(time.Now()) {
+					t.Fatalf("request %d: RequestStart %v outside the calls (from %v)", i, st, before)
+				}
+				if i > 0 && st.Before(seen[i-1]) {
+					t.Fatalf("request %d: RequestStart %v before the previous one's %v", i, st, seen[i-1])
+				}
+			}
+			if timed {
+				if len(hook.starts) != 3 {
+					t.Fatalf("hook timed %d requests, want 3", len(hook.starts))
+				}
+				for i := range seen {
+					if !hook.starts[i].Equal(seen[i]) {
+						t.Fatalf("request %d: hook start %v, processor saw %v", i, hook.starts[i], seen[i])
+					}
+				}
+			}
+		})
+	}
+}
