@@ -207,7 +207,17 @@ func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutRes
 		return
 	}
 	topic, qid := batch[0].Topic, batch[0].QueueID
-	var buf []byte
+	// The batch is encoded into a pooled buffer, as a single put is: the
+	// records are copied into the commit log under the append lock and
+	// the buffer is free again once appendRecords returns.
+	bp := s.encodePool.Get().(*[]byte)
+	buf := (*bp)[:0]
+	defer func() {
+		if cap(buf) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
+			*bp = buf[:0]
+			s.encodePool.Put(bp)
+		}
+	}()
 	metas := make([]recMeta, 0, len(batch))
 	for i, m := range batch {
 		if m.Topic != topic || m.QueueID != qid {
