@@ -1,25 +1,11 @@
 package broker
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
 )
-
-// priorityQueueFull is priorityQueue without its substring shortcut.
-func priorityQueueFull(tc *protocol.TopicConfig, props string) (int32, bool) {
-	if rawMessageType(props) != MessagePriority {
-		return 0, false
-	}
-	v, _ := message.LookupProperty(props, message.PropertyPriority)
-	p, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || p < 0 {
-		return 0, false
-	}
-	return int32(min(p, int64(max(tc.WriteQueueNums, 1)-1))), true
-}
 
 // FuzzPriorityQueue: the shortcut (no priority key in the string, no
 // look-ups) never changes priorityQueue's answer.

@@ -227,16 +227,26 @@ func LookupPropertyBytes(s []byte, name string) ([]byte, bool) {
 	var value []byte
 	found := false
 	for len(s) > 0 {
-		seg := s
-		if i := bytes.IndexByte(s, PropertySeparator); i >= 0 {
-			seg, s = s[:i], s[i+1:]
-		} else {
-			s = nil
+		var seg []byte
+		seg, s = cutProperty(s)
+		if propertyIs(seg, name) {
+			value, found = seg[len(name)+1:], true
 		}
-		if len(seg) <= len(name)+1 || seg[len(name)] != NameValueSeparator || string(seg[:len(name)]) != name {
-			continue
-		}
-		value, found = seg[len(name)+1:], true
 	}
 	return value, found
+}
+
+// cutProperty splits the first name=value pair off a raw properties
+// string: seg is the pair without its separator, rest what follows.
+func cutProperty(s []byte) (seg, rest []byte) {
+	if i := bytes.IndexByte(s, PropertySeparator); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, nil
+}
+
+// propertyIs reports whether seg is a name=value pair of name with a
+// non-empty value (LookupPropertyBytes' rule: an empty value is absent).
+func propertyIs(seg []byte, name string) bool {
+	return len(seg) > len(name)+1 && seg[len(name)] == NameValueSeparator && string(seg[:len(name)]) == name
 }

@@ -1,7 +1,6 @@
 package message
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -178,12 +177,8 @@ func (v StoredView) DispatchProperties() (uniqKey, keys, tags []byte) {
 // non-empty and without NameValueSeparator), values aliasing s.
 func lookupProperties3(s []byte, n0, n1, n2 string) (v0, v1, v2 []byte) {
 	for len(s) > 0 {
-		seg := s
-		if i := bytes.IndexByte(s, PropertySeparator); i >= 0 {
-			seg, s = s[:i], s[i+1:]
-		} else {
-			s = nil
-		}
+		var seg []byte
+		seg, s = cutProperty(s)
 		switch {
 		case propertyIs(seg, n0):
 			v0 = seg[len(n0)+1:]
@@ -194,12 +189,6 @@ func lookupProperties3(s []byte, n0, n1, n2 string) (v0, v1, v2 []byte) {
 		}
 	}
 	return v0, v1, v2
-}
-
-// propertyIs reports whether seg is a name=value pair of name with a
-// non-empty value (LookupPropertyBytes' rule).
-func propertyIs(seg []byte, name string) bool {
-	return len(seg) > len(name)+1 && seg[len(name)] == NameValueSeparator && string(seg[:len(name)]) == name
 }
 
 // TagsCode returns TagsHashCode of the TAGS property, 0 when untagged.
