@@ -79,10 +79,7 @@ func appendRocketMQExt(dst []byte, k, v string) ([]byte, error) {
 	if len(k) > math.MaxInt16 || len(v) > math.MaxInt32 {
 		return dst, ErrUnencodable
 	}
-	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
-	dst = append(dst, k...)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
-	return append(dst, v...), nil
+	return appendExtString(dst, k, v), nil
 }
 
 // decodeRocketMQHeader fills c from a ROCKETMQ header. Any declared length

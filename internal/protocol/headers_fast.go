@@ -288,19 +288,19 @@ func (e *SendHeaderExt) AppendRocketMQExt(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// appendExtString appends one ext entry; k is one of the send header's
-// keys (shorter than 256 bytes) and v fits the int32 length.
+// appendExtString appends one ext entry, unchecked: k fits the int16
+// length and v the int32 one (appendRocketMQExt checks).
 func appendExtString(dst []byte, k, v string) []byte {
-	dst = append(dst, 0, byte(len(k)))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 	dst = append(dst, k...)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
 	return append(dst, v...)
 }
 
 // appendExtInt appends one ext entry whose value is n in decimal, as
-// itoa gives it.
+// itoa gives it; k fits the int16 length.
 func appendExtInt(dst []byte, k string, n int64) []byte {
-	dst = append(dst, 0, byte(len(k)))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(k)))
 	dst = append(dst, k...)
 	at := len(dst)
 	dst = strconv.AppendInt(append(dst, 0, 0, 0, 0), n, 10)

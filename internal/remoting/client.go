@@ -312,10 +312,10 @@ func (c *Client) InvokeSync(ctx context.Context, addr string, req *protocol.Comm
 // an error, cb is not called. req.Body must not be modified before cb runs:
 // a body over 2 KiB is written from the caller's slice, not copied.
 func (c *Client) InvokeAsync(ctx context.Context, addr string, req *protocol.Command, cb func(*protocol.Command, error)) error {
-	return c.InvokeAsyncHandler(ctx, addr, req, AsyncFunc(cb))
+	return c.invokeAsync(ctx, addr, req, new(future), AsyncFunc(cb))
 }
 
-// AsyncHandler receives the outcome of an InvokeAsyncHandler call.
+// AsyncHandler receives the outcome of an InvokeAsyncCall.
 type AsyncHandler interface {
 	OnResponse(resp *protocol.Command, err error)
 }
@@ -326,27 +326,21 @@ type AsyncFunc func(resp *protocol.Command, err error)
 // OnResponse calls f.
 func (f AsyncFunc) OnResponse(resp *protocol.Command, err error) { f(resp, err) }
 
-// InvokeAsyncHandler is InvokeAsync calling h.OnResponse: a caller that
-// keeps its per-call state in a struct of its own passes that (a pointer)
-// instead of allocating a closure per call.
-func (c *Client) InvokeAsyncHandler(ctx context.Context, addr string, req *protocol.Command, h AsyncHandler) error {
-	return c.invokeAsync(ctx, addr, req, new(future), h)
-}
-
 // AsyncCall is the storage of one async call (its future), for
 // InvokeAsyncCall.
 type AsyncCall struct{ f future }
 
-// InvokeAsyncCall is InvokeAsyncHandler keeping the call's state in call
-// instead of an allocation of its own: a caller that makes one call at a
-// time per object embeds an AsyncCall in it. call must not be in use by
+// InvokeAsyncCall is InvokeAsync calling h.OnResponse and keeping the
+// call's state in call: a caller that makes one call at a time per object
+// embeds an AsyncCall in it and is the handler, so neither a closure nor a
+// future is allocated per call. call must not be in use by
 // another call; it is free again once h.OnResponse runs (which may start
 // the next call with it) or InvokeAsyncCall returned an error.
 func (c *Client) InvokeAsyncCall(ctx context.Context, addr string, req *protocol.Command, call *AsyncCall, h AsyncHandler) error {
 	return c.invokeAsync(ctx, addr, req, &call.f, h)
 }
 
-// invokeAsync is InvokeAsyncHandler with the future's storage f.
+// invokeAsync is InvokeAsync with the future's storage f and handler h.
 func (c *Client) invokeAsync(ctx context.Context, addr string, req *protocol.Command, f *future, h AsyncHandler) error {
 	if err := acquire(ctx, c.asyncSem, c.ep.quit); err != nil {
 		return fmt.Errorf("remoting: async to %s: %w", addr, err)

@@ -59,4 +59,4 @@ func (f *future) callback() {
 func releasePermit(sem chan struct{}) { <-sem }
 
 // release gives back what an async call holds.
-func (f *future) release() { <-f.sem }
+func (f *future) release() { releasePermit(f.sem) }

@@ -43,14 +43,7 @@ const (
 // indexKeyHash is abs(javaHash(key)), with Integer.MIN_VALUE mapping to 0
 // (Java String.hashCode over UTF-16 units, as message.TagsHashCode).
 func indexKeyHash[S ~string | ~[]byte](key S) int32 {
-	h := int32(message.TagsHashCodeBytes([]byte(key)))
-	if h < 0 {
-		h = -h
-	}
-	if h < 0 {
-		return 0
-	}
-	return h
+	return indexSlotHash(uint32(message.TagsHashCodeBytes([]byte(key))))
 }
 
 // Powers of 31 modulo 2^32 for javaHashFrom's eight-byte steps.
@@ -96,7 +89,8 @@ func javaHashFrom(h uint32, b []byte) uint32 {
 	return h
 }
 
-// indexSlotHash is indexKeyHash of a key whose Java hash is h.
+// indexSlotHash is abs(h) as int32, with Integer.MIN_VALUE mapping to 0:
+// indexKeyHash of a key whose Java hash is h.
 func indexSlotHash(h uint32) int32 {
 	k := int32(h)
 	if k < 0 {
