@@ -258,25 +258,36 @@ func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res sto
 		b.stats.messagesIn.Add(int64(max(res.MsgNum, 1)))
 		b.stats.bytesIn.Add(int64(res.WroteBytes))
 		tm.stored(mt, max(res.MsgNum, 1), res.WroteBytes)
-		msgID := res.MsgID
-		if msgID == "" {
-			msgID = message.OffsetMsgID(b.storeHost, res.WroteOffset)
-		}
-		// An ext list, not a map: no hashing here and no key sort per frame
-		// in the encoder.
-		var ext []string
-		if sr != nil {
-			ext = sr.ext[:0]
-		}
-		resp.ExtList = protocol.AppendSendResponseHeader(ext, &protocol.SendMessageResponseHeader{
-			MsgID:         msgID,
+		h := protocol.SendMessageResponseHeader{
+			MsgID:         res.MsgID, // a batch's ids; a single put's is built here
 			QueueID:       queueID,
 			QueueOffset:   res.QueueOffset,
 			TransactionID: transactionID,
 			MsgRegion:     b.cfg.RegionID,
 			TraceOn:       strconv.FormatBool(b.cfg.TraceOn),
 			RecallHandle:  recallHandle,
-		})
+		}
+		if sr != nil && resp.SerializeType == protocol.SerializeRocketMQ {
+			// Encoded straight into the frame: the offset message id's hex
+			// digits go to the recycled buffer, the numbers to the frame, no
+			// string per response.
+			sr.enc.Header = h
+			if h.MsgID == "" {
+				sr.enc.MsgID = message.AppendOffsetMsgID(sr.id[:0], b.storeHost, res.WroteOffset)
+			}
+			resp.ExtEncoder = &sr.enc
+		} else {
+			if h.MsgID == "" {
+				h.MsgID = message.OffsetMsgID(b.storeHost, res.WroteOffset)
+			}
+			// An ext list, not a map: no hashing here and no key sort per
+			// frame in the encoder.
+			var ext []string
+			if sr != nil {
+				ext = sr.ext[:0]
+			}
+			resp.ExtList = protocol.AppendSendResponseHeader(ext, &h)
+		}
 	} else {
 		b.stats.sendFailed.Add(1)
 		if res.Status == store.OSPageCacheBusy {
@@ -294,16 +305,22 @@ func (b *Broker) writeSendResponse(conn sendConn, req *protocol.Command, res sto
 	if sr != nil && len(resp.Body) == 0 && resp.BodyDone == nil {
 		clear(sr.ext[:])
 		sr.cmd = protocol.Command{}
+		sr.enc = protocol.SendResponseExt{}
 		b.sendResps.Put(sr)
 	}
 	return code
 }
 
 // sendResponse is a recycled send response: the command and room for its
-// ext list (protocol.AppendSendResponseHeader writes at most 7 pairs).
+// header, as an ext list (JSON: protocol.AppendSendResponseHeader writes
+// at most 7 pairs) or as the encoder ROCKETMQ frames use, with the offset
+// message id's digits. A remoting connection encodes the response before
+// WriteResponse returns, so none of it is referenced once it is recycled.
 type sendResponse struct {
 	cmd protocol.Command
 	ext [14]string
+	enc protocol.SendResponseExt
+	id  [message.OffsetMsgIDLenV6]byte
 }
 
 // putStatusResponse maps a store put status to the send response code and

@@ -157,7 +157,154 @@ func DecodeSendHeader(ext map[string]string, h *SendMessageRequestHeader, v2 boo
 // they are: ExtFields, or ExtList (a request decoded by a FrameReader with
 // SetExtListCodes, or built by a local caller).
 func DecodeSendHeaderOf(c *Command, h *SendMessageRequestHeader, v2 bool) error {
+	if c.ExtFields == nil && decodeSendHeaderList(c.ExtList, h, v2) {
+		return nil
+	}
 	return decodeSendHeader(extDecoder{ext: c.ExtFields, list: c.ExtList}, h, v2)
+}
+
+// Send header fields in decodeSendHeader's order: a field's index is its
+// bit in decodeSendHeaderList's masks and, with v2, its key's letter less
+// 'a'.
+const (
+	sendFieldProducerGroup = iota
+	sendFieldTopic
+	sendFieldDefaultTopic
+	sendFieldDefaultTopicQueueNums
+	sendFieldQueueID
+	sendFieldSysFlag
+	sendFieldBornTimestamp
+	sendFieldFlag
+	sendFieldProperties
+	sendFieldReconsumeTimes
+	sendFieldUnitMode
+	sendFieldMaxReconsumeTimes
+	sendFieldBatch
+	sendFieldBrokerName
+	sendFields
+)
+
+// sendFieldsRequired are the fields decodeSendHeader requires.
+const sendFieldsRequired = 1<<sendFieldProducerGroup | 1<<sendFieldTopic | 1<<sendFieldQueueID |
+	1<<sendFieldSysFlag | 1<<sendFieldBornTimestamp | 1<<sendFieldFlag
+
+// sendHeaderField is the field a send header key names (V1 long names or
+// V2 letters), -1 for any other key.
+func sendHeaderField(k string, v2 bool) int {
+	if v2 {
+		if len(k) == 1 && k[0] >= 'a' && k[0] < 'a'+sendFields {
+			return int(k[0] - 'a')
+		}
+		return -1
+	}
+	switch k {
+	case "producerGroup":
+		return sendFieldProducerGroup
+	case "topic":
+		return sendFieldTopic
+	case "defaultTopic":
+		return sendFieldDefaultTopic
+	case "defaultTopicQueueNums":
+		return sendFieldDefaultTopicQueueNums
+	case "queueId":
+		return sendFieldQueueID
+	case "sysFlag":
+		return sendFieldSysFlag
+	case "bornTimestamp":
+		return sendFieldBornTimestamp
+	case "flag":
+		return sendFieldFlag
+	case "properties":
+		return sendFieldProperties
+	case "reconsumeTimes":
+		return sendFieldReconsumeTimes
+	case "unitMode":
+		return sendFieldUnitMode
+	case "maxReconsumeTimes":
+		return sendFieldMaxReconsumeTimes
+	case "batch":
+		return sendFieldBatch
+	case "bname":
+		return sendFieldBrokerName
+	}
+	return -1
+}
+
+// decodeSendHeaderList is decodeSendHeader over an ext list in one pass:
+// each pair is matched to its field by its key instead of each field
+// searching the list. It reports false, leaving h untouched, whenever the
+// two could differ: a key that repeats, a required field missing, or a
+// number parseDecimal does not take (with or without an error); the
+// caller then runs decodeSendHeader, which gives the result and the error
+// it always gave. TestSendHeaderListOnePass and FuzzSendHeaderListOnePass
+// hold the two to the same headers.
+func decodeSendHeaderList(list []string, h *SendMessageRequestHeader, v2 bool) bool {
+	out := *h
+	var seen uint32
+	for i := 0; i+1 < len(list); i += 2 {
+		f := sendHeaderField(list[i], v2)
+		if f < 0 {
+			continue
+		}
+		if seen&(1<<f) != 0 {
+			return false
+		}
+		seen |= 1 << f
+		v := list[i+1]
+		switch f {
+		case sendFieldProducerGroup:
+			out.ProducerGroup = v
+			continue
+		case sendFieldTopic:
+			out.Topic = v
+			continue
+		case sendFieldDefaultTopic:
+			out.DefaultTopic = v
+			continue
+		case sendFieldProperties:
+			out.Properties = v
+			continue
+		case sendFieldBrokerName:
+			out.BrokerName = v
+			continue
+		case sendFieldUnitMode:
+			out.UnitMode = strings.EqualFold(strings.TrimSpace(v), "true")
+			continue
+		case sendFieldBatch:
+			out.Batch = strings.EqualFold(strings.TrimSpace(v), "true")
+			continue
+		}
+		n, ok := parseDecimal(v)
+		if !ok {
+			return false
+		}
+		if f == sendFieldBornTimestamp {
+			out.BornTimestamp = n
+			continue
+		}
+		if n != int64(int32(n)) {
+			return false
+		}
+		switch f {
+		case sendFieldDefaultTopicQueueNums:
+			out.DefaultTopicQueueNums = int32(n)
+		case sendFieldQueueID:
+			out.QueueID = int32(n)
+		case sendFieldSysFlag:
+			out.SysFlag = int32(n)
+		case sendFieldFlag:
+			out.Flag = int32(n)
+		case sendFieldReconsumeTimes:
+			out.ReconsumeTimes = int32(n)
+		case sendFieldMaxReconsumeTimes:
+			out.MaxReconsumeTimes = int32(n)
+		}
+	}
+	if seen&sendFieldsRequired != sendFieldsRequired {
+		return false
+	}
+	*h = out
+	return true
 }
 
 func decodeSendHeader(d extDecoder, h *SendMessageRequestHeader, v2 bool) error {
@@ -285,6 +432,67 @@ func (e *SendHeaderExt) AppendRocketMQExt(dst []byte) ([]byte, error) {
 	}
 	dst = appendExtString(dst, pick(v2, "batch", "m"), strconv.FormatBool(h.Batch))
 	dst = appendExtString(dst, pick(v2, "bname", "n"), h.BrokerName)
+	return dst, nil
+}
+
+// SendResponseExt is a send response header as a Command.ExtEncoder: the
+// frame gets the bytes AppendSendResponseHeader's list would give it
+// (same entries, same order), written straight into the frame, with no
+// strings for the numbers. When MsgID is not empty it is the msgId value in
+// place of Header.MsgID: a caller's buffer (an offset message id's hex
+// digits, message.AppendOffsetMsgID), so no string is built per response.
+// The encoder keeps no reference past AppendRocketMQExt.
+// TestSendResponseExtMatchesList and FuzzSendResponseExtMatchesList hold
+// it to the list's frame bytes. It has no JSON form (AppendFrameHeader
+// refuses ExtEncoder there): JSON responses keep the list.
+type SendResponseExt struct {
+	Header SendMessageResponseHeader
+	MsgID  []byte
+}
+
+// AppendRocketMQExt appends the header's ext entries in
+// AppendSendResponseHeader's order; a value too long for its length field
+// gives ErrUnencodable, as appendRocketMQExt does.
+func (e *SendResponseExt) AppendRocketMQExt(dst []byte) ([]byte, error) {
+	h := &e.Header
+	id := len(e.MsgID)
+	if id == 0 {
+		id = len(h.MsgID)
+	}
+	for _, n := range [...]int{id, len(h.TransactionID), len(h.BatchUniqID), len(h.MsgRegion), len(h.TraceOn), len(h.RecallHandle)} {
+		if n > math.MaxInt32 {
+			return dst, ErrUnencodable
+		}
+	}
+	// 8 entries of 6 length bytes, keys of at most 13 bytes, 2 numbers of
+	// at most 20 digits, the strings.
+	dst = slices.Grow(dst, 8*(6+13)+2*20+id+len(h.TransactionID)+len(h.BatchUniqID)+len(h.MsgRegion)+
+		len(h.TraceOn)+len(h.RecallHandle))
+	if len(e.MsgID) > 0 {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len("msgId")))
+		dst = append(dst, "msgId"...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(e.MsgID)))
+		dst = append(dst, e.MsgID...)
+	} else {
+		dst = appendExtString(dst, "msgId", h.MsgID)
+	}
+	dst = appendExtInt(dst, "queueId", int64(h.QueueID))
+	dst = appendExtInt(dst, "queueOffset", h.QueueOffset)
+	if h.TransactionID != "" {
+		dst = appendExtString(dst, "transactionId", h.TransactionID)
+	}
+	if h.BatchUniqID != "" {
+		dst = appendExtString(dst, "batchUniqId", h.BatchUniqID)
+	}
+	if h.MsgRegion != "" {
+		dst = appendExtString(dst, "MSG_REGION", h.MsgRegion)
+	}
+	if h.TraceOn != "" {
+		dst = appendExtString(dst, "TRACE_ON", h.TraceOn)
+	}
+	if h.RecallHandle != "" {
+		dst = appendExtString(dst, "recallHandle", h.RecallHandle)
+	}
 	return dst, nil
 }
 

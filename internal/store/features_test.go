@@ -552,7 +552,7 @@ func TestHostForms(t *testing.T) {
 			if ts, _ := s.StoreTimeByQueueOffset("H", 0, 0); ts != 1_800_000_000_000 {
 				t.Fatalf("store time via queue %d", ts)
 			}
-			if r.MsgID != message.OffsetMsgID(cfg.StoreHost, r.WroteOffset) {
+			if r.MsgID != "" { // a single put's id is built from WroteOffset by its reader
 				t.Fatalf("msg id %s", r.MsgID)
 			}
 		})

@@ -64,7 +64,7 @@ type PutResult struct {
 	Status         PutStatus
 	WroteOffset    int64  // commit-log offset of the (first) record
 	WroteBytes     int32  // bytes appended (all records of a batch)
-	MsgID          string // offset message id(s); a batch joins them with commas
+	MsgID          string // a batch's offset message ids, comma-joined; "" for a single put (OffsetMsgID(StoreHost, WroteOffset), built by its reader)
 	StoreTimestamp int64
 	QueueOffset    int64 // queue offset of the (first) message
 	MsgNum         int32
@@ -152,10 +152,7 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 		return
 	}
 	metas := [1]recMeta{s.metaFor(m, len(rec))}
-	res := s.appendRecords(rec, metas[:], m.Topic, m.QueueID)
-	if res.Status == PutOK {
-		res.MsgID = message.OffsetMsgID(s.cfg.StoreHost, res.WroteOffset)
-	}
+	res := s.appendRecords(rec, metas[:], m.Topic, m.QueueID) // MsgID stays empty: see PutResult
 	*bp = rec
 	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
 		s.encodePool.Put(bp)

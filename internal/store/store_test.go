@@ -156,7 +156,7 @@ func TestPutGetAcrossFiles(t *testing.T) {
 				if want := int64(i / 2); r.QueueOffset != want {
 					t.Fatalf("msg %d: queue offset %d, want %d", i, r.QueueOffset, want)
 				}
-				if r.MsgID != message.OffsetMsgID(cfg.StoreHost, r.WroteOffset) {
+				if r.MsgID != "" { // a single put's id is built from WroteOffset by its reader
 					t.Fatalf("msg %d: msg id %s", i, r.MsgID)
 				}
 			}
