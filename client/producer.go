@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,7 @@ type Producer struct {
 	// reference to the Command, so each is free again once its Invoke*
 	// call returned (releaseRequest).
 	sendRequests sync.Pool    // *sendRequest
+	asyncSends   sync.Pool    // *asyncSend (newAsyncSend)
 	acc          *accumulator // nil unless WithAutoBatch (producer_batch.go)
 }
 
@@ -267,19 +269,60 @@ func (p *Producer) Queues(ctx context.Context, topic string) ([]MessageQueue, er
 // but the queue and born timestamp is encoded once, before the first
 // attempt.
 type outgoing struct {
-	userTopic      string
-	topic          string // wire topic
-	body           []byte
-	flag           int32
-	properties     string
-	sysFlag        int32
-	batch          bool
-	reply          bool // a SendReply message: SEND_REPLY_MESSAGE(_V2)
+	userTopic  string
+	topic      string // wire topic
+	body       []byte
+	flag       int32
+	properties string
+	sysFlag    int32
+	batch      bool
+	reply      bool // a SendReply message: SEND_REPLY_MESSAGE(_V2)
+	// recycled: the outgoing's storage (its properties, and so uniqIDs)
+	// is reused after the send, so its result copies uniqIDs.
+	recycled       bool
 	reconsumeTimes int32
 	maxReconsume   int32
 	uniqIDs        string   // MsgID of the result
 	msg            *Message // for hooks
 	msgs           []*Message
+	// result, when set, is storage allocated with the outgoing for the
+	// send's SendResult, taken by the first answer that needs one
+	// (takeResult).
+	result *SendResult
+}
+
+// takeResult returns the storage for a SendResult: the one allocated with
+// o the first time, a new one after that (a degraded result a retry
+// follows stays what the hooks saw).
+func (o *outgoing) takeResult() *SendResult {
+	if r := o.result; r != nil {
+		o.result = nil
+		return r
+	}
+	return new(SendResult)
+}
+
+// forget drops o's references to the caller's message once the send is
+// over: a SendResult kept by the caller keeps o's storage alive (it may
+// share it), not the message and its body.
+func (o *outgoing) forget() {
+	o.body, o.msg, o.msgs = nil, nil, nil
+}
+
+// propsInline is the room for the encoded properties a prepared message
+// keeps in its own storage: a UNIQ_KEY and ~30 bytes of user properties
+// (TAGS, KEYS) fit, so the properties string needs no allocation of its
+// own. With it an asyncSend fills its 576-byte size class (objects over
+// 512 bytes with pointers carry an 8-byte malloc header).
+const propsInline = 96
+
+// preparedMessage is a synchronous send's state: the outgoing message, its
+// result and its properties' bytes, allocated together. Never reused: the
+// properties string and the result's MsgID alias props.
+type preparedMessage struct {
+	out   outgoing
+	res   SendResult
+	props [propsInline]byte
 }
 
 // validTopic checks a topic name with the broker's rules.
@@ -293,15 +336,18 @@ func validTopic(t string) error {
 // prepare validates msg and encodes it for sending. The caller's message is
 // not modified.
 func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, error) {
-	o := new(outgoing)
-	if err := p.prepareInto(o, msg, extra); err != nil {
+	pm := new(preparedMessage)
+	if err := p.prepareInto(&pm.out, pm.props[:0], msg, extra); err != nil {
 		return nil, err
 	}
-	return o, nil
+	pm.out.result = &pm.res
+	return &pm.out, nil
 }
 
-// prepareInto is prepare into storage of the caller's.
-func (p *Producer) prepareInto(o *outgoing, msg *Message, extra map[string]string) error {
+// prepareInto is prepare into storage of the caller's: o must be zero;
+// the properties are encoded into props when they fit its capacity
+// (props must never be written again: the properties string aliases it).
+func (p *Producer) prepareInto(o *outgoing, props []byte, msg *Message, extra map[string]string) error {
 	if msg == nil {
 		return fmt.Errorf("%w: nil message", ErrIllegalMessage)
 	}
@@ -314,19 +360,22 @@ func (p *Producer) prepareInto(o *outgoing, msg *Message, extra map[string]strin
 	if len(msg.Body) > p.cfg.maxMessageSize {
 		return fmt.Errorf("%w: body of %d bytes exceeds the limit of %d (topic %s)", ErrIllegalMessage, len(msg.Body), p.cfg.maxMessageSize, msg.Topic)
 	}
-	*o = outgoing{
-		userTopic: msg.Topic,
-		topic:     wrapNamespace(p.cfg.namespace, msg.Topic),
-		flag:      msg.Flag,
-		msg:       msg,
-	}
+	// Field by field into the zero o: assigning a composite literal
+	// copies the whole struct with a bulk write barrier while the GC runs.
+	o.userTopic = msg.Topic
+	o.topic = wrapNamespace(p.cfg.namespace, msg.Topic)
+	o.flag = msg.Flag
+	o.msg = msg
 	retry := strings.HasPrefix(o.topic, names.RetryGroupTopicPrefix)
 	if len(extra) == 0 && !retry && msg.Properties[message.PropertyUniqClientMessageIDKeyidx] == "" {
 		// Fast path: encode the caller's properties as they are and append
 		// the new UNIQ_KEY pair, without copying the map.
 		// The id is generated in place and then sliced from the
 		// properties string: one allocation for both.
-		buf := make([]byte, 0, message.PropertiesLen(msg.Properties)+len(message.PropertyUniqClientMessageIDKeyidx)+message.UniqIDLenV6+2)
+		buf := props[:0]
+		if n := message.PropertiesLen(msg.Properties) + len(message.PropertyUniqClientMessageIDKeyidx) + message.UniqIDLenV6 + 2; n > cap(buf) {
+			buf = make([]byte, 0, n)
+		}
 		buf = message.AppendProperties(buf, msg.Properties)
 		buf = append(buf, message.PropertyUniqClientMessageIDKeyidx...)
 		buf = append(buf, message.NameValueSeparator)
@@ -470,37 +519,36 @@ func (p *Producer) newRequest(o *outgoing, q MessageQueue, born int64) *sendRequ
 	if r == nil {
 		r = new(sendRequest)
 	}
-	r.hdr = protocol.SendHeaderExt{
-		Header: protocol.SendMessageRequestHeader{
-			ProducerGroup:         p.wireGroup,
-			Topic:                 o.topic,
-			DefaultTopic:          p.cfg.createTopicKey,
-			DefaultTopicQueueNums: p.cfg.defaultTopicQueueNums,
-			QueueID:               int32(q.QueueID),
-			SysFlag:               o.sysFlag,
-			BornTimestamp:         born,
-			Flag:                  o.flag,
-			Properties:            o.properties,
-			ReconsumeTimes:        o.reconsumeTimes,
-			MaxReconsumeTimes:     o.maxReconsume,
-			Batch:                 o.batch,
-			BrokerName:            q.BrokerName,
-		},
-		V2: v2,
-		// Absent, a broker applies the group's retry limit; "0" would
-		// mean no retry at all.
-		OmitMaxReconsumeTimes: o.maxReconsume == 0,
-	}
-	r.cmd = protocol.Command{
-		Code:     int32(code),
-		Language: protocol.LanguageGo,
-		Version:  protocol.CurrentVersion,
-		Body:     o.body,
-		// The binary ROCKETMQ header (docs/protocol.md §1.5) costs less to
-		// encode here and to decode on the broker than JSON; brokers
-		// answer in kind.
-		SerializeType: protocol.SerializeRocketMQ,
-	}
+	// Field by field into the released (zero) request: assigning composite
+	// literals copies whole structs with bulk write barriers while the GC
+	// runs.
+	h := &r.hdr.Header
+	h.ProducerGroup = p.wireGroup
+	h.Topic = o.topic
+	h.DefaultTopic = p.cfg.createTopicKey
+	h.DefaultTopicQueueNums = p.cfg.defaultTopicQueueNums
+	h.QueueID = int32(q.QueueID)
+	h.SysFlag = o.sysFlag
+	h.BornTimestamp = born
+	h.Flag = o.flag
+	h.Properties = o.properties
+	h.ReconsumeTimes = o.reconsumeTimes
+	h.MaxReconsumeTimes = o.maxReconsume
+	h.Batch = o.batch
+	h.BrokerName = q.BrokerName
+	r.hdr.V2 = v2
+	// Absent, a broker applies the group's retry limit; "0" would
+	// mean no retry at all.
+	r.hdr.OmitMaxReconsumeTimes = o.maxReconsume == 0
+	c := &r.cmd
+	c.Code = int32(code)
+	c.Language = protocol.LanguageGo
+	c.Version = protocol.CurrentVersion
+	c.Body = o.body
+	// The binary ROCKETMQ header (docs/protocol.md §1.5) costs less to
+	// encode here and to decode on the broker than JSON; brokers
+	// answer in kind.
+	c.SerializeType = protocol.SerializeRocketMQ
 	if p.cfg.credentials == nil {
 		r.cmd.ExtEncoder = &r.hdr
 		return r
@@ -520,12 +568,20 @@ func (p *Producer) releaseRequest(r *sendRequest) {
 	if r.cmd.ExtList != nil {
 		clear(r.ext[:])
 	}
-	r.cmd = protocol.Command{}
-	r.hdr = protocol.SendHeaderExt{}
+	// newRequest sets every field of the header; the Command's are
+	// cleared one by one (remoting may have set Opaque and Flag, a signer
+	// ExtList). Only pointers need clearing for the pool not to keep
+	// anything alive, the rest for newRequest's "zero" precondition.
+	c := &r.cmd
+	c.Code, c.Language, c.SerializeType, c.Version, c.Opaque, c.Flag = 0, 0, 0, 0, 0, 0
+	c.Remark, c.ExtFields, c.ExtList, c.ExtEncoder, c.Body, c.BodyDone = "", nil, nil, nil, nil, nil
+	h := &r.hdr.Header
+	h.ProducerGroup, h.Topic, h.DefaultTopic, h.Properties, h.BrokerName = "", "", "", "", ""
 	p.sendRequests.Put(r)
 }
 
-// result turns a send response into a SendResult or an error.
+// result turns a send response into a SendResult (in o's result storage,
+// takeResult) or an error.
 func (p *Producer) result(o *outgoing, q MessageQueue, addr string, resp *protocol.Command) (*SendResult, error) {
 	var st SendStatus
 	switch protocol.ResponseCode(resp.Code) {
@@ -540,27 +596,150 @@ func (p *Producer) result(o *outgoing, q MessageQueue, addr string, resp *protoc
 	default:
 		return nil, newBrokerError(addr, q.BrokerName, o.userTopic, resp)
 	}
-	res := &SendResult{
-		Status:        st,
-		MsgID:         o.uniqIDs,
-		OffsetMsgID:   resp.Ext("msgId"),
-		Queue:         MessageQueue{Topic: o.userTopic, BrokerName: q.BrokerName, QueueID: q.QueueID},
-		TransactionID: resp.Ext("transactionId"),
-		RegionID:      resp.Ext("MSG_REGION"),
-		TraceOn:       resp.Ext("TRACE_ON") != "false",
-	}
-	if v := resp.Ext("queueId"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil {
+	f := sendResponseFieldsOf(resp)
+	res := o.takeResult()
+	// Field by field: res may be o's storage, in the heap.
+	res.Status = st
+	res.Queue.Topic, res.Queue.BrokerName, res.Queue.QueueID = o.userTopic, q.BrokerName, q.QueueID
+	res.MsgID, res.OffsetMsgID, res.TransactionID, res.RegionID = keepResultStrings(o, &f)
+	res.TraceOn = f.traceOn != "false"
+	if f.queueID != "" {
+		if n, ok := parseDecimal(f.queueID); ok && n <= math.MaxInt32 {
+			res.Queue.QueueID = int(n)
+		} else if n, err := strconv.Atoi(f.queueID); err == nil {
 			res.Queue.QueueID = n
 		}
 	}
-	if v := resp.Ext("queueOffset"); v != "" {
-		res.QueueOffset, _ = strconv.ParseInt(v, 10, 64)
+	if f.queueOffset != "" {
+		if n, ok := parseDecimal(f.queueOffset); ok {
+			res.QueueOffset = n
+		} else {
+			res.QueueOffset, _ = strconv.ParseInt(f.queueOffset, 10, 64)
+		}
 	}
 	if res.RegionID == "" {
-		res.RegionID = "DefaultRegion"
+		res.RegionID = defaultRegion
 	}
 	return res, nil
+}
+
+// keepResultStrings returns the MsgID, OffsetMsgID, TransactionID and
+// RegionID of a result as strings that stay valid once resp is released
+// (their bytes are resp's own, Command.Release) and o's storage recycled
+// (o.recycled): copies, in one allocation, of what differs from the
+// UNIQ_KEY and the default region, which the broker echoes as the
+// transaction id and region.
+func keepResultStrings(o *outgoing, f *sendResponseFields) (msgID, offsetMsgID, txID, region string) {
+	msgID, txID, region = o.uniqIDs, f.transactionID, f.region
+	n := len(f.msgID)
+	if o.recycled {
+		n += len(msgID)
+	}
+	sameTx := txID == msgID
+	if !sameTx {
+		n += len(txID)
+	}
+	switch region {
+	case "", defaultRegion:
+		region = ""
+	default:
+		n += len(region)
+	}
+	if n == 0 {
+		return msgID, "", txID, region // txID is msgID or ""
+	}
+	b := make([]byte, 0, n)
+	take := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		at := len(b)
+		b = append(b, s...)
+		return unsafe.String(unsafe.SliceData(b[at:]), len(s))
+	}
+	if o.recycled {
+		msgID = take(msgID)
+	}
+	offsetMsgID = take(f.msgID)
+	if sameTx {
+		txID = msgID
+	} else {
+		txID = take(txID)
+	}
+	if region != "" {
+		region = take(region)
+	}
+	// b is never written again past this point.
+	return msgID, offsetMsgID, txID, region
+}
+
+// defaultRegion is the region of a result whose broker names none.
+const defaultRegion = "DefaultRegion"
+
+// sendResponseFields are the ext fields of a send response that a
+// SendResult reads.
+type sendResponseFields struct {
+	msgID, queueID, queueOffset, transactionID, region, traceOn string
+}
+
+// sendResponseFieldsOf reads them as resp.Ext would, each one's first
+// occurrence: from ExtFields when the response has a map (JSON, or a
+// ROCKETMQ header the list decoder left to it), else in one pass over
+// ExtList (a send response as the SDK's remoting client decodes it).
+func sendResponseFieldsOf(resp *protocol.Command) sendResponseFields {
+	var f sendResponseFields
+	if len(resp.ExtFields) > 0 {
+		f = sendResponseFields{
+			msgID: resp.Ext("msgId"), queueID: resp.Ext("queueId"), queueOffset: resp.Ext("queueOffset"),
+			transactionID: resp.Ext("transactionId"), region: resp.Ext("MSG_REGION"), traceOn: resp.Ext("TRACE_ON"),
+		}
+		return f
+	}
+	var seen uint8
+	l := resp.ExtList
+	for i := 0; i+1 < len(l); i += 2 {
+		var dst *string
+		var bit uint8
+		switch l[i] {
+		case "msgId":
+			dst, bit = &f.msgID, 1
+		case "queueId":
+			dst, bit = &f.queueID, 2
+		case "queueOffset":
+			dst, bit = &f.queueOffset, 4
+		case "transactionId":
+			dst, bit = &f.transactionID, 8
+		case "MSG_REGION":
+			dst, bit = &f.region, 16
+		case "TRACE_ON":
+			dst, bit = &f.traceOn, 32
+		default:
+			continue
+		}
+		if seen&bit == 0 {
+			seen |= bit
+			*dst = l[i+1]
+		}
+	}
+	return f
+}
+
+// parseDecimal parses s when it is 1 to 18 ASCII digits, which cannot
+// overflow an int64; anything else (signs, longer or malformed values) is
+// left to strconv (ok false).
+func parseDecimal(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	return n, true
 }
 
 // retriable reports whether a failed attempt may be retried on another
@@ -696,6 +875,7 @@ func (p *Producer) SendOrderly(ctx context.Context, msg *Message, selector Queue
 // sendSync runs the attempt loop of a synchronous send; with fixed set only
 // that queue is tried, once.
 func (p *Producer) sendSync(ctx context.Context, o *outgoing, fixed *MessageQueue) (*SendResult, error) {
+	defer o.forget()
 	ctx, _, cancel := p.deadlines.with(ctx, p.sendDeadline(ctx))
 	defer cancel()
 	var qs []MessageQueue
@@ -785,6 +965,7 @@ func (p *Producer) attemptSync(ctx context.Context, o *outgoing, q MessageQueue,
 	var res *SendResult
 	if err == nil {
 		res, err = p.result(o, q, addr, resp)
+		resp.Release() // result kept copies of its strings
 	} else {
 		err = fmt.Errorf("client: send to %s@%s (topic %s): %w", q.BrokerName, addr, o.userTopic, err)
 	}
@@ -862,16 +1043,38 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	if p.acc != nil && p.acc.batchable(msg) {
 		return p.sendAutoBatch(ctx, msg, cb)
 	}
-	// The send and its message in one allocation.
-	a := new(asyncSend)
-	if err := p.prepareInto(&a.out, msg, nil); err != nil {
+	// The send and its message (properties included) in one recycled
+	// object (newAsyncSend).
+	a := p.newAsyncSend()
+	if err := p.prepareInto(&a.out, a.props[:0], msg, nil); err != nil {
+		p.releaseAsyncSend(a)
 		return err
 	}
 	if err := p.beginAsync(); err != nil {
+		p.releaseAsyncSend(a)
 		return err
 	}
+	a.out.recycled = true
 	a.o = &a.out
 	return p.startAsync(ctx, a, cb)
+}
+
+// newAsyncSend returns a zero asyncSend from the producer's recycled ones,
+// to be given back with releaseAsyncSend once nothing refers to it: when
+// SendAsync fails, or when its callback is about to run (done). Its
+// SendResult is an allocation of its own, whose strings are copies
+// (result), so a callback may keep it.
+func (p *Producer) newAsyncSend() *asyncSend {
+	if a, _ := p.asyncSends.Get().(*asyncSend); a != nil {
+		return a
+	}
+	return &asyncSend{recycle: true}
+}
+
+// releaseAsyncSend clears a recycled asyncSend and gives it back.
+func (p *Producer) releaseAsyncSend(a *asyncSend) {
+	*a = asyncSend{recycle: true}
+	p.asyncSends.Put(a)
 }
 
 // sendAutoBatch adds msg to its topic's auto-batch (producer_batch.go), or
@@ -949,19 +1152,29 @@ func (p *Producer) startAsync(ctx context.Context, a *asyncSend, cb func(*SendRe
 	if err != nil {
 		cancel()
 		p.inflight.Done()
+		if a.recycle {
+			p.releaseAsyncSend(a)
+		}
 		return err
 	}
 	a.p, a.qs, a.cb, a.deadline, a.parent, a.ctx, a.cancel = p, r.publish, cb, deadline, ctx, dctx, cancel
 	if err := a.attempt(now); err != nil {
 		cancel()
 		p.inflight.Done()
+		if a.recycle { // remoting refused the call: it refers to nothing
+			p.releaseAsyncSend(a)
+		}
 		return err
 	}
 	return nil
 }
 
 // asyncSend is one SendAsync in progress. Attempts run one after another:
-// the next attempt starts from the previous one's callback.
+// the next attempt starts from the previous one's callback. SendAsync's
+// asyncSends are recycled (recycle, newAsyncSend) when the callback is
+// about to run: nothing refers into one past that point (its result and
+// the result's strings are allocations of their own), and its properties'
+// bytes (props) are written again by the next send.
 type asyncSend struct {
 	p        *Producer
 	o        *outgoing
@@ -972,7 +1185,10 @@ type asyncSend struct {
 	ctx      context.Context    // parent with deadline, for every attempt
 	cancel   context.CancelFunc // releases ctx once the callback ran
 
-	n          int // attempts made
+	n int32 // attempts made
+	// recycle: a comes from newAsyncSend (SendAsync), and goes back once
+	// its callback is about to run.
+	recycle    bool
 	lastBroker string
 
 	// The attempt in flight, for OnResponse: set by attempt before its
@@ -984,6 +1200,9 @@ type asyncSend struct {
 	call remoting.AsyncCall // the attempt's remoting state, reused by the next
 
 	out outgoing // what o points to when SendAsync prepared it in place
+	// props holds out's properties when SendAsync prepared them in place
+	// (prepareInto); last, so that the GC's scan of a stops before it.
+	props [propsInline]byte
 }
 
 // attempt starts the next attempt at born. An error means the request could not
@@ -993,7 +1212,7 @@ func (a *asyncSend) attempt(born time.Time) error {
 	p := a.p
 	q := p.fault.selectQueue(a.qs, a.lastBroker)
 	a.lastBroker = q.BrokerName
-	attemptNo := a.n
+	attemptNo := int(a.n)
 	a.n++
 	ctx := a.ctx
 	addr, err := p.addrOf(ctx, q)
@@ -1027,6 +1246,7 @@ func (a *asyncSend) OnResponse(resp *protocol.Command, err error) {
 	var res *SendResult
 	if err == nil {
 		res, err = p.result(a.o, q, addr, resp)
+		resp.Release() // result kept copies of its strings
 	} else {
 		err = fmt.Errorf("client: async send to %s@%s (topic %s): %w", q.BrokerName, addr, a.o.userTopic, err)
 	}
@@ -1040,19 +1260,37 @@ func (a *asyncSend) done(res *SendResult, err error) {
 	if err != nil {
 		a.p.in.refreshSoon(a.o.topic)
 	}
-	for err != nil && retriable(err) && a.n <= a.p.cfg.retryAsync && time.Now().Before(a.deadline) && a.parent.Err() == nil {
+	for err != nil && retriable(err) && int(a.n) <= a.p.cfg.retryAsync && time.Now().Before(a.deadline) && a.parent.Err() == nil {
 		aerr := a.attempt(time.Now())
 		if aerr == nil {
 			return // the next attempt calls back
 		}
 		err = aerr
 	}
-	defer a.p.inflight.Done()
-	defer a.cancel()
-	if err != nil {
-		a.p.stats.failed.Add(1)
+	p, cb, cancel := a.p, a.cb, a.cancel
+	if a.recycle {
+		// Nothing refers to a any more: remoting let go of its call when
+		// it called OnResponse, and res and err are not in it.
+		p.releaseAsyncSend(a)
 	} else {
-		a.p.stats.sent.Add(1)
+		a.forget()
 	}
-	a.cb(res, err)
+	defer p.inflight.Done()
+	defer cancel()
+	if err != nil {
+		p.stats.failed.Add(1)
+	} else {
+		p.stats.sent.Add(1)
+	}
+	cb(res, err)
+}
+
+// forget drops what a (one not recycled) refers to once its last attempt
+// is over: the callback may keep its SendResult, which can live in the
+// outgoing's storage, and with it the outgoing, but not the message, its
+// body, the contexts or the route.
+func (a *asyncSend) forget() {
+	a.o.forget()
+	a.o, a.qs, a.cb, a.parent, a.ctx, a.cancel, a.sc = nil, nil, nil, nil, nil, nil, nil
+	a.call = remoting.AsyncCall{}
 }

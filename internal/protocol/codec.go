@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 )
 
 // DefaultMaxFrameSize is the Java default frame limit (16 MiB) including the
@@ -68,13 +69,15 @@ func DecodeFrame(frame []byte) (*Command, error) { return decodeFrame(frame, nil
 // listCodes get their ext fields in ExtList instead of ExtFields.
 // A listed request's ExtList reuses scratch's capacity when it suffices.
 func decodeFrame(frame []byte, listCodes []int32, scratch []string) (*Command, error) {
-	return decodeFrameResp(frame, listCodes, nil, scratch)
+	return decodeFrameResp(frame, listCodes, nil, scratch, nil)
 }
 
 // decodeFrameResp is decodeFrame; a ROCKETMQ-serialized response for whose
 // opaque listResp reports true also gets its ext fields in ExtList, with
-// the Command and the list's storage allocated together.
-func decodeFrameResp(frame []byte, listCodes []int32, listResp func(opaque int32) bool, scratch []string) (*Command, error) {
+// the Command, the list's storage and its strings' bytes allocated
+// together (a listedResponse), taken from resps when it is not nil, and
+// then recycled there by Command.Release.
+func decodeFrameResp(frame []byte, listCodes []int32, listResp func(opaque int32) bool, scratch []string, resps *sync.Pool) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, badFrame("frame of %d bytes has no header-length word", len(frame))
 	}
@@ -86,12 +89,23 @@ func decodeFrameResp(frame []byte, listCodes []int32, listResp func(opaque int32
 	}
 	header := frame[4 : 4+h]
 	var c *Command
+	var spare []byte // storage for the ext block's string (listedResponse)
 	list := false
 	if listResp != nil && typ == SerializeRocketMQ && len(header) >= rocketMQFixedLength &&
 		int32(binary.BigEndian.Uint32(header[9:]))&FlagResponse != 0 &&
 		listResp(int32(binary.BigEndian.Uint32(header[5:]))) {
-		r := new(listedResponse)
-		c, scratch, list = &r.cmd, r.ext[:0], true
+		var r *listedResponse
+		if resps != nil {
+			r, _ = resps.Get().(*listedResponse)
+		}
+		if r == nil {
+			r = new(listedResponse)
+			r.pf.resp, r.pf.pool = r, resps
+		}
+		c, scratch, spare, list = &r.cmd, r.ext[:0], r.str[:0], true
+		if resps != nil {
+			c.frame = &r.pf // Release recycles it
+		}
 	} else {
 		c = new(Command)
 	}
@@ -101,7 +115,7 @@ func decodeFrameResp(frame []byte, listCodes []int32, listResp func(opaque int32
 	case SerializeJSON:
 		err = decodeJSONHeader(header, c)
 	case SerializeRocketMQ:
-		err = decodeRocketMQHeaderList(header, c, listCodes, list)
+		err = decodeRocketMQHeaderList(header, c, listCodes, list, spare)
 	default:
 		return nil, badFrame("unknown serialize type %d", typ)
 	}
@@ -117,9 +131,29 @@ func decodeFrameResp(frame []byte, listCodes []int32, listResp func(opaque int32
 	return c, nil
 }
 
-// listedResponse is a response decoded with an ExtList and the list's
-// backing array, allocated together: a send response has 5-7 ext fields.
+// listedResponse is a response decoded with an ExtList, the list's
+// backing array and the bytes of its keys and values, allocated together:
+// a send response has 5-7 ext fields (an Apogee or RocketMQ broker's: 6,
+// ~180 bytes). The strings alias str, which nothing writes until the
+// response is released (Command.Release) and decoded into again.
 type listedResponse struct {
 	cmd Command
-	ext [16]string
+	pf  pooledFrame // cmd.frame while recycled: resp is the response itself
+	ext [14]string
+	str [listedResponseStr]byte // last: the GC's scan stops before it
+}
+
+// listedResponseStr is the ext block a listedResponse holds itself (a
+// longer one gets a string of its own); with it the struct and its 8-byte
+// malloc header (objects over 512 bytes with pointers) fill the 640-byte
+// size class.
+const listedResponseStr = 208
+
+// release clears r and gives it back to its pool: Command.Release of a
+// recycled listed response. The strings decoded into r are invalid from
+// now on.
+func (r *listedResponse) release() {
+	clear(r.ext[:])
+	r.cmd = Command{}
+	r.pf.pool.Put(r)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // The ROCKETMQ binary header (docs/protocol.md §1.5), all big-endian:
@@ -91,13 +92,14 @@ func decodeRocketMQHeader(b []byte, c *Command) error { return decodeRocketMQHea
 // decodeRocketMQHeaderCodes is decodeRocketMQHeader; a request whose code
 // is in listCodes gets its ext fields in ExtList (decodeRocketMQExtList).
 func decodeRocketMQHeaderCodes(b []byte, c *Command, listCodes []int32) error {
-	return decodeRocketMQHeaderList(b, c, listCodes, false)
+	return decodeRocketMQHeaderList(b, c, listCodes, false, nil)
 }
 
 // decodeRocketMQHeaderList is decodeRocketMQHeaderCodes; with list set the
 // ext fields go to ExtList whatever the code (a response whose caller asked
-// for it).
-func decodeRocketMQHeaderList(b []byte, c *Command, listCodes []int32, list bool) error {
+// for it). A listed ext block that fits spare's capacity is copied into
+// spare instead of a new string (decodeRocketMQExtList).
+func decodeRocketMQHeaderList(b []byte, c *Command, listCodes []int32, list bool, spare []byte) error {
 	if len(b) < rocketMQFixedLength {
 		return badFrame("ROCKETMQ header of %d bytes is shorter than %d", len(b), rocketMQFixedLength)
 	}
@@ -127,7 +129,7 @@ func decodeRocketMQHeaderList(b []byte, c *Command, listCodes []int32, list bool
 	if len(ext) == 0 {
 		return nil
 	}
-	if (list || !c.IsResponse() && slices.Contains(listCodes, c.Code)) && decodeRocketMQExtList(ext, c) {
+	if (list || !c.IsResponse() && slices.Contains(listCodes, c.Code)) && decodeRocketMQExtList(ext, c, spare) {
 		return nil
 	}
 	// One string holds the whole ext block; keys and values are substrings
@@ -190,12 +192,20 @@ func countRocketMQExt(ext []byte) int {
 // the whole header) and reports whether it did. A block that is malformed
 // or repeats a key is left to the map decoder, which reports the damage or
 // keeps the last value as Java's HashMap does; ExtList keys never repeat.
-func decodeRocketMQExtList(ext []byte, c *Command) bool {
+// A block that fits spare's capacity is copied there and the string
+// shares spare's bytes: the caller must never write them again.
+func decodeRocketMQExtList(ext []byte, c *Command, spare []byte) bool {
 	n := countRocketMQExt(ext)
 	if n == 0 || n > maxListExt {
 		return false
 	}
-	str := string(ext)
+	var str string
+	if len(ext) <= cap(spare) {
+		spare = append(spare[:0], ext...)
+		str = unsafe.String(unsafe.SliceData(spare), len(spare))
+	} else {
+		str = string(ext)
+	}
 	list := c.ExtList[:0] // a recycled frame's list (FrameReader)
 	if cap(list) < 2*n {
 		list = make([]string, 0, 2*n)

@@ -32,6 +32,9 @@ type FrameReader struct {
 	// recycled, when set, provides the buffers of the other frames of at
 	// least RecycleMin bytes (SetRecycledFrames).
 	recycled *RecycledFrames
+	// responses recycles the listed responses (SetExtListResponses) their
+	// owners give back with Command.Release.
+	responses sync.Pool
 }
 
 // pooledFrameMax is the largest frame FrameReader recycles.
@@ -46,6 +49,9 @@ type pooledFrame struct {
 	// takes back only that storage.
 	owned *string
 	pool  *sync.Pool
+	// resp is set when this is the frame of a recycled listed response
+	// (SetExtListResponses): Release gives back resp, whose pool is pool.
+	resp *listedResponse
 }
 
 // pooledFrameFor reports whether the frame p (the L bytes after the length
@@ -79,6 +85,12 @@ func (f *FrameReader) SetExtListCodes(codes []RequestCode) {
 // Command.Ext (a producer's send results). want runs on Next's goroutine,
 // before the response is decoded. Headers that are malformed or repeat a
 // key keep the map. Call before the first Next.
+//
+// Such a response and its strings live in one block of storage that its
+// owner may give back with Command.Release once done with it, for a later
+// response: its ExtList strings (and Body) are invalid from then on, so
+// an owner that releases it keeps copies of what it keeps. One never
+// released is garbage, as any other.
 func (f *FrameReader) SetExtListResponses(want func(opaque int32) bool) { f.listResp = want }
 
 // SetRecycledFrames makes the reader take the buffers of frames of
@@ -118,7 +130,7 @@ func (f *FrameReader) Next() (*Command, error) {
 		// copies every string, so nothing refers to the buffer after it.
 		// (A send's response has no body: the client's read loop copied
 		// every one only to decode its header from the copy.)
-		c, err := decodeFrameResp(frame, f.listCodes, f.listResp, nil)
+		c, err := decodeFrameResp(frame, f.listCodes, f.listResp, nil, &f.responses)
 		_, _ = f.r.Discard(len(frame))
 		if c != nil {
 			c.Body = nil // no empty slice of the buffer left behind
@@ -129,7 +141,7 @@ func (f *FrameReader) Next() (*Command, error) {
 	if pf != nil {
 		scratch, pf.list = pf.list, nil // c owns it until Release
 	}
-	c, err := decodeFrameResp(frame, f.listCodes, f.listResp, scratch)
+	c, err := decodeFrameResp(frame, f.listCodes, f.listResp, scratch, &f.responses)
 	if err != nil || pf == nil {
 		return c, err
 	}

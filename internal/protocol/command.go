@@ -65,9 +65,18 @@ type Command struct {
 // any more: the header strings themselves (Remark, ExtFields, ExtList's
 // values) are copies and stay valid. A command not read from a pooling
 // FrameReader, or released already, is left as it is.
+//
+// A response decoded with ExtList (FrameReader.SetExtListResponses) is
+// given back whole, cleared: c itself, and the strings of its ExtList,
+// which alias its storage, must not be used after Release (Remark stays
+// valid).
 func (c *Command) Release() {
 	f := c.frame
 	if f == nil {
+		return
+	}
+	if r := f.resp; r != nil {
+		r.release()
 		return
 	}
 	if len(c.ExtList) > 0 && &c.ExtList[0] == f.owned {

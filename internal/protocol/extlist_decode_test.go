@@ -3,7 +3,9 @@ package protocol
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // sendFrame is a SEND_MESSAGE_V2 frame as the SDK encodes it (ROCKETMQ
@@ -187,7 +189,7 @@ func TestExtListResponseDecode(t *testing.T) {
 	ext := map[string]string{"msgId": "0A00000100002A9F0000000000000064", "queueId": "2", "queueOffset": "17",
 		"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
 	want := func(op int32) bool { return op == 7 }
-	c, err := decodeFrameResp(sendResponseFrame(t, 7, ext), nil, want, nil)
+	c, err := decodeFrameResp(sendResponseFrame(t, 7, ext), nil, want, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +210,7 @@ func TestExtListResponseDecode(t *testing.T) {
 			return b[4:]
 		}(),
 	} {
-		c, err := decodeFrameResp(f, nil, want, nil)
+		c, err := decodeFrameResp(f, nil, want, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -232,8 +234,9 @@ func FuzzExtListResponseDecode(f *testing.F) {
 	f.Add(sendResponseFrame(f, 3, map[string]string{"msgId": "X", "queueId": "1", "queueOffset": "9", "TRACE_ON": "false"}))
 	all := func(int32) bool { return true }
 	f.Fuzz(func(t *testing.T, frame []byte) {
+		frame = bytes.Clone(frame) // overwritten below
 		viaMap, merr := DecodeFrame(frame)
-		viaList, lerr := decodeFrameResp(frame, nil, all, nil)
+		viaList, lerr := decodeFrameResp(frame, nil, all, nil, nil)
 		if (merr == nil) != (lerr == nil) {
 			t.Fatalf("map decode error %v, list decode error %v", merr, lerr)
 		}
@@ -244,10 +247,132 @@ func FuzzExtListResponseDecode(f *testing.F) {
 			viaList.Flag != viaMap.Flag || viaList.Remark != viaMap.Remark || !bytes.Equal(viaList.Body, viaMap.Body) {
 			t.Fatalf("list decode %+v, map decode %+v", viaList, viaMap)
 		}
+		// The header's strings are copies: overwriting the frame (a
+		// reader's buffer, reused for the next frame) changes none.
+		for i := range frame {
+			frame[i] ^= 0xa5
+		}
 		for k, v := range viaMap.ExtFields {
 			if got := viaList.Ext(k); got != v {
 				t.Fatalf("Ext(%q) = %q, want %q", k, got, v)
 			}
 		}
 	})
+}
+
+// TestExtListResponseDecodeSizes: ext blocks shorter and longer than the
+// room a listed response keeps for them decode the same, and their
+// strings survive the frame's buffer being overwritten.
+func TestExtListResponseDecodeSizes(t *testing.T) {
+	fields := func(region string) map[string]string {
+		return map[string]string{"msgId": "0A00000100002A9F0000000000000064", "queueId": "2", "queueOffset": "17",
+			"MSG_REGION": region, "TRACE_ON": "true"}
+	}
+	base := 0 // the ext block's length with an empty region
+	for k, v := range fields("") {
+		base += 6 + len(k) + len(v)
+	}
+	for _, n := range []int{1, listedResponseStr - base - 1, listedResponseStr - base, listedResponseStr - base + 1, 400} {
+		ext := fields(strings.Repeat("r", n)) // a block of base + n bytes
+		frame := sendResponseFrame(t, 7, ext)
+		c, err := decodeFrameResp(frame, nil, func(int32) bool { return true }, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range frame {
+			frame[i] = 0
+		}
+		if c.ExtFields != nil || c.ExtLen() != len(ext) {
+			t.Fatalf("n=%d: not a list decode: %+v", n, c)
+		}
+		for k, v := range ext {
+			if got := c.Ext(k); got != v {
+				t.Fatalf("n=%d: Ext(%q) = %q, want %q", n, k, got, v)
+			}
+		}
+	}
+}
+
+// TestListedResponseSizeClass: a listed response, its list and its ext
+// block's bytes stay one 640-byte allocation (on 64-bit platforms; with
+// the 8-byte malloc header of objects over 512 bytes with pointers).
+func TestListedResponseSizeClass(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit layout")
+	}
+	if n := unsafe.Sizeof(listedResponse{}) + 8; n > 640 {
+		t.Fatalf("listedResponse takes %d bytes with its header, over its 640-byte size class", n)
+	}
+}
+
+// TestListedResponseRecycled: a FrameReader hands out listed responses
+// that Release gives back and a later Next decodes into again, each
+// decode as good as a fresh one; responses never released and other
+// frames are not recycled; Release twice is harmless.
+func TestListedResponseRecycled(t *testing.T) {
+	exts := []map[string]string{
+		{"msgId": "0A00000100002A9F0000000000000064", "queueId": "2", "queueOffset": "17", "MSG_REGION": "R1", "TRACE_ON": "true"},
+		{"msgId": "B", "queueId": "3"},
+		{"msgId": strings.Repeat("x", 300), "queueOffset": "1"}, // longer than the response's own storage
+		{"transactionId": "T", "queueId": "4", "queueOffset": "99", "batchUniqId": "U"},
+	}
+	var stream []byte
+	for i := range 40 {
+		stream = append(stream, sendResponseFrameWhole(t, int32(i), exts[i%len(exts)])...)
+	}
+	// A request among them: never a listed response.
+	req := NewRequest(SendMessageV2, map[string]string{"a": "b"}, nil)
+	req.SerializeType = SerializeRocketMQ
+	stream, _ = AppendFrame(stream, req)
+	fr := NewFrameReader(bytes.NewReader(stream), 0, 0)
+	fr.SetExtListResponses(func(op int32) bool { return op%5 != 4 })
+	seen := map[*Command]bool{}
+	reused := 0
+	for i := range 40 {
+		c, err := fr.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[c] {
+			reused++
+		}
+		seen[c] = true
+		want := exts[i%len(exts)]
+		if c.Opaque != int32(i) || c.ExtLen() != len(want) || !c.IsResponse() {
+			t.Fatalf("frame %d: %+v", i, c)
+		}
+		for k, v := range want {
+			if got := c.Ext(k); got != v {
+				t.Fatalf("frame %d: Ext(%q) = %q, want %q", i, k, got, v)
+			}
+		}
+		listed := i%5 != 4
+		if listed != (c.ExtFields == nil) {
+			t.Fatalf("frame %d: listed %v, ExtFields %v", i, listed, c.ExtFields)
+		}
+		if i%3 != 2 { // the others are dropped, not released
+			c.Release()
+			if listed && (c.ExtList != nil || c.Opaque != 0) {
+				t.Fatalf("frame %d: released response not cleared: %+v", i, c)
+			}
+			c.Release()
+		}
+	}
+	if c, err := fr.Next(); err != nil || c.IsResponse() || c.ExtFields["a"] != "b" {
+		t.Fatalf("request after the responses: %+v, %v", c, err)
+	}
+	if reused == 0 {
+		t.Fatalf("no listed response was recycled")
+	}
+}
+
+// sendResponseFrameWhole is sendResponseFrame with its length word.
+func sendResponseFrameWhole(t testing.TB, opaque int32, ext map[string]string) []byte {
+	t.Helper()
+	c := &Command{Code: int32(Success), Opaque: opaque, Flag: FlagResponse, ExtFields: ext, SerializeType: SerializeRocketMQ}
+	b, err := AppendFrame(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
