@@ -72,7 +72,8 @@ func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.Sen
 	queueID := h.QueueID
 	tm, mt := b.meters.topic(h.Topic), plainMessageType(h.Properties) // meters.go
 	start = b.meters.startAt(start)                                   // meters_rpc.go: zero without metrics
-	b.Store.PutMessageRawProperties(ext, h.Properties, pairs, func(res store.PutResult) {
+	// A zero start (no metrics) makes the store read the clock itself.
+	b.Store.PutMessageRawPropertiesAt(ext, h.Properties, pairs, start, func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, ""), start)
 	})
 	// The store copied the body into the record before returning, and the

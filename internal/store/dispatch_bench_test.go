@@ -70,13 +70,36 @@ func benchProcessCPU() time.Duration {
 // ASYNC_FLUSH, staged) with up to 256 puts in flight and dispatch held back
 // by the confirm offset, so that cpu-ns/op (process CPU per put, the stage
 // committer's pwrite and completions included) is the put path's alone.
+// The at variant is the broker's put with metrics on: the caller read the
+// clock when the request began (remoting's Conn.RequestStart, read here in
+// the loop) and hands it to PutMessageRawPropertiesAt.
 func BenchmarkPutRawPipelined(b *testing.B) {
+	benchPutRawPipelined(b, 128, func(s *Store, m *message.Ext, done func(PutResult)) {
+		s.PutMessageRawProperties(m, dispatchBenchProps, nil, done)
+	})
+}
+
+func BenchmarkPutRawPipelinedAt(b *testing.B) {
+	benchPutRawPipelined(b, 128, func(s *Store, m *message.Ext, done func(PutResult)) {
+		s.PutMessageRawPropertiesAt(m, dispatchBenchProps, nil, time.Now(), done)
+	})
+}
+
+// BenchmarkPutRawPipelinedAt1K is the at variant with 1 KiB bodies, the
+// NATS harness's size.
+func BenchmarkPutRawPipelinedAt1K(b *testing.B) {
+	benchPutRawPipelined(b, 1024, func(s *Store, m *message.Ext, done func(PutResult)) {
+		s.PutMessageRawPropertiesAt(m, dispatchBenchProps, nil, time.Now(), done)
+	})
+}
+
+func benchPutRawPipelined(b *testing.B, bodyLen int, put func(*Store, *message.Ext, func(PutResult))) {
 	cfg := benchConfig(b.TempDir())
 	s := benchStore(b, cfg)
 	s.SetConfirmOffset(0)
 	m := &message.Ext{BornTimestamp: 1, BornHost: netip.MustParseAddrPort("10.0.0.2:4000")}
 	m.Topic = "BenchTopic"
-	m.Body = bytes.Repeat([]byte("x"), 128)
+	m.Body = bytes.Repeat([]byte("x"), bodyLen)
 	sem := make(chan struct{}, 256)
 	done := func(r PutResult) {
 		if r.Status != PutOK {
@@ -91,7 +114,7 @@ func BenchmarkPutRawPipelined(b *testing.B) {
 		sem <- struct{}{}
 		m.QueueID = int32(i % 8)
 		i++
-		s.PutMessageRawProperties(m, dispatchBenchProps, nil, done)
+		put(s, m, done)
 	}
 	for range cap(sem) {
 		sem <- struct{}{}

@@ -104,7 +104,7 @@ type recMeta struct {
 // as RocketMQ's CommitLog does: topic SCHEDULE_TOPIC_XXXX, queue level-1,
 // REAL_TOPIC/REAL_QID kept; the consume-queue tag becomes the delivery time.
 func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
-	s.putMessage(m, "", nil, false, done)
+	s.putMessage(m, "", nil, false, time.Time{}, done)
 }
 
 // PutMessageRawProperties is PutMessage with the record's properties given
@@ -116,11 +116,24 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 // message must go through PutMessage, which rewrites it. The WAIT property
 // is read from properties.
 func (s *Store) PutMessageRawProperties(m *message.Ext, properties string, extra []string, done func(PutResult)) {
-	s.putMessage(m, properties, extra, true, done)
+	s.putMessage(m, properties, extra, true, time.Time{}, done)
 }
 
-func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw bool, done func(PutResult)) {
-	start := time.Now()
+// PutMessageRawPropertiesAt is PutMessageRawProperties for a caller that
+// already read the clock when it began processing the put (the broker's
+// request start): start stands for the put's start in the put-latency
+// histogram and the SYNC_FLUSH deadline, so the store reads the clock only
+// once per put, for the store timestamp under the append lock. A zero
+// start makes the store read the clock itself.
+func (s *Store) PutMessageRawPropertiesAt(m *message.Ext, properties string, extra []string, start time.Time, done func(PutResult)) {
+	s.putMessage(m, properties, extra, true, start, done)
+}
+
+// putMessage is the single put; start is the put's start (zero: now).
+func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw bool, start time.Time, done func(PutResult)) {
+	if start.IsZero() {
+		start = time.Now()
+	}
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	if st, remark := s.checkWritable(); st != PutOK {
@@ -141,9 +154,9 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 	var rec []byte
 	var st PutStatus
 	if raw {
-		rec, st = s.encodeRaw((*bp)[:0], m, rawProps, extra, start)
+		rec, st = s.encodeRaw((*bp)[:0], m, rawProps, extra)
 	} else {
-		rec, st = s.encode((*bp)[:0], m, start)
+		rec, st = s.encode((*bp)[:0], m)
 	}
 	if st != PutOK {
 		s.encodePool.Put(bp)
@@ -152,7 +165,10 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 		return
 	}
 	metas := [1]recMeta{s.metaFor(m, len(rec))}
-	res := s.appendRecords(rec, metas[:], m.Topic, m.QueueID) // MsgID stays empty: see PutResult
+	res, locked := s.appendRecords(rec, metas[:], m.Topic, m.QueueID) // MsgID stays empty: see PutResult
+	if res.Status == PutOK {
+		m.StoreTimestamp = res.StoreTimestamp
+	}
 	*bp = rec
 	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
 		s.encodePool.Put(bp)
@@ -165,7 +181,7 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 	} else {
 		wait = m.WaitStoreMsgOK()
 	}
-	s.finishPut(res, wait, start, done)
+	s.finishPut(res, wait, start, locked, done)
 }
 
 // PutMessages appends a batch (SEND_BATCH_MESSAGE): every message shares the
@@ -240,9 +256,9 @@ func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutRes
 		n := len(buf)
 		var st PutStatus
 		if raw != nil {
-			buf, st = s.encodeRaw(buf, m, raw[i], nil, start)
+			buf, st = s.encodeRaw(buf, m, raw[i], nil)
 		} else {
-			buf, st = s.encode(buf, m, start)
+			buf, st = s.encode(buf, m)
 		}
 		if st != PutOK {
 			done(PutResult{Status: st})
@@ -256,8 +272,11 @@ func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutRes
 		done(PutResult{Status: UnknownError, Remark: "message body size exceeded"})
 		return
 	}
-	res := s.appendRecords(buf, metas, topic, qid)
+	res, locked := s.appendRecords(buf, metas, topic, qid)
 	if res.Status == PutOK {
+		for _, m := range batch {
+			m.StoreTimestamp = res.StoreTimestamp
+		}
 		ids := make([]string, 0, len(metas))
 		off := res.WroteOffset
 		for _, mt := range metas {
@@ -272,7 +291,7 @@ func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutRes
 			wait = strings.EqualFold(v, "true")
 		}
 	}
-	s.finishPut(res, wait, start, done)
+	s.finishPut(res, wait, start, locked, done)
 }
 
 // createFailed answers a put whose commit-log file could not be created.
@@ -384,23 +403,19 @@ func (s *Store) prepareHosts(m *message.Ext) {
 }
 
 // encode appends the record to dst outside every lock; offsets and the
-// store timestamp are patched later under the append lock. start is the
-// put's start (the provisional store timestamp, unless Config.Now is set).
-func (s *Store) encode(dst []byte, m *message.Ext, start time.Time) ([]byte, PutStatus) {
-	return s.encodeWith(dst, m, "", nil, false, start)
+// store timestamp are left zero here and patched under the append lock
+// (appendRecords), which is where the store reads the clock.
+func (s *Store) encode(dst []byte, m *message.Ext) ([]byte, PutStatus) {
+	return s.encodeWith(dst, m, "", nil, false)
 }
 
 // encodeRaw is encode with properties written verbatim.
-func (s *Store) encodeRaw(dst []byte, m *message.Ext, props string, extra []string, start time.Time) ([]byte, PutStatus) {
-	return s.encodeWith(dst, m, props, extra, true, start)
+func (s *Store) encodeRaw(dst []byte, m *message.Ext, props string, extra []string) ([]byte, PutStatus) {
+	return s.encodeWith(dst, m, props, extra, true)
 }
 
-func (s *Store) encodeWith(dst []byte, m *message.Ext, props string, extra []string, raw bool, start time.Time) ([]byte, PutStatus) {
-	if s.cfg.Now != nil {
-		start = s.cfg.Now()
-	}
-	m.StoreTimestamp = start.UnixMilli()
-	m.QueueOffset, m.CommitLogOffset, m.BodyCRC = 0, 0, 0
+func (s *Store) encodeWith(dst []byte, m *message.Ext, props string, extra []string, raw bool) ([]byte, PutStatus) {
+	m.StoreTimestamp, m.QueueOffset, m.CommitLogOffset, m.BodyCRC = 0, 0, 0, 0
 	n := len(dst)
 	var out []byte
 	var err error
@@ -434,9 +449,14 @@ type tqKey struct {
 // appendRecords is the critical section (2.4 step 7): under the append lock
 // it only assigns the queue and physical offsets, patches them and the store
 // timestamp into the encoded records, and copies them into the last file.
-func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueID int32) PutResult {
+// The store timestamp is the clock read under the lock (RocketMQ's
+// beginLockTimestamp), so it never decreases along the commit log; that
+// read is the put's only one when its caller gave the start, and it is
+// returned (locked) for the put-latency histogram.
+func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueID int32) (res PutResult, locked time.Time) {
 	s.putMu.Lock()
-	now := s.cfg.now().UnixMilli()
+	locked = s.cfg.now()
+	now := locked.UnixMilli()
 	s.beginTimeInLock.Store(now)
 	defer func() {
 		s.beginTimeInLock.Store(0)
@@ -444,17 +464,17 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 	}()
 	f, err := s.commitLog.lastOrCreate(0)
 	if err != nil {
-		return s.createFailed(err)
+		return s.createFailed(err), locked
 	}
 	total := int64(len(recs))
 	if total+blankRecordSize > f.size-f.wrote.Load() {
 		// End of file: a BLANK record fills the rest; retry in a new file.
 		s.writeBlankLocked(f, now)
 		if f, err = s.commitLog.lastOrCreate(0); err != nil {
-			return s.createFailed(err)
+			return s.createFailed(err), locked
 		}
 		if total+blankRecordSize > f.size-f.wrote.Load() {
-			return PutResult{Status: MessageIllegal, Remark: "record larger than a commit-log file"}
+			return PutResult{Status: MessageIllegal, Remark: "record larger than a commit-log file"}, locked
 		}
 	}
 	qp := s.topicQueueTable[tqKey{topic, queueID}]
@@ -482,7 +502,7 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 		// Nothing was appended; a write error is treated like a failed
 		// flush: the store refuses writes from now on.
 		s.setFlushFailed(err)
-		return PutResult{Status: UnknownError, Remark: err.Error()}
+		return PutResult{Status: UnknownError, Remark: err.Error()}, locked
 	}
 	f.storeTimestamp.Store(now)
 	s.maybeWakePrefault(f)
@@ -496,7 +516,7 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 		}
 	}
 	return PutResult{Status: PutOK, WroteOffset: phy, WroteBytes: int32(total),
-		StoreTimestamp: now, QueueOffset: qo, MsgNum: int32(len(metas))}
+		StoreTimestamp: now, QueueOffset: qo, MsgNum: int32(len(metas))}, locked
 }
 
 // writeBlankLocked closes f with a BLANK record. REQUIRES: s.putMu held.
@@ -516,8 +536,9 @@ func (s *Store) writeBlankLocked(f *mappedFile, now int64) {
 
 // finishPut routes a completed append through the completion pipeline:
 // flush stage (group commit under SYNC_FLUSH with WAIT=true), then the
-// replication stage.
-func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(PutResult)) {
+// replication stage. The put-latency histogram gets start to the append
+// lock's clock read (locked): no clock read of its own.
+func (s *Store) finishPut(res PutResult, wait bool, start, locked time.Time, done func(PutResult)) {
 	if res.Status != PutOK {
 		s.stats.putFailures.Add(1)
 		done(res)
@@ -525,7 +546,11 @@ func (s *Store) finishPut(res PutResult, wait bool, start time.Time, done func(P
 	}
 	s.stats.puts.Add(int64(res.MsgNum))
 	s.stats.putBytes.Add(int64(res.WroteBytes))
-	s.stats.observePutLatency(time.Since(start))
+	if s.cfg.Now != nil {
+		s.stats.observePutLatency(time.Since(start)) // an injected clock: locked is not comparable
+	} else {
+		s.stats.observePutLatency(max(locked.Sub(start), 0))
+	}
 	if s.pool != nil && (s.cfg.WakeCommitWhenPutMessage || s.cfg.syncFlush()) {
 		wake(s.wakeCommit)
 	}

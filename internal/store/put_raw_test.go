@@ -74,3 +74,55 @@ func TestPutMessageRawProperties(t *testing.T) {
 		})
 	}
 }
+
+// TestPutMessageRawPropertiesAt: the start a caller gives is the put's
+// start in the put-latency histogram (a start 2 s back lands above 1 s), a
+// zero start makes the store read the clock, and both store the same record
+// as PutMessageRawProperties with the store timestamp of the append lock.
+func TestPutMessageRawPropertiesAt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		back    time.Duration // start = now - back; 0: zero start
+		slowest bool          // lands in the last (> 1 s) bucket
+	}{
+		{"zero-start", 0, false},
+		{"start-2s-ago", 2 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			s := openStore(t, cfg)
+			var start time.Time
+			if tc.back > 0 {
+				start = time.Now().Add(-tc.back)
+			}
+			m := newMsg("at", 0, "body", nil)
+			m.Properties = nil
+			const props = "TAGS\x01a\x02"
+			ch := make(chan PutResult, 1)
+			before := time.Now().UnixMilli()
+			s.PutMessageRawPropertiesAt(m, props, nil, start, func(r PutResult) { ch <- r })
+			r := <-ch
+			if r.Status != PutOK {
+				t.Fatalf("status %v (%s)", r.Status, r.Remark)
+			}
+			if r.StoreTimestamp < before || r.StoreTimestamp > time.Now().UnixMilli() || m.StoreTimestamp != r.StoreTimestamp {
+				t.Fatalf("store timestamp %d (message %d), put at %d", r.StoreTimestamp, m.StoreTimestamp, before)
+			}
+			st := s.Stats()
+			last := st.PutLatencyCounts[len(st.PutLatencyCounts)-1]
+			if (last == 1) != tc.slowest {
+				t.Fatalf("put-latency counts %v", st.PutLatencyCounts)
+			}
+			got, err := s.ReadRawByOffset(r.WroteOffset, r.WroteBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := *m
+			want.CommitLogOffset, want.QueueOffset = r.WroteOffset, r.QueueOffset
+			enc, _ := message.AppendStoredRawProperties(nil, &want, props)
+			if !bytes.Equal(got, enc) {
+				t.Fatal("record differs from the encoder's")
+			}
+		})
+	}
+}

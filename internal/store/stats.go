@@ -6,7 +6,9 @@ import (
 )
 
 // putLatencyBuckets are the upper bounds of the put-latency histogram
-// (time from PutMessage to the append being done, excluding flush waits).
+// (time from the put's start, PutMessage's call or the start given to
+// PutMessageRawPropertiesAt, to the append lock's clock read; flush waits
+// excluded).
 var putLatencyBuckets = [...]time.Duration{
 	10 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 500 * time.Microsecond,
 	time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 50 * time.Millisecond,
