@@ -204,12 +204,30 @@ func AppendStored(dst []byte, m *Ext) ([]byte, error) {
 // odd last element is ignored). properties must be empty or end with the
 // property separator for the extra pairs to decode. extra is not retained.
 func AppendStoredRawProperties(dst []byte, m *Ext, properties string, extra ...string) ([]byte, error) {
-	n := len(properties)
 	extra = extra[:len(extra)&^1]
+	return appendStored(dst, m, nil, properties, extra, rawPropertiesLen(properties, extra))
+}
+
+// StoredSizeRawProperties returns the length AppendStoredRawProperties(dst,
+// m, properties, extra...) appends and the error it would return instead
+// (CheckLimits without maxMessageSize): a caller that knows the size can
+// give AppendStoredRawProperties a destination of exactly that capacity.
+func StoredSizeRawProperties(m *Ext, properties string, extra ...string) (int, error) {
+	extra = extra[:len(extra)&^1]
+	propsLen := rawPropertiesLen(properties, extra)
+	sysFlag := HostSysFlag(m.SysFlag, m.BornHost, m.StoreHost)
+	size := StoredSizeOf(sysFlag, len(m.Body), len(m.Topic), propsLen)
+	return size, CheckLimits(len(m.Body), len(m.Topic), propsLen, size, 0)
+}
+
+// rawPropertiesLen is the encoded length of properties and the extra pairs
+// (an even number of strings).
+func rawPropertiesLen(properties string, extra []string) int {
+	n := len(properties)
 	for _, e := range extra {
 		n += len(e) + 1 // a separator after every name and every value
 	}
-	return appendStored(dst, m, nil, properties, extra, n)
+	return n
 }
 
 // appendStored writes the record; the properties are pairs, or raw and

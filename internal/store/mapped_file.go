@@ -316,6 +316,28 @@ func (mf *mappedFile) appendStaged(b []byte, pos int64) error {
 	return nil
 }
 
+// stagedSlot returns the n bytes of the stage ring at the write position,
+// with length 0 and capacity n, when they are contiguous and hold nothing
+// still waiting for its pwrite; nil otherwise (no ring, the ring's wrap, a
+// full ring: appendBytes handles those). The writer fills the slot and
+// publishes it with advanceStaged; until then the staged committer does not
+// read it (it writes [committed, wrote) only). REQUIRES: append lock held.
+func (mf *mappedFile) stagedSlot(n int64) []byte {
+	if mf.stage == nil {
+		return nil
+	}
+	pos, ring := mf.wrote.Load(), int64(len(mf.stage))
+	i := pos % ring
+	if i+n > ring || pos+n-mf.committed.Load() > ring {
+		return nil
+	}
+	return mf.stage[i : i : i+n]
+}
+
+// advanceStaged publishes the n bytes the writer put into stagedSlot's
+// slot. REQUIRES: append lock held, n <= size - wrote.
+func (mf *mappedFile) advanceStaged(n int64) { mf.wrote.Store(mf.wrote.Load() + n) }
+
 // commitStaged writes the staged bytes [committed, wrote) to the file (at
 // most two pwrites, when the range wraps around the ring).
 func (mf *mappedFile) commitStaged() error {

@@ -150,28 +150,43 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 		s.applyDelayLevel(m)
 	}
 	s.prepareHosts(m)
-	bp := s.encodePool.Get().(*[]byte)
-	var rec []byte
-	var st PutStatus
-	if raw {
-		rec, st = s.encodeRaw((*bp)[:0], m, rawProps, extra)
+	var res PutResult
+	var locked time.Time
+	if raw && s.stage != nil {
+		// Staged appends: the record is encoded under the append lock
+		// straight into the stage ring (appendRecords), not into a buffer
+		// copied there; its size, limits and body CRC are settled here.
+		size, st := s.sizeRaw(m, rawProps, extra)
+		if st != PutOK {
+			s.stats.putFailures.Add(1)
+			done(PutResult{Status: st})
+			return
+		}
+		m.StoreTimestamp, m.QueueOffset, m.CommitLogOffset = 0, 0, 0
+		m.BodyCRC = message.BodyCRC(m.Body)
+		metas := [1]recMeta{s.metaFor(m, size)}
+		res, locked = s.appendRecords(nil, metas[:], m.Topic, m.QueueID, &rawRecord{m: m, props: rawProps, extra: extra})
 	} else {
-		rec, st = s.encode((*bp)[:0], m)
+		bp := s.encodePool.Get().(*[]byte)
+		var rec []byte
+		var st PutStatus
+		if raw {
+			rec, st = s.encodeRaw((*bp)[:0], m, rawProps, extra)
+		} else {
+			rec, st = s.encode((*bp)[:0], m)
+		}
+		if st != PutOK {
+			s.encodePool.Put(bp)
+			s.stats.putFailures.Add(1)
+			done(PutResult{Status: st})
+			return
+		}
+		metas := [1]recMeta{s.metaFor(m, len(rec))}
+		res, locked = s.appendRecords(rec, metas[:], m.Topic, m.QueueID, nil)
+		s.putEncodeBuf(bp, rec)
 	}
-	if st != PutOK {
-		s.encodePool.Put(bp)
-		s.stats.putFailures.Add(1)
-		done(PutResult{Status: st})
-		return
-	}
-	metas := [1]recMeta{s.metaFor(m, len(rec))}
-	res, locked := s.appendRecords(rec, metas[:], m.Topic, m.QueueID) // MsgID stays empty: see PutResult
-	if res.Status == PutOK {
+	if res.Status == PutOK { // MsgID stays empty: see PutResult
 		m.StoreTimestamp = res.StoreTimestamp
-	}
-	*bp = rec
-	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
-		s.encodePool.Put(bp)
 	}
 	wait := true
 	if raw {
@@ -272,7 +287,7 @@ func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutRes
 		done(PutResult{Status: UnknownError, Remark: "message body size exceeded"})
 		return
 	}
-	res, locked := s.appendRecords(buf, metas, topic, qid)
+	res, locked := s.appendRecords(buf, metas, topic, qid, nil)
 	if res.Status == PutOK {
 		for _, m := range batch {
 			m.StoreTimestamp = res.StoreTimestamp
@@ -435,6 +450,40 @@ func (s *Store) encodeWith(dst []byte, m *message.Ext, props string, extra []str
 	return out, PutOK
 }
 
+// sizeRaw is encodeRaw's size and checks without the encoding: the
+// record's length, or the status encodeRaw would fail with.
+func (s *Store) sizeRaw(m *message.Ext, props string, extra []string) (int, PutStatus) {
+	size, err := message.StoredSizeRawProperties(m, props, extra...)
+	switch {
+	case errors.Is(err, message.ErrPropertiesTooLarge):
+		return 0, PropertiesSizeExceeded
+	case err != nil:
+		return 0, MessageIllegal
+	case size > s.cfg.MaxMessageSize+maxRecordOverhead:
+		return 0, MessageIllegal
+	}
+	return size, PutOK
+}
+
+// putEncodeBuf returns an encode buffer, now holding rec, to the pool
+// unless a huge record grew it.
+func (s *Store) putEncodeBuf(bp *[]byte, rec []byte) {
+	*bp = rec
+	if cap(rec) <= 2*(s.cfg.MaxMessageSize+maxRecordOverhead) {
+		s.encodePool.Put(bp)
+	}
+}
+
+// rawRecord is a single put appendRecords encodes itself, under the append
+// lock (message.AppendStoredRawProperties of m, props and extra), straight
+// into the stage ring when the ring has the room in one piece. putMessage
+// checked its size and limits (sizeRaw) and set its body CRC.
+type rawRecord struct {
+	m     *message.Ext
+	props string
+	extra []string
+}
+
 func (s *Store) metaFor(m *message.Ext, size int) recMeta {
 	tt := message.TransactionType(m.SysFlag)
 	return recMeta{size: int32(size), storeTsAt: int32(message.StoreTimestampOffset(m.SysFlag)),
@@ -453,7 +502,12 @@ type tqKey struct {
 // beginLockTimestamp), so it never decreases along the commit log; that
 // read is the put's only one when its caller gave the start, and it is
 // returned (locked) for the put-latency histogram.
-func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueID int32) (res PutResult, locked time.Time) {
+//
+// With enc set, recs is nil and metas holds enc's one record, which is
+// encoded here: into the stage ring's slot at the write position when the
+// ring has it in one piece (no copy), else into a pooled buffer appended as
+// usual.
+func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueID int32, enc *rawRecord) (res PutResult, locked time.Time) {
 	s.putMu.Lock()
 	locked = s.cfg.now()
 	now := locked.UnixMilli()
@@ -467,6 +521,9 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 		return s.createFailed(err), locked
 	}
 	total := int64(len(recs))
+	if enc != nil {
+		total = int64(metas[0].size)
+	}
 	if total+blankRecordSize > f.size-f.wrote.Load() {
 		// End of file: a BLANK record fills the rest; retry in a new file.
 		s.writeBlankLocked(f, now)
@@ -483,6 +540,21 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 		qo = *qp
 	}
 	phy := f.fromOffset + f.wrote.Load()
+	var slot []byte
+	var bp *[]byte
+	if enc != nil {
+		if slot = f.stagedSlot(total); slot != nil {
+			recs, _ = message.AppendStoredRawProperties(slot, enc.m, enc.props, enc.extra...)
+		} else {
+			bp = s.encodePool.Get().(*[]byte)
+			recs, _ = message.AppendStoredRawProperties((*bp)[:0], enc.m, enc.props, enc.extra...)
+			defer s.putEncodeBuf(bp, recs)
+		}
+		if int64(len(recs)) != total || slot != nil && &recs[0] != &slot[:1][0] {
+			// sizeRaw and the encoder disagree: nothing is published.
+			return PutResult{Status: UnknownError, Remark: "record size changed while encoding"}, locked
+		}
+	}
 	be := binary.BigEndian
 	pos := int64(0)
 	next := qo
@@ -498,7 +570,9 @@ func (s *Store) appendRecords(recs []byte, metas []recMeta, topic string, queueI
 		be.PutUint64(r[mt.storeTsAt:], uint64(now))
 		pos += int64(mt.size)
 	}
-	if err := f.appendBytes(recs); err != nil {
+	if slot != nil {
+		f.advanceStaged(total)
+	} else if err := f.appendBytes(recs); err != nil {
 		// Nothing was appended; a write error is treated like a failed
 		// flush: the store refuses writes from now on.
 		s.setFlushFailed(err)
