@@ -10,6 +10,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/names"
+	"github.com/apogeemq/apogee/internal/namesrv"
 	"github.com/apogeemq/apogee/internal/protocol"
 	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/testutil"
@@ -748,5 +749,34 @@ func TestHeartbeatAfterCloseNotRegistered(t *testing.T) {
 	}
 	if chs := b.Clients.ProducerChannels("pg"); len(chs) != 0 {
 		t.Fatalf("dead producer registered again: %+v", chs)
+	}
+}
+
+// TestSendCreatedTopicRoutedBeforeAnswer: a send that auto-creates its topic
+// is answered only after the name server has the topic (RocketMQ's
+// createTopicInSendMessageMethod registers synchronously), so a consumer
+// starting right after the first send finds the route.
+func TestSendCreatedTopicRoutedBeforeAnswer(t *testing.T) {
+	nsCfg := namesrv.DefaultConfig()
+	nsCfg.ListenPort, nsCfg.BindAddress = 0, "127.0.0.1"
+	ns := namesrv.New(nsCfg, testutil.Logger(t))
+	if err := ns.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	cfg := testConfig(t, t.TempDir())
+	cfg.NamesrvAddr = []string{ns.Addr().String()}
+	b := startBroker(t, cfg)
+	c := newClient(t)
+	h := protocol.GetRouteInfoRequestHeader{Topic: names.TopicAutoCreate}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		return invoke(t, c, ns.Addr().String(), protocol.NewRequest(protocol.GetRouteInfoByTopic, protocol.EncodeHeader(&h, false), nil)).Code == int32(protocol.Success)
+	}, "the broker never registered")
+	for i := range 5 {
+		topic := "RoutedAtOnce" + strconv.Itoa(i)
+		mustCode(t, invoke(t, c, b.Addr(), sendReq(topic, 0, []byte("x"), nil)), protocol.Success)
+		h := protocol.GetRouteInfoRequestHeader{Topic: topic}
+		resp := invoke(t, c, ns.Addr().String(), protocol.NewRequest(protocol.GetRouteInfoByTopic, protocol.EncodeHeader(&h, false), nil))
+		mustCode(t, resp, protocol.Success)
 	}
 }

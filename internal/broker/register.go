@@ -94,6 +94,23 @@ func (b *Broker) registerLoop() {
 	}
 }
 
+// registerCreatedTimeout caps how long a send that created its topic waits
+// for the name servers: under the producer's default 3 s send timeout, so
+// an unreachable name server delays the first message, never fails it.
+const registerCreatedTimeout = 2 * time.Second
+
+// registerCreated registers topic, just created by a send, with every name
+// server before the send is answered, as RocketMQ's
+// createTopicInSendMessageMethod does: a client that sees the send succeed
+// and then asks the name server for the route (a consumer starting after
+// the first message) finds it. The registration loop's incremental
+// registration of the same topic follows and is idempotent.
+func (b *Broker) registerCreated(topic string) {
+	ctx, cancel := context.WithTimeout(b.baseCtx, min(b.cfg.RegisterBrokerTimeoutMills, registerCreatedTimeout))
+	defer cancel()
+	b.registerTopics(ctx, []string{topic})
+}
+
 // haServerAddr is brokerIP2:haListenPort (listenPort+1 by default; the
 // HA server's real port when it listens, ha_config.go).
 func (b *Broker) haServerAddr() string {

@@ -421,6 +421,7 @@ func (b *Broker) sendCheck(conn sendConn, h *protocol.SendMessageRequestHeader) 
 			return protocol.TopicConfig{}, protocol.Errorf(protocol.TopicNotExist,
 				"topic[%s] not exist, apply first please!%s", h.Topic, faqSuffix)
 		}
+		b.registerCreated(h.Topic)
 	}
 	if n := max(tc.WriteQueueNums, tc.ReadQueueNums); h.QueueID >= n {
 		return protocol.TopicConfig{}, protocol.Errorf(protocol.InvalidParameter,
