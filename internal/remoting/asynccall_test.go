@@ -60,5 +60,5 @@ func TestInvokeAsyncCallReused(t *testing.T) {
 		}
 	}
 	// The last callback's permit goes back right after it returned.
-	testutil.Eventually(t, 5*time.Second, func() bool { return len(c.asyncSem) == 0 }, "permits still held")
+	testutil.Eventually(t, 5*time.Second, func() bool { return c.asyncSem.inUse() == 0 }, "permits still held")
 }

@@ -17,8 +17,8 @@ func TestCallbackExecutorOrderAndStop(t *testing.T) {
 	var got []int
 	// fut makes an async future holding its permit, whose callback runs fn.
 	fut := func(fn func()) *future {
-		sem := make(chan struct{}, 1)
-		sem <- struct{}{}
+		sem := newPermits(1)
+		sem.tryAcquire()
 		return &future{cb: AsyncFunc(func(*protocol.Command, error) { fn() }), sem: sem}
 	}
 	mk := func(i int) *future {

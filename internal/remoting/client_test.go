@@ -103,7 +103,7 @@ func TestInvokeAsyncTimeout(t *testing.T) {
 		t.Fatal("async callback never ran")
 	}
 	// The permit came back.
-	testutil.Eventually(t, 5*time.Second, func() bool { return len(c.asyncSem) == 0 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return c.asyncSem.inUse() == 0 })
 }
 
 // TestServerDiesMidCall: every caller waiting on a connection gets an error
@@ -219,7 +219,7 @@ func TestDialFailure(t *testing.T) {
 		func(*protocol.Command, error) { t.Error("callback ran after InvokeAsync failed") }); err == nil {
 		t.Fatal("async to closed port succeeded")
 	}
-	if len(c.asyncSem) != 0 {
+	if c.asyncSem.inUse() != 0 {
 		t.Fatal("permit leaked")
 	}
 }

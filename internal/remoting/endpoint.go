@@ -250,23 +250,6 @@ func (ep *endpoint) isClosing() bool {
 	return ep.closing
 }
 
-// acquire takes a permit from sem, waiting for ctx.
-func acquire(ctx context.Context, sem chan struct{}, quit <-chan struct{}) error {
-	select {
-	case sem <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-quit:
-		return ErrClosed
-	case <-ctx.Done():
-		return ErrTooManyRequests
-	}
-}
-
 // listsResponse reports whether the response to a request with code is
 // decoded with ExtList (respListCodes).
 func (ep *endpoint) listsResponse(code int32) bool {

@@ -32,7 +32,7 @@ type future struct {
 	cb       AsyncHandler
 	deadline int64
 	ctx      context.Context
-	sem      chan struct{}
+	sem      *permits
 	exec     *callbackExecutor
 	res      result
 }
@@ -52,11 +52,9 @@ func (f *future) complete(resp *protocol.Command, err error) {
 // which may reuse f for the next call (InvokeAsyncCall): f is not touched
 // once it runs.
 func (f *future) callback() {
-	defer releasePermit(f.sem)
+	defer f.sem.release()
 	f.cb.OnResponse(f.res.resp, f.res.err)
 }
 
-func releasePermit(sem chan struct{}) { <-sem }
-
 // release gives back what an async call holds.
-func (f *future) release() { releasePermit(f.sem) }
+func (f *future) release() { f.sem.release() }

@@ -57,7 +57,7 @@ type ServerConfig struct {
 type Server struct {
 	cfg    ServerConfig
 	ep     *endpoint
-	oneway chan struct{}
+	oneway *permits
 
 	mu      sync.Mutex
 	ln      net.Listener // guarded by mu
@@ -74,7 +74,7 @@ func NewServer(cfg ServerConfig) *Server {
 	ep.serverTLS = cfg.TLS
 	ep.tlsEnforce = cfg.TLSEnforce
 	ep.extListCodes = cfg.ExtListCodes
-	return &Server{cfg: cfg, ep: ep, oneway: make(chan struct{}, cfg.MaxOneway)}
+	return &Server{cfg: cfg, ep: ep, oneway: newPermits(cfg.MaxOneway)}
 }
 
 // RegisterProcessor routes code to p on a pool of its own.
@@ -227,12 +227,12 @@ func (s *Server) InvokeSync(ctx context.Context, conn *Conn, req *protocol.Comma
 // InvokeOneway queues a oneway request (flag bit 1) to conn. It waits only
 // for a free oneway permit (until ctx ends); the write happens later.
 func (s *Server) InvokeOneway(ctx context.Context, conn *Conn, req *protocol.Command) error {
-	if err := acquire(ctx, s.oneway, s.ep.quit); err != nil {
+	if err := s.oneway.acquire(ctx, s.ep.quit); err != nil {
 		return fmt.Errorf("remoting: oneway to %s: %w", conn.remote, err)
 	}
-	err := conn.invokeOneway(req, s.ep.opaque.Add(1), func(error) { <-s.oneway })
+	err := conn.invokeOneway(req, s.ep.opaque.Add(1), func(error) { s.oneway.release() })
 	if err != nil {
-		<-s.oneway
+		s.oneway.release()
 	}
 	return err
 }
