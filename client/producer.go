@@ -337,7 +337,7 @@ func validTopic(t string) error {
 // not modified.
 func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, error) {
 	pm := new(preparedMessage)
-	if err := p.prepareInto(&pm.out, pm.props[:0], msg, extra); err != nil {
+	if err := p.prepareInto(&pm.out, pm.props[:0], msg, extra, time.Time{}); err != nil {
 		return nil, err
 	}
 	pm.out.result = &pm.res
@@ -347,7 +347,7 @@ func (p *Producer) prepare(msg *Message, extra map[string]string) (*outgoing, er
 // prepareInto is prepare into storage of the caller's: o must be zero;
 // the properties are encoded into props when they fit its capacity
 // (props must never be written again: the properties string aliases it).
-func (p *Producer) prepareInto(o *outgoing, props []byte, msg *Message, extra map[string]string) error {
+func (p *Producer) prepareInto(o *outgoing, props []byte, msg *Message, extra map[string]string, now time.Time) error {
 	if msg == nil {
 		return fmt.Errorf("%w: nil message", ErrIllegalMessage)
 	}
@@ -380,7 +380,11 @@ func (p *Producer) prepareInto(o *outgoing, props []byte, msg *Message, extra ma
 		buf = append(buf, message.PropertyUniqClientMessageIDKeyidx...)
 		buf = append(buf, message.NameValueSeparator)
 		idAt := len(buf)
-		buf = p.in.idGen.AppendNext(buf)
+		if now.IsZero() {
+			buf = p.in.idGen.AppendNext(buf)
+		} else {
+			buf = p.in.idGen.AppendNextAt(buf, now.UnixMilli())
+		}
 		idEnd := len(buf)
 		buf = append(buf, message.PropertySeparator)
 		// buf is never written again: the string can share its bytes
@@ -489,6 +493,10 @@ type sendRequest struct {
 	cmd protocol.Command
 	hdr protocol.SendHeaderExt
 	ext [28]string
+	// tmpl keeps the encoded entries this request's sends share with the
+	// previous one it carried (protocol.SendHeaderTemplate): kept across
+	// recycling, rebuilt when a shared field differs.
+	tmpl protocol.SendHeaderTemplate
 }
 
 // request builds the send request of o for queue q. Unsigned, the header
@@ -550,6 +558,7 @@ func (p *Producer) newRequest(o *outgoing, q MessageQueue, born int64) *sendRequ
 	// answer in kind.
 	c.SerializeType = protocol.SerializeRocketMQ
 	if p.cfg.credentials == nil {
+		r.hdr.Template = &r.tmpl
 		r.cmd.ExtEncoder = &r.hdr
 		return r
 	}
@@ -1046,7 +1055,8 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	// The send and its message (properties included) in one recycled
 	// object (newAsyncSend).
 	a := p.newAsyncSend()
-	if err := p.prepareInto(&a.out, a.props[:0], msg, nil); err != nil {
+	now := time.Now() // the message id's time and the send's start: one clock read
+	if err := p.prepareInto(&a.out, a.props[:0], msg, nil, now); err != nil {
 		p.releaseAsyncSend(a)
 		return err
 	}
@@ -1056,7 +1066,7 @@ func (p *Producer) SendAsync(ctx context.Context, msg *Message, cb func(*SendRes
 	}
 	a.out.recycled = true
 	a.o = &a.out
-	return p.startAsync(ctx, a, cb)
+	return p.startAsync(ctx, a, cb, now)
 }
 
 // newAsyncSend returns a zero asyncSend from the producer's recycled ones,
@@ -1135,15 +1145,14 @@ func (p *Producer) sendAsync(ctx context.Context, o *outgoing, cb func(*SendResu
 // count (beginAsync, or the accumulator's Add while its messages hold
 // theirs); on an error it releases the count and cb is not called.
 func (p *Producer) sendAsyncCounted(ctx context.Context, o *outgoing, cb func(*SendResult, error)) error {
-	return p.startAsync(ctx, &asyncSend{o: o}, cb)
+	return p.startAsync(ctx, &asyncSend{o: o}, cb, time.Now())
 }
 
-// startAsync is sendAsyncCounted for a send whose a.o is set and whose
-// other fields are zero.
-func (p *Producer) startAsync(ctx context.Context, a *asyncSend, cb func(*SendResult, error)) error {
+// startAsync is sendAsyncCounted, starting at now, for a send whose a.o
+// is set and whose other fields are zero.
+func (p *Producer) startAsync(ctx context.Context, a *asyncSend, cb func(*SendResult, error), now time.Time) error {
 	// One deadline context for the whole send, usually shared with the
 	// other sends of the same millisecond (producer_deadline.go).
-	now := time.Now()
 	dctx, deadline, cancel := p.deadlines.with(ctx, p.sendDeadlineFrom(ctx, now))
 	r, err := p.in.publishRoute(dctx, a.o.topic, p.cfg.createTopicKey, p.cfg.defaultTopicQueueNums)
 	if err == nil && len(r.publish) == 0 {

@@ -156,7 +156,12 @@ func (g *UniqIDGenerator) Next() string {
 
 // AppendNext appends a new id to dst (at most UniqIDLenV6 bytes).
 func (g *UniqIDGenerator) AppendNext(dst []byte) []byte {
-	now := g.now().UnixMilli()
+	return g.AppendNextAt(dst, g.now().UnixMilli())
+}
+
+// AppendNextAt is AppendNext at now (ms since the epoch), for a caller
+// that has just read the clock.
+func (g *UniqIDGenerator) AppendNextAt(dst []byte, now int64) []byte {
 	var tail [6]byte
 	g.mu.Lock()
 	if now >= g.nextMonthStart || now < g.monthStart-1_000_000 {

@@ -403,6 +403,61 @@ type SendHeaderExt struct {
 	Header                SendMessageRequestHeader
 	V2                    bool
 	OmitMaxReconsumeTimes bool
+	// Template, if not nil, keeps the encoded entries that a producer's
+	// sends to one broker share, from one encoding to the next: same
+	// bytes, only queueId, bornTimestamp and properties encoded per send.
+	Template *SendHeaderTemplate
+}
+
+// SendHeaderTemplate is the encoded form of a send header's entries other
+// than queueId, bornTimestamp and properties (which change from one send
+// to the next), in four runs around those three: [producerGroup topic
+// defaultTopic defaultTopicQueueNums] queueId [sysFlag] bornTimestamp
+// [flag] properties [reconsumeTimes unitMode maxReconsumeTimes batch
+// bname]. SendHeaderExt rebuilds it whenever one of the fields it holds
+// differs from the header being encoded, so a stale template can only
+// cost a rebuild, never wrong bytes. Not safe for concurrent use: one per
+// request object.
+type SendHeaderTemplate struct {
+	key      SendMessageRequestHeader // what buf encodes; QueueID, BornTimestamp, Properties unused
+	v2, omit bool
+	built    bool
+	buf      []byte // the four runs back to back
+	cut      [3]int // where the first three runs end in buf
+}
+
+// holds reports whether t encodes h's shared entries.
+func (t *SendHeaderTemplate) holds(h *SendMessageRequestHeader, v2, omit bool) bool {
+	k := &t.key
+	return t.built && t.v2 == v2 && t.omit == omit &&
+		k.ProducerGroup == h.ProducerGroup && k.Topic == h.Topic && k.DefaultTopic == h.DefaultTopic &&
+		k.DefaultTopicQueueNums == h.DefaultTopicQueueNums && k.SysFlag == h.SysFlag && k.Flag == h.Flag &&
+		k.ReconsumeTimes == h.ReconsumeTimes && k.UnitMode == h.UnitMode &&
+		k.MaxReconsumeTimes == h.MaxReconsumeTimes && k.Batch == h.Batch && k.BrokerName == h.BrokerName
+}
+
+// build encodes h's shared entries into t.
+func (t *SendHeaderTemplate) build(h *SendMessageRequestHeader, v2, omit bool) {
+	t.key, t.v2, t.omit, t.built = *h, v2, omit, true
+	t.key.QueueID, t.key.BornTimestamp, t.key.Properties = 0, 0, ""
+	b := t.buf[:0]
+	b = appendExtString(b, pick(v2, "producerGroup", "a"), h.ProducerGroup)
+	b = appendExtString(b, pick(v2, "topic", "b"), h.Topic)
+	b = appendExtString(b, pick(v2, "defaultTopic", "c"), h.DefaultTopic)
+	b = appendExtInt(b, pick(v2, "defaultTopicQueueNums", "d"), int64(h.DefaultTopicQueueNums))
+	t.cut[0] = len(b)
+	b = appendExtInt(b, pick(v2, "sysFlag", "f"), int64(h.SysFlag))
+	t.cut[1] = len(b)
+	b = appendExtInt(b, pick(v2, "flag", "h"), int64(h.Flag))
+	t.cut[2] = len(b)
+	b = appendExtInt(b, pick(v2, "reconsumeTimes", "j"), int64(h.ReconsumeTimes))
+	b = appendExtString(b, pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode))
+	if !omit {
+		b = appendExtInt(b, pick(v2, "maxReconsumeTimes", "l"), int64(h.MaxReconsumeTimes))
+	}
+	b = appendExtString(b, pick(v2, "batch", "m"), strconv.FormatBool(h.Batch))
+	b = appendExtString(b, pick(v2, "bname", "n"), h.BrokerName)
+	t.buf = b
 }
 
 // AppendRocketMQExt appends the header's ext entries in AppendSendHeader's
@@ -412,6 +467,21 @@ func (e *SendHeaderExt) AppendRocketMQExt(dst []byte) ([]byte, error) {
 	strs := len(h.ProducerGroup) + len(h.Topic) + len(h.DefaultTopic) + len(h.Properties) + len(h.BrokerName)
 	if strs > math.MaxInt32 {
 		return dst, ErrUnencodable
+	}
+	if t := e.Template; t != nil {
+		if !t.holds(h, v2, e.OmitMaxReconsumeTimes) {
+			t.build(h, v2, e.OmitMaxReconsumeTimes)
+		}
+		// The runs, and three entries of 6 length bytes, V1's longest
+		// key, at most 20 digits for each of the two numbers.
+		dst = slices.Grow(dst, len(t.buf)+3*6+3*13+2*20+len(h.Properties))
+		dst = append(dst, t.buf[:t.cut[0]]...)
+		dst = appendExtInt(dst, pick(v2, "queueId", "e"), int64(h.QueueID))
+		dst = append(dst, t.buf[t.cut[0]:t.cut[1]]...)
+		dst = appendExtInt(dst, pick(v2, "bornTimestamp", "g"), h.BornTimestamp)
+		dst = append(dst, t.buf[t.cut[1]:t.cut[2]]...)
+		dst = appendExtString(dst, pick(v2, "properties", "i"), h.Properties)
+		return append(dst, t.buf[t.cut[2]:]...), nil
 	}
 	// 14 entries of 6 length bytes, the keys (V1's long ones), at most
 	// 20 digits for each of the 7 numbers, 5 for each boolean.

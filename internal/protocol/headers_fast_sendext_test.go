@@ -101,3 +101,87 @@ func FuzzSendHeaderExtMatchesList(f *testing.F) {
 		}
 	})
 }
+
+// templated encodes h as a SendHeaderExt with template t (the client's
+// recycled requests keep one from send to send).
+func templated(t *SendHeaderTemplate, h *SendMessageRequestHeader, v2, omit bool, code, opaque int32, body []byte) ([]byte, error) {
+	c := Command{Code: code, Language: LanguageGo, Version: CurrentVersion, Opaque: opaque, Body: body,
+		SerializeType: SerializeRocketMQ, ExtEncoder: &SendHeaderExt{Header: *h, V2: v2, OmitMaxReconsumeTimes: omit, Template: t}}
+	return AppendFrame([]byte("prefix"), &c)
+}
+
+// TestSendHeaderTemplate: one template used for a sequence of headers
+// (each change after the base header, so a shared field the template
+// failed to compare would show), gives every frame the bytes of the plain
+// encoding.
+func TestSendHeaderTemplate(t *testing.T) {
+	base := SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+		QueueID: 3, BornTimestamp: 1764400000000, Properties: "UNIQ_KEY\x01AC11\x02", MaxReconsumeTimes: 16, BrokerName: "broker-a"}
+	seq := []func(h *SendMessageRequestHeader){
+		func(h *SendMessageRequestHeader) {},
+		func(h *SendMessageRequestHeader) {
+			h.QueueID, h.BornTimestamp, h.Properties = 1, 1764400000001, "TAGS\x01x\x02"
+		},
+		func(h *SendMessageRequestHeader) { h.BrokerName = "broker-b" },
+		func(h *SendMessageRequestHeader) { h.Topic = "U" },
+		func(h *SendMessageRequestHeader) { h.SysFlag = 4 },
+		func(h *SendMessageRequestHeader) { h.Flag = 9 },
+		func(h *SendMessageRequestHeader) { h.ReconsumeTimes = 2 },
+		func(h *SendMessageRequestHeader) { h.MaxReconsumeTimes = 3 },
+		func(h *SendMessageRequestHeader) { h.UnitMode = true },
+		func(h *SendMessageRequestHeader) { h.Batch = true },
+		func(h *SendMessageRequestHeader) { h.ProducerGroup = "g2" },
+		func(h *SendMessageRequestHeader) { h.DefaultTopic = "" },
+		func(h *SendMessageRequestHeader) { h.DefaultTopicQueueNums = 8 },
+		func(h *SendMessageRequestHeader) { h.Properties = string(make([]byte, 70000)) },
+	}
+	var tmpl SendHeaderTemplate
+	for _, v2 := range []bool{true, false} {
+		for _, omit := range []bool{false, true, false} {
+			for i, change := range seq {
+				h := base
+				for round := range 2 { // the base header, then the one changed from it
+					if round == 1 {
+						change(&h)
+					}
+					plain, _, perr, _ := sendHeaderFrames(&h, v2, omit, int32(SendMessageV2), int32(i), []byte("b"))
+					got, err := templated(&tmpl, &h, v2, omit, int32(SendMessageV2), int32(i), []byte("b"))
+					if perr != nil || err != nil {
+						t.Fatalf("v2=%v omit=%v step %d/%d: errors plain %v, templated %v", v2, omit, i, round, perr, err)
+					}
+					if !bytes.Equal(plain, got) {
+						t.Fatalf("v2=%v omit=%v step %d/%d: frames differ\nplain     %x\ntemplated %x", v2, omit, i, round, plain, got)
+					}
+				}
+			}
+		}
+	}
+}
+
+// FuzzSendHeaderTemplate: a template built for one header and reused for
+// another (every shared field possibly different) and back gives the
+// plain encoding's bytes each time.
+func FuzzSendHeaderTemplate(f *testing.F) {
+	f.Add("pg", "T", "broker-a", int32(0), int32(0), int32(0), int32(0), false, false, "pg", "T", "broker-a", int32(0), int32(0), false, true, false)
+	f.Add("pg", "T", "broker-a", int32(1), int32(2), int32(3), int32(4), true, true, "g", "U", "b", int32(5), int32(6), true, false, true)
+	f.Fuzz(func(t *testing.T, group, topic, bname string, sysFlag, flag, reconsume, maxReconsume int32, unit, batch bool,
+		group2, topic2, bname2 string, sysFlag2, flag2 int32, unit2, v2, omit bool) {
+		h1 := SendMessageRequestHeader{ProducerGroup: group, Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4,
+			QueueID: 1, SysFlag: sysFlag, BornTimestamp: 5, Flag: flag, Properties: "p", ReconsumeTimes: reconsume,
+			UnitMode: unit, MaxReconsumeTimes: maxReconsume, Batch: batch, BrokerName: bname}
+		h2 := h1
+		h2.ProducerGroup, h2.Topic, h2.BrokerName, h2.SysFlag, h2.Flag, h2.UnitMode = group2, topic2, bname2, sysFlag2, flag2, unit2
+		h2.QueueID, h2.BornTimestamp, h2.Properties = 2, 6, "q"
+		var tmpl SendHeaderTemplate
+		for i, h := range []*SendMessageRequestHeader{&h1, &h2, &h1, &h1} {
+			plain, _, perr, _ := sendHeaderFrames(h, v2, omit, int32(SendMessageV2), 7, nil)
+			got, err := templated(&tmpl, h, v2, omit, int32(SendMessageV2), 7, nil)
+			if (perr == nil) != (err == nil) {
+				t.Fatalf("step %d: errors plain %v, templated %v", i, perr, err)
+			}
+			if !bytes.Equal(plain, got) {
+				t.Fatalf("step %d: frames differ\nplain     %x\ntemplated %x", i, plain, got)
+			}
+		}
+	})
+}
