@@ -172,8 +172,12 @@ func (c *Client) CloseConn(addr string) {
 	}
 }
 
-// forget drops a closed connection from the address table (read loop).
+// forget drops a closed connection from the address table (read loop),
+// and from last, so that a closed Conn and its buffers are not kept.
 func (c *Client) forget(conn *Conn) {
+	if l := c.last.Load(); l != nil && l.conn == conn {
+		c.last.CompareAndSwap(l, nil)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for addr, cc := range c.conns {

@@ -201,6 +201,13 @@ func TestConnectionDropFailsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 5*time.Second, func() bool { connects, _, _, _ := rec.counts(); return connects == 3 })
+	// getConn's last connection is dropped once it closes: nothing keeps
+	// a closed Conn and its buffers.
+	if l := c.last.Load(); l == nil || l.addr != addr {
+		t.Fatalf("last connection %+v, want the one to %s", l, addr)
+	}
+	c.CloseConn(addr)
+	testutil.Eventually(t, 5*time.Second, func() bool { return c.last.Load() == nil }, "a closed connection is still kept as the last one")
 }
 
 func TestDialFailure(t *testing.T) {
