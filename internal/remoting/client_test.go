@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"errors"
 	"math/big"
 	"net"
@@ -384,5 +385,67 @@ func TestExtListResponses(t *testing.T) {
 		if resp := <-done; resp != nil {
 			check("async", resp, tc.list)
 		}
+	}
+}
+
+// TestExtListResponseBadHeader: a response whose header cannot be decoded,
+// for a call whose future the read loop took out before the decode
+// (takeForDecode), fails that call with ErrConnClosed (the connection
+// closes), for a sync and an async call; neither hangs.
+func TestExtListResponseBadHeader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() { // answers every request with a ROCKETMQ header whose ext block is cut short
+		for {
+			raw, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer raw.Close()
+				fr := protocol.NewFrameReader(raw, 0, 0)
+				for {
+					req, err := fr.Next()
+					if err != nil {
+						return
+					}
+					hdr := make([]byte, 21, 25)
+					binary.BigEndian.PutUint32(hdr[5:], uint32(req.Opaque))
+					binary.BigEndian.PutUint32(hdr[9:], uint32(protocol.FlagResponse))
+					binary.BigEndian.PutUint32(hdr[17:], 4) // ext length
+					hdr = append(hdr, 0x00, 0x50, 'k', 'e') // a key of 80 bytes, 2 present
+					frame := binary.BigEndian.AppendUint32(nil, uint32(4+len(hdr)))
+					frame = binary.BigEndian.AppendUint32(frame, uint32(protocol.SerializeRocketMQ)<<24|uint32(len(hdr)))
+					if _, err := raw.Write(append(frame, hdr...)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	c := startClient(t, ClientConfig{ExtListResponseCodes: []protocol.RequestCode{codeEcho}})
+	addr := ln.Addr().String()
+	req := func() *protocol.Command {
+		r := protocol.NewRequest(codeEcho, map[string]string{"k": "v"}, nil)
+		r.SerializeType = protocol.SerializeRocketMQ
+		return r
+	}
+	if _, err := c.InvokeSync(ctxFor(t, 10*time.Second), addr, req()); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("sync: %v, want ErrConnClosed", err)
+	}
+	done := make(chan error, 1)
+	if err := c.InvokeAsync(ctxFor(t, 10*time.Second), addr, req(), func(_ *protocol.Command, err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrConnClosed) {
+			t.Fatalf("async: %v, want ErrConnClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the async call was never completed")
 	}
 }
