@@ -775,8 +775,8 @@ func TestSendCreatedTopicRoutedBeforeAnswer(t *testing.T) {
 	for i := range 5 {
 		topic := "RoutedAtOnce" + strconv.Itoa(i)
 		mustCode(t, invoke(t, c, b.Addr(), sendReq(topic, 0, []byte("x"), nil)), protocol.Success)
-		h := protocol.GetRouteInfoRequestHeader{Topic: topic}
-		resp := invoke(t, c, ns.Addr().String(), protocol.NewRequest(protocol.GetRouteInfoByTopic, protocol.EncodeHeader(&h, false), nil))
+		rh := protocol.GetRouteInfoRequestHeader{Topic: topic}
+		resp := invoke(t, c, ns.Addr().String(), protocol.NewRequest(protocol.GetRouteInfoByTopic, protocol.EncodeHeader(&rh, false), nil))
 		mustCode(t, resp, protocol.Success)
 	}
 }

@@ -422,8 +422,8 @@ type SendHeaderTemplate struct {
 	key      SendMessageRequestHeader // what buf encodes; QueueID, BornTimestamp, Properties unused
 	v2, omit bool
 	built    bool
-	buf      []byte // the four runs back to back
-	cut      [3]int // where the first three runs end in buf
+	buf      []byte                  // the runs back to back
+	cut      [sendHeaderRuns - 1]int // where each run but the last ends in buf
 }
 
 // holds reports whether t encodes h's shared entries.
@@ -441,67 +441,90 @@ func (t *SendHeaderTemplate) build(h *SendMessageRequestHeader, v2, omit bool) {
 	t.key, t.v2, t.omit, t.built = *h, v2, omit, true
 	t.key.QueueID, t.key.BornTimestamp, t.key.Properties = 0, 0, ""
 	b := t.buf[:0]
-	b = appendExtString(b, pick(v2, "producerGroup", "a"), h.ProducerGroup)
-	b = appendExtString(b, pick(v2, "topic", "b"), h.Topic)
-	b = appendExtString(b, pick(v2, "defaultTopic", "c"), h.DefaultTopic)
-	b = appendExtInt(b, pick(v2, "defaultTopicQueueNums", "d"), int64(h.DefaultTopicQueueNums))
-	t.cut[0] = len(b)
-	b = appendExtInt(b, pick(v2, "sysFlag", "f"), int64(h.SysFlag))
-	t.cut[1] = len(b)
-	b = appendExtInt(b, pick(v2, "flag", "h"), int64(h.Flag))
-	t.cut[2] = len(b)
-	b = appendExtInt(b, pick(v2, "reconsumeTimes", "j"), int64(h.ReconsumeTimes))
-	b = appendExtString(b, pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode))
-	if !omit {
-		b = appendExtInt(b, pick(v2, "maxReconsumeTimes", "l"), int64(h.MaxReconsumeTimes))
+	for run := range sendHeaderRuns {
+		b = appendSendRun(b, h, v2, omit, run)
+		if run < len(t.cut) {
+			t.cut[run] = len(b)
+		}
 	}
-	b = appendExtString(b, pick(v2, "batch", "m"), strconv.FormatBool(h.Batch))
-	b = appendExtString(b, pick(v2, "bname", "n"), h.BrokerName)
 	t.buf = b
 }
 
+// sendHeaderRuns is the number of runs of shared entries in a send header;
+// one per-send entry (appendSendEntry) follows each run but the last.
+const sendHeaderRuns = 4
+
+// appendSendRun appends the shared entries of run (0..3), in
+// AppendSendHeader's order: [producerGroup topic defaultTopic
+// defaultTopicQueueNums] [sysFlag] [flag] [reconsumeTimes unitMode
+// maxReconsumeTimes (unless omit) batch bname].
+func appendSendRun(dst []byte, h *SendMessageRequestHeader, v2, omit bool, run int) []byte {
+	switch run {
+	case 0:
+		dst = appendExtString(dst, pick(v2, "producerGroup", "a"), h.ProducerGroup)
+		dst = appendExtString(dst, pick(v2, "topic", "b"), h.Topic)
+		dst = appendExtString(dst, pick(v2, "defaultTopic", "c"), h.DefaultTopic)
+		return appendExtInt(dst, pick(v2, "defaultTopicQueueNums", "d"), int64(h.DefaultTopicQueueNums))
+	case 1:
+		return appendExtInt(dst, pick(v2, "sysFlag", "f"), int64(h.SysFlag))
+	case 2:
+		return appendExtInt(dst, pick(v2, "flag", "h"), int64(h.Flag))
+	default:
+		dst = appendExtInt(dst, pick(v2, "reconsumeTimes", "j"), int64(h.ReconsumeTimes))
+		dst = appendExtString(dst, pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode))
+		if !omit {
+			dst = appendExtInt(dst, pick(v2, "maxReconsumeTimes", "l"), int64(h.MaxReconsumeTimes))
+		}
+		dst = appendExtString(dst, pick(v2, "batch", "m"), strconv.FormatBool(h.Batch))
+		return appendExtString(dst, pick(v2, "bname", "n"), h.BrokerName)
+	}
+}
+
+// appendSendEntry appends the per-send entry that follows run: queueId,
+// bornTimestamp, properties.
+func appendSendEntry(dst []byte, h *SendMessageRequestHeader, v2 bool, run int) []byte {
+	switch run {
+	case 0:
+		return appendExtInt(dst, pick(v2, "queueId", "e"), int64(h.QueueID))
+	case 1:
+		return appendExtInt(dst, pick(v2, "bornTimestamp", "g"), h.BornTimestamp)
+	default:
+		return appendExtString(dst, pick(v2, "properties", "i"), h.Properties)
+	}
+}
+
 // AppendRocketMQExt appends the header's ext entries in AppendSendHeader's
-// order; a value too long for its length field gives ErrUnencodable.
+// order; a value too long for its length field gives ErrUnencodable. With
+// a Template the shared runs are copied from it (rebuilt first when one of
+// its fields differs).
 func (e *SendHeaderExt) AppendRocketMQExt(dst []byte) ([]byte, error) {
-	h, v2 := &e.Header, e.V2
+	h, v2, omit := &e.Header, e.V2, e.OmitMaxReconsumeTimes
 	strs := len(h.ProducerGroup) + len(h.Topic) + len(h.DefaultTopic) + len(h.Properties) + len(h.BrokerName)
 	if strs > math.MaxInt32 {
 		return dst, ErrUnencodable
 	}
-	if t := e.Template; t != nil {
-		if !t.holds(h, v2, e.OmitMaxReconsumeTimes) {
-			t.build(h, v2, e.OmitMaxReconsumeTimes)
-		}
-		// The runs, and three entries of 6 length bytes, V1's longest
-		// key, at most 20 digits for each of the two numbers.
-		dst = slices.Grow(dst, len(t.buf)+3*6+3*13+2*20+len(h.Properties))
-		dst = append(dst, t.buf[:t.cut[0]]...)
-		dst = appendExtInt(dst, pick(v2, "queueId", "e"), int64(h.QueueID))
-		dst = append(dst, t.buf[t.cut[0]:t.cut[1]]...)
-		dst = appendExtInt(dst, pick(v2, "bornTimestamp", "g"), h.BornTimestamp)
-		dst = append(dst, t.buf[t.cut[1]:t.cut[2]]...)
-		dst = appendExtString(dst, pick(v2, "properties", "i"), h.Properties)
-		return append(dst, t.buf[t.cut[2]:]...), nil
-	}
 	// 14 entries of 6 length bytes, the keys (V1's long ones), at most
 	// 20 digits for each of the 7 numbers, 5 for each boolean.
 	dst = slices.Grow(dst, 14*6+200+7*20+2*5+strs)
-	dst = appendExtString(dst, pick(v2, "producerGroup", "a"), h.ProducerGroup)
-	dst = appendExtString(dst, pick(v2, "topic", "b"), h.Topic)
-	dst = appendExtString(dst, pick(v2, "defaultTopic", "c"), h.DefaultTopic)
-	dst = appendExtInt(dst, pick(v2, "defaultTopicQueueNums", "d"), int64(h.DefaultTopicQueueNums))
-	dst = appendExtInt(dst, pick(v2, "queueId", "e"), int64(h.QueueID))
-	dst = appendExtInt(dst, pick(v2, "sysFlag", "f"), int64(h.SysFlag))
-	dst = appendExtInt(dst, pick(v2, "bornTimestamp", "g"), h.BornTimestamp)
-	dst = appendExtInt(dst, pick(v2, "flag", "h"), int64(h.Flag))
-	dst = appendExtString(dst, pick(v2, "properties", "i"), h.Properties)
-	dst = appendExtInt(dst, pick(v2, "reconsumeTimes", "j"), int64(h.ReconsumeTimes))
-	dst = appendExtString(dst, pick(v2, "unitMode", "k"), strconv.FormatBool(h.UnitMode))
-	if !e.OmitMaxReconsumeTimes {
-		dst = appendExtInt(dst, pick(v2, "maxReconsumeTimes", "l"), int64(h.MaxReconsumeTimes))
+	if t := e.Template; t != nil {
+		if !t.holds(h, v2, omit) {
+			t.build(h, v2, omit)
+		}
+		// Straight-line: the per-send cost of a templated header.
+		dst = append(dst, t.buf[:t.cut[0]]...)
+		dst = appendSendEntry(dst, h, v2, 0)
+		dst = append(dst, t.buf[t.cut[0]:t.cut[1]]...)
+		dst = appendSendEntry(dst, h, v2, 1)
+		dst = append(dst, t.buf[t.cut[1]:t.cut[2]]...)
+		dst = appendSendEntry(dst, h, v2, 2)
+		return append(dst, t.buf[t.cut[2]:]...), nil
 	}
-	dst = appendExtString(dst, pick(v2, "batch", "m"), strconv.FormatBool(h.Batch))
-	dst = appendExtString(dst, pick(v2, "bname", "n"), h.BrokerName)
+	for run := range sendHeaderRuns {
+		dst = appendSendRun(dst, h, v2, omit, run)
+		if run < sendHeaderRuns-1 {
+			dst = appendSendEntry(dst, h, v2, run)
+		}
+	}
 	return dst, nil
 }
 

@@ -505,15 +505,13 @@ func (c *Conn) cleanup(reason error) {
 	fs := c.futures
 	c.futures = nil
 	c.fmu.Unlock()
-	if f := c.taken; f != nil { // its response failed to decode
-		c.taken = nil
-		if fs == nil {
-			fs = make(map[int32]*future, 1)
-		}
-		fs[f.opaque] = f
-	}
-	if len(fs) > 0 {
+	taken := c.taken // its response failed to decode
+	c.taken = nil
+	if len(fs) > 0 || taken != nil {
 		failed := fmt.Errorf("remoting: %s: %w", c.remote, ErrConnClosed)
+		if taken != nil {
+			taken.complete(nil, failed)
+		}
 		for _, f := range fs {
 			f.complete(nil, failed)
 		}
