@@ -89,19 +89,8 @@ func TestInvokeAsyncTimeout(t *testing.T) {
 	connect(t, c, s.Addr().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	done := make(chan error, 1)
-	if err := c.InvokeAsync(ctx, s.Addr().String(), protocol.NewRequest(codeBlock, nil, nil), func(_ *protocol.Command, err error) {
-		done <- err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrTimeout) {
-			t.Fatalf("got %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("async callback never ran")
+	if err := asyncErr(t, c, ctx, s.Addr().String(), protocol.NewRequest(codeBlock, nil, nil), 5*time.Second); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v", err)
 	}
 	// The permit came back.
 	testutil.Eventually(t, 5*time.Second, func() bool { return c.asyncSem.inUse() == 0 })
@@ -436,16 +425,25 @@ func TestExtListResponseBadHeader(t *testing.T) {
 	if _, err := c.InvokeSync(ctxFor(t, 10*time.Second), addr, req()); !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("sync: %v, want ErrConnClosed", err)
 	}
+	if err := asyncErr(t, c, ctxFor(t, 10*time.Second), addr, req(), 10*time.Second); !errors.Is(err, ErrConnClosed) {
+		t.Fatalf("async: %v, want ErrConnClosed", err)
+	}
+}
+
+// asyncErr sends req with InvokeAsync and returns the error its callback
+// got; the test fails if InvokeAsync refuses the call or the callback does
+// not run within wait.
+func asyncErr(t *testing.T, c *Client, ctx context.Context, addr string, req *protocol.Command, wait time.Duration) error {
+	t.Helper()
 	done := make(chan error, 1)
-	if err := c.InvokeAsync(ctxFor(t, 10*time.Second), addr, req(), func(_ *protocol.Command, err error) { done <- err }); err != nil {
+	if err := c.InvokeAsync(ctx, addr, req, func(_ *protocol.Command, err error) { done <- err }); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrConnClosed) {
-			t.Fatalf("async: %v, want ErrConnClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the async call was never completed")
+		return err
+	case <-time.After(wait):
+		t.Fatal("the async callback never ran")
+		return nil
 	}
 }
