@@ -107,6 +107,17 @@ type Conn struct {
 	// response it is decoding (takeForDecode), completed by
 	// completeResponse or, if the decode fails, by cleanup. Read loop only.
 	taken *future
+	// syncBatch counts the sync calls the read loop completed since it
+	// last found no whole frame buffered (read loop only). burst counts
+	// the sync callers woken together by one read (several answers in it)
+	// whose next sync call on c has not come yet: those calls leave their
+	// frames to the write loop, so that a burst's next requests go out in
+	// one write rather than the first alone in place and the rest in a
+	// second write (which the peer then reads, and answers, in two rounds).
+	// The first completion of a burst resets it, so stale counts (callers
+	// that did not call again on c) live at most until the next burst.
+	syncBatch int
+	burst     atomic.Int32
 
 	closeOnce sync.Once
 	closing   atomic.Bool   // set just before closed is closed: a check without a channel operation
@@ -402,6 +413,7 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	}
 	for {
 		if !frameBuffered(c.br) {
+			c.syncBatch = 0
 			c.flushAsync()
 			if c.readerQueued > 0 {
 				c.flushReader() // about to wait for the peer: answer first
@@ -542,6 +554,7 @@ func (c *Conn) completeResponse(resp *protocol.Command) (sync bool) {
 		return false
 	}
 	if f.cb == nil {
+		c.noteSyncDone()
 		f.complete(resp, nil)
 		return true
 	}
@@ -552,6 +565,29 @@ func (c *Conn) completeResponse(resp *protocol.Command) (sync bool) {
 	c.asyncDone = append(c.asyncDone, f)
 	if len(c.asyncDone) == callbackBatch {
 		c.flushAsync()
+	}
+	return false
+}
+
+// noteSyncDone counts a sync completion into the current burst (see
+// Conn.burst) before its caller is woken. REQUIRES: the reading role.
+func (c *Conn) noteSyncDone() {
+	switch {
+	case c.syncBatch > 0: // an earlier answer of this read was counted
+		c.burst.Add(1)
+	case frameBuffered(c.br): // more answers follow in this read
+		c.burst.Store(1)
+	}
+	c.syncBatch++
+}
+
+// takeBurst consumes one count of Conn.burst and reports whether there
+// was one: the calling sync call's caller was (probably) woken in a burst.
+func (c *Conn) takeBurst() bool {
+	for b := c.burst.Load(); b > 0; b = c.burst.Load() {
+		if c.burst.CompareAndSwap(b, b-1) {
+			return true
+		}
 	}
 	return false
 }
@@ -632,10 +668,11 @@ func (c *Conn) invokeSync(ctx context.Context, req *protocol.Command, opaque int
 		c.ep.syncFutures.Put(f)
 		return nil, err
 	}
-	// A lone call writes its own frame; concurrent calls leave theirs to
-	// the write loop, which sends them together.
+	// A lone call writes its own frame; concurrent calls, and the calls
+	// of callers woken together by one read, leave theirs to the write
+	// loop, which sends them together.
 	mode := writeQueued
-	if inFlight == 1 {
+	if !c.takeBurst() && inFlight == 1 {
 		mode = writeNow
 	}
 	if err := c.send(req, nil, mode); err != nil {
