@@ -3,7 +3,6 @@ package remoting
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +61,7 @@ func readAnswers(t *testing.T, c *Conn, frame []byte, n int) {
 	t.Helper()
 	c.br = bufio.NewReader(bytes.NewReader(bytes.Repeat(frame, n)))
 	if _, err := c.br.Peek(n * len(frame)); err != nil {
-		t.Fatal(fmt.Errorf("fill: %w", err))
+		t.Fatalf("fill: %v", err)
 	}
 	for range n {
 		if _, err := c.br.Discard(len(frame)); err != nil {
