@@ -71,6 +71,9 @@ type Broker struct {
 	// sendResps recycles send responses written to remoting connections
 	// (*sendResponse; send.go writeSendResponse).
 	sendResps sync.Pool
+	// commitStaged is the read loops' commit of deferred sends
+	// (send_raw.go), one func value for every AtReadIdle call.
+	commitStaged func(*remoting.Conn)
 
 	// registerWake asks the registration loop to register at once (after a
 	// topic change). Capacity 1, non-blocking send.
@@ -137,6 +140,7 @@ func New(cfg Config, logger *slog.Logger) (*Broker, error) {
 	b.Clients = newClientManager(b.notifyConsumerIDsChanged)
 	b.pullHold = newPullHoldService(b)
 	b.sendQueue = newSendQueue(b)
+	b.commitStaged = b.commitDeferred
 	b.dyn.init(&b.cfg)
 	b.Locks = newRebalanceLockManager(b.now, b.cfg.RebalanceLockMaxLiveTime)
 	if cfg.MetricsEnabled() {

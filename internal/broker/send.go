@@ -27,7 +27,7 @@ import (
 // SYNC_FLUSH that is the flush goroutine's group commit, so no worker waits
 // for the disk (the processor returns (nil, nil)).
 func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protocol.Command) (*protocol.Command, error) {
-	return b.processSendTo(conn, req, nil, time.Time{})
+	return b.processSendTo(conn, req, nil, time.Time{}, false)
 }
 
 // processSendTo is processSend for any sendConn. A nil decoded header is
@@ -35,7 +35,8 @@ func (b *Broker) processSend(_ context.Context, conn *remoting.Conn, req *protoc
 // header decoded (send_local.go). start is when processing began, for
 // rocketmq_rpc_latency (zero: read the clock if metrics are on; see
 // meters.startAt).
-func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *protocol.SendMessageRequestHeader, start time.Time) (*protocol.Command, error) {
+func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *protocol.SendMessageRequestHeader,
+	start time.Time, inline bool) (*protocol.Command, error) {
 	if decoded == nil && b.forwardSend(conn, req) { // controller_forward.go: a slave relays to its master
 		return nil, nil
 	}
@@ -83,7 +84,7 @@ func (b *Broker) processSendTo(conn sendConn, req *protocol.Command, decoded *pr
 	reply := code == protocol.SendReplyMessage || code == protocol.SendReplyMessageV2
 	if !reply && !strings.HasPrefix(h.Topic, names.RetryGroupTopicPrefix) {
 		if uniq, ok := plainSendProperties(h.Properties); ok {
-			b.sendPlain(conn, req, &h, uniq, sysFlag, bornHost, start) // send_raw.go: no map round trip
+			b.sendPlain(conn, req, &h, uniq, sysFlag, bornHost, start, inline) // send_raw.go: no map round trip
 			return nil, nil
 		}
 	}

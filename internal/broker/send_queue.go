@@ -149,7 +149,7 @@ func (q *sendQueue) handle(t sendTask) {
 			"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "+
 				strconv.FormatInt(waited.Milliseconds(), 10)+"ms, size of queue: "+strconv.Itoa(len(q.tasks)))
 	} else {
-		resp, err = q.b.safeProcessSend(t.conn, t.req, t.header, start)
+		resp, err = q.b.safeProcessSend(t.conn, t.req, t.header, start, t.inline)
 		if err != nil {
 			resp = errorResponse(t.req, err)
 		}
@@ -165,7 +165,7 @@ func (q *sendQueue) handle(t sendTask) {
 // safeProcessSend runs processSend, turning a panic into SYSTEM_ERROR as the
 // remoting pool would.
 func (b *Broker) safeProcessSend(conn sendConn, req *protocol.Command, header *protocol.SendMessageRequestHeader,
-	start time.Time) (resp *protocol.Command, err error) {
+	start time.Time, inline bool) (resp *protocol.Command, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.logger.Error("send processor panicked", "panic", r)
@@ -179,5 +179,5 @@ func (b *Broker) safeProcessSend(conn sendConn, req *protocol.Command, header *p
 		}
 		return b.processSendBack(b.baseCtx, rc, req)
 	}
-	return b.processSendTo(conn, req, header, start)
+	return b.processSendTo(conn, req, header, start, inline)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apogeemq/apogee/internal/message"
 	"github.com/apogeemq/apogee/internal/protocol"
+	"github.com/apogeemq/apogee/internal/remoting"
 	"github.com/apogeemq/apogee/internal/store"
 )
 
@@ -41,8 +42,14 @@ func plainSendProperties(raw string) (uniq string, ok bool) {
 // with CLUSTER, MSG_REGION, TRACE_ON and UNIQ_KEY (when absent) appended, the
 // same pairs the map path stores (keys are not re-sorted). This skips the
 // map build and the sorted re-encode per message.
+//
+// inline says the send runs on its remoting connection's read loop
+// (send_queue.go). If it came in a small read (Conn.ReadSmall: a
+// synchronous sender's), a staged put is committed by that read loop
+// before it next waits (commitDeferred), after the last request of the
+// read, instead of by the store's committer goroutine.
 func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.SendMessageRequestHeader,
-	uniq string, sysFlag int32, bornHost netip.AddrPort, start time.Time) {
+	uniq string, sysFlag int32, bornHost netip.AddrPort, start time.Time, inline bool) {
 	// The broker's pairs go to the encoder as a stack array: no string is
 	// built per message.
 	extra := [8]string{
@@ -73,9 +80,16 @@ func (b *Broker) sendPlain(conn sendConn, req *protocol.Command, h *protocol.Sen
 	tm, mt := b.meters.topic(h.Topic), plainMessageType(h.Properties) // meters.go
 	start = b.meters.startAt(start)                                   // meters_rpc.go: zero without metrics
 	// A zero start (no metrics) makes the store read the clock itself.
-	b.Store.PutMessageRawPropertiesAt(ext, h.Properties, pairs, start, func(res store.PutResult) {
+	done := func(res store.PutResult) {
 		b.meters.observeRPC(req.Code, b.writeSendResponse(conn, req, res, queueID, uniq, tm, mt, ""), start)
-	})
+	}
+	if rc, ok := conn.(*remoting.Conn); ok && inline && rc.ReadSmall() {
+		if b.Store.PutMessageRawPropertiesDeferred(ext, h.Properties, pairs, start, done) {
+			rc.AtReadIdle(b.commitStaged)
+		}
+	} else {
+		b.Store.PutMessageRawPropertiesAt(ext, h.Properties, pairs, start, done)
+	}
 	// The store copied the body into the record before returning, and the
 	// header strings are copies: the frame buffer goes back to the
 	// connection's reader (protocol.Command.Release).
@@ -96,4 +110,18 @@ func canonicalProperties(raw string) bool {
 		raw = rest
 	}
 	return raw == ""
+}
+
+// commitDeferred is the AtReadIdle function of a read whose sends were
+// deferred (sendPlain): it commits them, sends their answers, then
+// dispatches them, all on the read loop. A small read's sends are answered
+// with no goroutine woken; the committer, the dispatcher and the write
+// loop would each cost a wake-up (and on an idle processor a thread's)
+// per read, more than their work. Dispatch comes after the answers: the
+// sender waits only for the commit.
+func (b *Broker) commitDeferred(c *remoting.Conn) {
+	st := b.Store // controller mode may reopen the store
+	st.CommitStaged()
+	c.FlushAnswers()
+	st.DispatchNow()
 }

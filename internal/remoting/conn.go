@@ -78,6 +78,11 @@ type Conn struct {
 	spare   writeBatch // the batch the write loop is writing; owned by the write loop
 	wclosed bool       // no more frames accepted; guarded by wmu
 	writing bool       // the write loop is writing outside wmu; guarded by wmu
+	// holdWrites: the read loop is running its idle function (AtReadIdle)
+	// and flushes right after it, so a queued frame does not wake the
+	// write loop; held counts those frames. Guarded by wmu.
+	holdWrites bool
+	held       int
 
 	// In-place writes (plain TCP only; nil otherwise): with the write loop
 	// idle, a sender writes the pending frames itself with one non-blocking
@@ -99,7 +104,10 @@ type Conn struct {
 	asyncDone    []*future // async calls completed, callbacks not yet queued (flushAsync)
 	br           *bufio.Reader
 	fr           *protocol.FrameReader
-	reqStart     time.Time // the inline request's start (RequestStart); read loop only
+	reqStart     time.Time   // the inline request's start (RequestStart); read loop only
+	idleFn       func(*Conn) // AtReadIdle's function, not yet run; read loop only
+	readFirst    bool        // the next frame is the first of a read (ReadSmall); read loop only
+	readSmall    bool        // the frames of the current read are few (ReadSmall); read loop only
 
 	fmu     sync.Mutex
 	futures map[int32]*future // in-flight requests sent on this Conn; nil once closed; guarded by fmu
@@ -131,6 +139,80 @@ type Conn struct {
 // clock read of its own. It is zero when no TimedRPCHook is installed
 // (remoting then reads no clock). Other goroutines must not call it.
 func (c *Conn) RequestStart() time.Time { return c.reqStart }
+
+// AtReadIdle asks the read loop to run fn once, after the requests already
+// read and before it next waits for the peer (or, if the connection fails,
+// before it closes). It lets an inline processor (PoolConfig.Inline) finish
+// the work of all the requests of a read at once, on the read loop, with no
+// other goroutine woken: the broker commits the staged bytes of a small
+// read's sends there (ReadSmall). Frames queued on c while fn runs (its
+// answers) do not wake the write loop: fn sends them with FlushAnswers,
+// and the read loop's own flush after fn sends the rest. Only an inline
+// processor may call it, and every call on a connection must pass the same
+// function (a call before the run replaces the earlier one).
+func (c *Conn) AtReadIdle(fn func(*Conn)) { c.idleFn = fn }
+
+// smallRead is the most frames a read may hold for ReadSmall.
+const smallRead = 8
+
+// ReadSmall reports, for an inline processor (PoolConfig.Inline) and only
+// there, whether the request it runs came in a small read: at most
+// smallRead whole frames were buffered when the read loop took the read's
+// first. Synchronous callers send such reads (one frame per caller); a
+// pipelined sender's reads fill the buffer. Work left to AtReadIdle waits
+// for the whole read, so only a small read's is worth doing there: a
+// pipelined read's goes on in parallel on other goroutines while the read
+// loop reads on. Other goroutines must not call it.
+func (c *Conn) ReadSmall() bool { return c.readSmall }
+
+// FlushAnswers, called by an AtReadIdle function and only there, writes the
+// frames queued on c so far in place when the write loop is idle (one
+// non-blocking write; what the kernel does not take, and everything when
+// the write loop is busy, is left to the write loop).
+func (c *Conn) FlushAnswers() {
+	c.wmu.Lock()
+	c.held = 0
+	c.readerQueued = 0
+	wake := c.flushLocked()
+	c.wmu.Unlock()
+	if wake {
+		c.wakeWriter()
+	}
+}
+
+// runIdle runs the AtReadIdle function with the write loop held, and hands
+// the frames queued meanwhile and not flushed by it to the read loop's
+// flush.
+func (c *Conn) runIdle() {
+	fn := c.idleFn
+	c.idleFn = nil
+	c.wmu.Lock()
+	c.holdWrites = true
+	c.wmu.Unlock()
+	fn(c)
+	c.wmu.Lock()
+	c.holdWrites = false
+	c.readerQueued += c.held
+	c.held = 0
+	c.wmu.Unlock()
+}
+
+// framesAtMost reports whether br holds at most n whole frames (a partial
+// frame at the end counts as one), looking at its buffer without reading.
+func framesAtMost(br *bufio.Reader, n int) bool {
+	b, _ := br.Peek(br.Buffered())
+	for i := 0; len(b) >= 4; i++ {
+		if i == n {
+			return false
+		}
+		size := int64(binary.BigEndian.Uint32(b)) + 4
+		if size > int64(len(b)) {
+			return true
+		}
+		b = b[size:]
+	}
+	return true
+}
 
 func newConn(ep *endpoint, raw, rw net.Conn) *Conn {
 	c := &Conn{
@@ -265,6 +347,11 @@ func (c *Conn) send(cmd *protocol.Command, done func(error), mode writeMode) err
 	case writeLater:
 		wake = false
 		c.readerQueued++
+	default:
+		if c.holdWrites { // the read loop flushes after its idle function
+			wake = false
+			c.held++
+		}
 	}
 	c.wmu.Unlock()
 	*bp = hdr
@@ -414,7 +501,11 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 	for {
 		if !frameBuffered(c.br) {
 			c.syncBatch = 0
+			c.readFirst = true
 			c.flushAsync()
+			if c.idleFn != nil {
+				c.runIdle()
+			}
 			if c.readerQueued > 0 {
 				c.flushReader() // about to wait for the peer: answer first
 			}
@@ -422,10 +513,17 @@ func (c *Conn) readLoop(serverTLS *tls.Config) {
 		cmd, err := c.fr.Next()
 		if err != nil {
 			c.flushAsync()
+			if c.idleFn != nil {
+				c.runIdle() // other connections' answers may depend on it
+			}
 			c.closeWith(err)
 			break
 		}
 		c.touch()
+		if c.readFirst {
+			c.readFirst = false
+			c.readSmall = framesAtMost(c.br, smallRead-1) // the others of this read
+		}
 		if cmd.IsResponse() {
 			c.completeResponse(cmd)
 		} else {

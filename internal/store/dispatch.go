@@ -48,12 +48,16 @@ func (s *Store) runDispatch() {
 	for {
 		select {
 		case <-s.quit:
+			s.dispatchMu.Lock()
 			s.doReput(true)
+			s.dispatchMu.Unlock()
 			return
 		case <-s.wakeDispatch:
 		case <-t.C:
 		}
+		s.dispatchMu.Lock()
 		s.doReput(true)
+		s.dispatchMu.Unlock()
 		t.Reset(10 * time.Millisecond)
 	}
 }

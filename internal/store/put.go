@@ -104,7 +104,7 @@ type recMeta struct {
 // as RocketMQ's CommitLog does: topic SCHEDULE_TOPIC_XXXX, queue level-1,
 // REAL_TOPIC/REAL_QID kept; the consume-queue tag becomes the delivery time.
 func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
-	s.putMessage(m, "", nil, false, time.Time{}, done)
+	s.putMessage(m, "", nil, false, time.Time{}, false, done)
 }
 
 // PutMessageRawProperties is PutMessage with the record's properties given
@@ -116,7 +116,7 @@ func (s *Store) PutMessage(m *message.Ext, done func(PutResult)) {
 // message must go through PutMessage, which rewrites it. The WAIT property
 // is read from properties.
 func (s *Store) PutMessageRawProperties(m *message.Ext, properties string, extra []string, done func(PutResult)) {
-	s.putMessage(m, properties, extra, true, time.Time{}, done)
+	s.putMessage(m, properties, extra, true, time.Time{}, false, done)
 }
 
 // PutMessageRawPropertiesAt is PutMessageRawProperties for a caller that
@@ -126,11 +126,59 @@ func (s *Store) PutMessageRawProperties(m *message.Ext, properties string, extra
 // once per put, for the store timestamp under the append lock. A zero
 // start makes the store read the clock itself.
 func (s *Store) PutMessageRawPropertiesAt(m *message.Ext, properties string, extra []string, start time.Time, done func(PutResult)) {
-	s.putMessage(m, properties, extra, true, start, done)
+	s.putMessage(m, properties, extra, true, start, false, done)
 }
 
-// putMessage is the single put; start is the put's start (zero: now).
-func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw bool, start time.Time, done func(PutResult)) {
+// PutMessageRawPropertiesDeferred is PutMessageRawPropertiesAt for a caller
+// that commits staged puts itself before it next waits for anything: when
+// it returns true the put is staged (ASYNC_FLUSH without the transient
+// pool) and the staged committer was not woken for it, so the caller must
+// call CommitStaged before it blocks; done runs there (or earlier, if
+// another put's commit covered it). When it returns false the put took its
+// usual course and there is nothing to do.
+//
+// It is the broker's send on a connection's read loop: the read loop
+// commits once, after the last request of a read, and a lone synchronous
+// sender's answer then needs no other goroutine (the committer's wake-up
+// and the hand-off back cost more than the write itself).
+func (s *Store) PutMessageRawPropertiesDeferred(m *message.Ext, properties string, extra []string, start time.Time, done func(PutResult)) bool {
+	return s.putMessage(m, properties, extra, true, start, true, done)
+}
+
+// CommitStaged writes what is staged to the commit-log file and completes
+// the puts it covers, on the calling goroutine (their done callbacks run
+// here). It is the commit a deferred put (PutMessageRawPropertiesDeferred)
+// leaves to its caller; the staged committer does the same for every other
+// put. The caller must then call DispatchNow (after sending its answers,
+// if it likes) so that consumers see the messages. It is safe to call at
+// any time and from any goroutine; without staged appends it does nothing.
+func (s *Store) CommitStaged() {
+	if s.stage == nil {
+		return
+	}
+	end, err := s.commitStagedOnce()
+	var buf [8]flushWaiter // a small read's puts: no allocation
+	clear(s.releaseStaged(buf[:0], end, err != nil))
+}
+
+// DispatchNow runs a dispatch pass (consume queues, index, arrival
+// notices) on the calling goroutine, or wakes the dispatch goroutine if a
+// pass is running: the dispatch of what CommitStaged wrote, without
+// waking another goroutine for it.
+func (s *Store) DispatchNow() {
+	if s.dispatchMu.TryLock() {
+		s.doReput(true)
+		s.dispatchMu.Unlock()
+		return
+	}
+	wake(s.wakeDispatch)
+}
+
+// putMessage is the single put; start is the put's start (zero: now). With
+// deferCommit a staged put does not wake the staged committer and
+// putMessage reports true (PutMessageRawPropertiesDeferred).
+func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw bool, start time.Time,
+	deferCommit bool, done func(PutResult)) bool {
 	if start.IsZero() {
 		start = time.Now()
 	}
@@ -139,12 +187,12 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 	if st, remark := s.checkWritable(); st != PutOK {
 		s.stats.putFailures.Add(1)
 		done(PutResult{Status: st, Remark: remark})
-		return
+		return false
 	}
 	if st := s.checkMessage(&m.Message); st != PutOK {
 		s.stats.putFailures.Add(1)
 		done(PutResult{Status: st})
-		return
+		return false
 	}
 	if !raw {
 		s.applyDelayLevel(m)
@@ -160,7 +208,7 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 		if st != PutOK {
 			s.stats.putFailures.Add(1)
 			done(PutResult{Status: st})
-			return
+			return false
 		}
 		m.StoreTimestamp, m.QueueOffset, m.CommitLogOffset = 0, 0, 0
 		m.BodyCRC = message.BodyCRC(m.Body)
@@ -179,7 +227,7 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 			s.encodePool.Put(bp)
 			s.stats.putFailures.Add(1)
 			done(PutResult{Status: st})
-			return
+			return false
 		}
 		metas := [1]recMeta{s.metaFor(m, len(rec))}
 		res, locked = s.appendRecords(rec, metas[:], m.Topic, m.QueueID, nil)
@@ -196,7 +244,7 @@ func (s *Store) putMessage(m *message.Ext, rawProps string, extra []string, raw 
 	} else {
 		wait = m.WaitStoreMsgOK()
 	}
-	s.finishPut(res, wait, start, locked, done)
+	return s.finishPut(res, wait, start, locked, deferCommit, done)
 }
 
 // PutMessages appends a batch (SEND_BATCH_MESSAGE): every message shares the
@@ -306,7 +354,7 @@ func (s *Store) putMessages(batch []*message.Ext, raw []string, done func(PutRes
 			wait = strings.EqualFold(v, "true")
 		}
 	}
-	s.finishPut(res, wait, start, locked, done)
+	s.finishPut(res, wait, start, locked, false, done)
 }
 
 // createFailed answers a put whose commit-log file could not be created.
@@ -612,11 +660,11 @@ func (s *Store) writeBlankLocked(f *mappedFile, now int64) {
 // flush stage (group commit under SYNC_FLUSH with WAIT=true), then the
 // replication stage. The put-latency histogram gets start to the append
 // lock's clock read (locked): no clock read of its own.
-func (s *Store) finishPut(res PutResult, wait bool, start, locked time.Time, done func(PutResult)) {
+func (s *Store) finishPut(res PutResult, wait bool, start, locked time.Time, deferCommit bool, done func(PutResult)) (deferred bool) {
 	if res.Status != PutOK {
 		s.stats.putFailures.Add(1)
 		done(res)
-		return
+		return false
 	}
 	s.stats.puts.Add(int64(res.MsgNum))
 	s.stats.putBytes.Add(int64(res.WroteBytes))
@@ -637,7 +685,7 @@ func (s *Store) finishPut(res PutResult, wait bool, start, locked time.Time, don
 				done:     done,
 			})
 			wake(s.wakeFlush)
-			return
+			return false
 		}
 		if s.stage != nil {
 			// WAIT=false is acknowledged without the sync but, as through
@@ -649,7 +697,7 @@ func (s *Store) finishPut(res PutResult, wait bool, start, locked time.Time, don
 		}
 		wake(s.wakeFlush)
 		s.replicate(res, wait, done)
-		return
+		return false
 	}
 	if s.cfg.WakeFlushWhenPutMessage && !s.cfg.FlushCommitLogTimed {
 		wake(s.wakeFlush)
@@ -659,11 +707,15 @@ func (s *Store) finishPut(res PutResult, wait bool, start, locked time.Time, don
 		// cache), so a killed process loses nothing it acknowledged, as
 		// with appends into the mapping.
 		s.staged.add(flushWaiter{next: res.WroteOffset + int64(res.WroteBytes), res: res, done: done, noWait: !wait})
+		if deferCommit {
+			return true // the caller commits (CommitStaged)
+		}
 		wake(s.wakeCommit)
-		return
+		return false
 	}
 	wake(s.wakeDispatch)
 	s.replicate(res, wait, done)
+	return false
 }
 
 // replicate is the second completion stage.

@@ -104,6 +104,9 @@ type Store struct {
 	// reputFrom is the dispatch frontier; only the dispatch goroutine moves
 	// it after Start.
 	reputFrom atomic.Int64
+	// dispatchMu serialises dispatch passes (doReput): the dispatch
+	// goroutine's, and those CommitStaged runs in place.
+	dispatchMu sync.Mutex
 	// confirmOffset is -1 unless set by SetConfirmOffset (HA).
 	confirmOffset atomic.Int64
 
